@@ -1,0 +1,37 @@
+/**
+ * The engine contract: token-level generation. Every engine (SGLang, vLLM, the embedded
+ * PyTorch worker, OpenAI-compatible text APIs, the simulator) implements `Engine`.
+ * Text-only APIs return `tokenIds: null` and `logprobs: null`.
+ */
+
+/** One generation request. `sessionId` lets a router keep a trajectory on one replica. */
+export type GenerateRequest = {
+  promptTokenIds: number[];
+  /** The prompt as text, for engines that take text (OpenAI-compatible); token engines ignore it. */
+  promptText?: string;
+  maxNewTokens: number;
+  temperature: number;
+  topP: number;
+  stop: string[];
+  seed?: number;
+  sessionId?: string;
+};
+
+export type FinishReason = 'stop' | 'length' | 'abort';
+
+export type GenerateResult = {
+  tokenIds: number[] | null;
+  text: string;
+  logprobs: number[] | null;
+  finishReason: FinishReason;
+  /** The stop string that ended generation, or null (EOS, length, abort). */
+  matchedStop: string | null;
+  /** Whether `text` ends with `matchedStop` (false when the engine trimmed it). */
+  stopIncluded?: boolean;
+  policyVersion: number | null;
+};
+
+export interface Engine {
+  readonly name: string;
+  generate(request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult>;
+}
