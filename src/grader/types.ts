@@ -1,0 +1,32 @@
+/**
+ * The grader contract. A grade records which rule decided, so every evaluation number can be
+ * traced to the comparison that produced it.
+ */
+import type { SandboxProvider } from '../sandbox/types.ts';
+
+export type GradeReason =
+  | 'exact'
+  | 'numeric'
+  | 'structural'
+  | 'symbolic'
+  | 'no-answer'
+  | 'mismatch'
+  | 'timeout'
+  | 'parse-error';
+
+export type GradeResult = {
+  correct: boolean;
+  /** The answer taken from the prediction (after extraction, before normalisation), or null. */
+  extracted: string | null;
+  reason: GradeReason;
+};
+
+export type GradeOptions = {
+  /** Where symbolic checks run; without one, the symbolic step is skipped. */
+  sandbox?: SandboxProvider;
+  /** Time budget for the symbolic step. */
+  timeoutMs?: number;
+};
+
+/** `grade(prediction, reference)`: prediction is a full response or a bare answer. */
+export type Grader = (prediction: string, reference: string, options?: GradeOptions) => Promise<GradeResult>;
