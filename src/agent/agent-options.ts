@@ -50,8 +50,8 @@ export const toolOptionsSchema = z
   .object({
     /** Per-call limit passed to the sandbox. */
     timeoutMs: positive.default(10_000),
-    /** Rendered output is cut in the middle beyond this many characters (the dialect marks the cut). */
-    maxOutputChars: positive.default(4000),
+    /** Rendered output is cut in the middle beyond this many characters; absent = the dialect's default. */
+    maxOutputChars: positive.optional(),
     /** Traceback lines kept for errors; absent = the dialect's default. */
     tracebackLines: positive.optional(),
   })

@@ -37,6 +37,9 @@ export async function callEngine(
     const combined = signal === undefined ? timeout.signal : AbortSignal.any([signal, timeout.signal]);
     try {
       const result = await untilAborted(engine.generate(request, combined), combined);
+      if (signal?.aborted) return { status: 'aborted', ms: elapsed() };
+      // Clients answer an aborted request with an `abort` result; ours was a timeout.
+      if (timeout.signal.aborted) throw timeout.signal.reason;
       return { status: 'ok', result, ms: elapsed() };
     } catch (error) {
       if (signal?.aborted) return { status: 'aborted', ms: elapsed() };

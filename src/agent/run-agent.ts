@@ -31,6 +31,7 @@ import { type AgentConfig, type AgentOptions, type Problem, resolveAgentConfig }
 import { callEngine, describeError } from './engine-call.ts';
 import { appendSegment, type LoopState, loopStateFrom, modelText } from './loop-state.ts';
 import { instructedPrompt, renderPrompt } from './prompt-builder.ts';
+import { joinSplitStop } from './split-stop.ts';
 import {
   endedWithEos,
   firstStop,
@@ -179,7 +180,8 @@ async function drive(
         break;
       }
 
-      const made = modelSegment(state, call.result, tokenizer, engine.name);
+      const result = afterLengthCut(state, call.result, dialect, tokenizer);
+      const made = modelSegment(state, result, tokenizer, engine.name);
       if (made.status === 'error') {
         finish = { reason: 'error', error: describeError(made.error) };
         break;
@@ -187,7 +189,7 @@ async function drive(
       appendSegment(state, made.segment);
       emit({ type: 'turn-end', trajectoryId: trajectory.id, turn, segment: made.segment, engineMs: call.ms });
 
-      const next = nextStep(state, call.result, dialect);
+      const next = nextStep(state, result, dialect);
       if (next.type === 'finish') finish = { reason: next.reason };
       else if (next.type === 'execute') {
         finish =
@@ -260,6 +262,19 @@ function modelSegment(
   };
 }
 
+/** After a call cut by `length`, a stop string may straddle the two calls (see `joinSplitStop`). */
+function afterLengthCut(
+  state: LoopState,
+  result: GenerateResult,
+  dialect: Dialect,
+  tokenizer: Tokenizer | null,
+): GenerateResult {
+  const last = state.trajectory.segments.at(-1);
+  if (last?.kind !== 'model' || last.finishReason !== 'length') return result;
+  const stops = dialect.stopStrings;
+  return joinSplitStop(state.turnText, result, stops, state.tokenLevel ? tokenizer : null) ?? result;
+}
+
 /** Whether the last tokens decode to text containing `stop` (a stop may span several tokens). */
 function tokensContain(tokenizer: Tokenizer, tokenIds: readonly number[], stop: string): boolean {
   const tail = tokenIds.slice(Math.max(0, tokenIds.length - (stop.length + 4)));
@@ -303,8 +318,8 @@ async function runTool(
   trajectory.timing.toolMs += ms;
   state.segmentToolCalls += 1;
   const text = dialect.renderToolResult(outcome, {
-    maxChars: config.tool.maxOutputChars,
     stopTrimmed: step.stopTrimmed,
+    ...(config.tool.maxOutputChars === undefined ? {} : { maxChars: config.tool.maxOutputChars }),
     ...(config.tool.tracebackLines === undefined ? {} : { tracebackLines: config.tool.tracebackLines }),
   });
   const segment: ToolSegment = {
