@@ -32,9 +32,9 @@ const ok = (stdout: string): ExecutionOutcome => ({ status: 'ok', stdout, stderr
 function options(
   parts: readonly ScriptPart[],
   sandbox: AgentOptions['sandbox'],
-  extra: Partial<AgentOptions> & { engine?: Partial<ScriptedEngineOptions> } = {},
+  extra: Omit<Partial<AgentOptions>, 'engine'> & { scripted?: Partial<ScriptedEngineOptions> } = {},
 ): AgentOptions & { engine: ScriptedEngine } {
-  const { engine: engineOptions, ...rest } = extra;
+  const { scripted: engineOptions, ...rest } = extra;
   const engine = new ScriptedEngine({ model: { parts }, tokenizer, ...engineOptions });
   return {
     engine,
@@ -165,7 +165,7 @@ describe('runAgent', () => {
     const kept = await runAgent(problem, options(answerParts, sandbox, { createId: () => 't' }));
     const trimmed = await runAgent(
       problem,
-      options(answerParts, sandbox, { createId: () => 't', engine: { trimStop: true } }),
+      options(answerParts, sandbox, { createId: () => 't', scripted: { trimStop: true } }),
     );
     expect(trimmed.segments).toEqual(kept.segments);
     expect(trimmed.segments[0]?.text.endsWith('</code>')).toBe(true);
@@ -262,7 +262,7 @@ describe('failures', () => {
     const events: AgentEvent[] = [];
     const agentOptions = options(answerParts, sandbox, {
       onEvent: (event) => events.push(event),
-      engine: {
+      scripted: {
         before: (call) => {
           if (call >= 1) throw new Error('connection refused');
         },
@@ -283,7 +283,7 @@ describe('failures', () => {
     const trajectory = await runAgent(
       problem,
       options(answerParts, sandbox, {
-        engine: {
+        scripted: {
           before: (call) => {
             if (call === 1) throw new Error('503');
           },
@@ -300,7 +300,7 @@ describe('failures', () => {
       options(answerParts, sandbox, {
         engineTimeoutMs: 50,
         retry: { attempts: 2, baseDelayMs: 1 },
-        engine: { before: () => new Promise<void>(() => {}) },
+        scripted: { before: () => new Promise<void>(() => {}) },
       }),
     );
     expect(trajectory.finish?.reason).toBe('error');
@@ -362,7 +362,7 @@ describe('failures', () => {
 
     const engineHangs = options(answerParts, tableSandbox({}), {
       signal: AbortSignal.timeout(30),
-      engine: { before: () => new Promise<void>(() => {}) },
+      scripted: { before: () => new Promise<void>(() => {}) },
     });
     expect((await runAgent(problem, engineHangs)).finish).toEqual({ reason: 'aborted' });
   });
@@ -371,7 +371,7 @@ describe('failures', () => {
 describe('text-only engines', () => {
   it('builds a text-level trajectory from promptText', async () => {
     const sandbox = tableSandbox({ 'x = 6 * 7\nprint(x)': ok('42\n') });
-    const agentOptions = options(answerParts, sandbox, { engine: { textOnly: true, trimStop: true } });
+    const agentOptions = options(answerParts, sandbox, { scripted: { textOnly: true, trimStop: true } });
     const trajectory = await runAgent(problem, agentOptions);
     expect(trajectory.finish?.reason).toBe('answer');
     expect(trajectory.prompt.tokenIds).toBeNull();
@@ -412,7 +412,7 @@ function counterSandbox() {
 
 describe('resumeAgent', () => {
   const parts = seededParts(7, 4);
-  const seeded = (sandbox: AgentOptions['sandbox'], extra: Partial<AgentOptions> = {}) =>
+  const seeded = (sandbox: AgentOptions['sandbox'], extra: Omit<Partial<AgentOptions>, 'engine'> = {}) =>
     options(parts, sandbox, {
       sampling: { temperature: 1, topP: 1, seed: 1234 },
       createId: () => 'traj',
