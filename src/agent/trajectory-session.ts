@@ -5,8 +5,9 @@
  *
  * Restoring after a segment: a resumed trajectory whose session was closed gets a new one,
  * into which the earlier calls' code is replayed (output discarded) before the next call.
- * Only calls after the last `killed` outcome are replayed (the model was told its state was
- * lost there), and calls that timed out or ran out of memory are skipped. Replay re-runs
+ * Only calls after the last reset are replayed (a `killed` outcome, which told the model its
+ * state was lost, or `memory-exceeded`, after which the local pool starts a fresh worker), and
+ * calls that timed out are skipped. Replay re-runs
  * code, so state that depends on time or unseeded randomness may differ; park the session
  * when that matters.
  *
@@ -98,7 +99,7 @@ export class TrajectorySession {
 export function callsToReplay(calls: readonly ToolCall[]): ToolCall[] {
   let start = 0;
   calls.forEach((call, index) => {
-    if (call.outcome.status === 'killed') start = index + 1;
+    if (call.outcome.status === 'killed' || call.outcome.status === 'memory-exceeded') start = index + 1;
   });
   return calls
     .slice(start)
