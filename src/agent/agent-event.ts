@@ -6,7 +6,8 @@
 import type { ModelSegment, ToolCall, ToolSegment, Trajectory } from '../trajectory/trajectory.ts';
 
 export type AgentEvent =
-  | { type: 'trajectory-start'; trajectoryId: string; problemId: string | null; resumed: boolean }
+  /** The record as it starts (new, or resumed with its earlier segments). */
+  | { type: 'trajectory-start'; trajectory: Trajectory; resumed: boolean }
   | {
       type: 'turn-start';
       trajectoryId: string;

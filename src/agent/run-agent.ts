@@ -125,7 +125,7 @@ async function drive(
       emit({ type: 'session-restore', trajectoryId: trajectory.id, replayedCalls, ms }),
   });
   let finish: NonNullable<Trajectory['finish']> | null = null;
-  emit({ type: 'trajectory-start', trajectoryId: trajectory.id, problemId: trajectory.problemId, resumed });
+  emit({ type: 'trajectory-start', trajectory, resumed });
 
   try {
     while (finish === null) {
