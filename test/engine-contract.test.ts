@@ -12,7 +12,11 @@ import {
   type GenerateRequest,
   type HttpEngine,
 } from '../src/engine/index.ts';
-import { type ScriptedServer, scriptedLogprob, startScriptedServer } from './fixtures/scripted-engine-server.ts';
+import {
+  type ScriptedServer,
+  scriptedLogprob,
+  startScriptedServer,
+} from './fixtures/scripted-engine-server.ts';
 
 const tokenizer = createByteLevelTokenizer();
 const SCRIPT = 'Compute it.\n<code>\nprint(6*7)\n</code>\n<interpreter>';
@@ -109,7 +113,12 @@ describe.each(cases)('engine contract: $api', ({ api, tokenLevel }) => {
         model: 'scripted-model',
       });
     } else if (api === 'openai') {
-      expect(sent).toMatchObject({ model: 'scripted-model', prompt: request().promptText, max_tokens: 256, seed: 1234 });
+      expect(sent).toMatchObject({
+        model: 'scripted-model',
+        prompt: request().promptText,
+        max_tokens: 256,
+        seed: 1234,
+      });
     } else {
       expect(sent.messages).toEqual([{ role: 'user', content: request().promptText }]);
     }
@@ -201,13 +210,19 @@ describe.each(cases)('engine contract: $api', ({ api, tokenLevel }) => {
     const engine = createEngine({ api, url, model: 'm', maxRetries: 2, retryBaseDelayMs: 5 });
     engines.push(engine);
     const failure = engine.generate(request());
-    await expect(failure).rejects.toMatchObject({ code: 'ENGINE_UNAVAILABLE', cause: { code: 'ECONNREFUSED' } });
+    await expect(failure).rejects.toMatchObject({
+      code: 'ENGINE_UNAVAILABLE',
+      cause: { code: 'ECONNREFUSED' },
+    });
     await expect(failure).rejects.toThrow(/after 3 attempt/);
   });
 
   it('throws ENGINE_TIMEOUT when the server is too slow, without retrying', async () => {
     const { server, engine } = await setup({ delayMs: 30_000 }, { timeoutMs: 150 });
-    await expect(engine.generate(request())).rejects.toMatchObject({ code: 'ENGINE_TIMEOUT', timeoutMs: 150 });
+    await expect(engine.generate(request())).rejects.toMatchObject({
+      code: 'ENGINE_TIMEOUT',
+      timeoutMs: 150,
+    });
     expect(server.requests).toHaveLength(1);
   });
 

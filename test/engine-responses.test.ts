@@ -4,7 +4,12 @@
  * bodies, text-API stop inference, and option validation.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEngine, type EngineOptions, type GenerateRequest, type HttpEngine } from '../src/engine/index.ts';
+import {
+  createEngine,
+  type EngineOptions,
+  type GenerateRequest,
+  type HttpEngine,
+} from '../src/engine/index.ts';
 import {
   openAiChatBody,
   openAiCompletionBody,
@@ -34,10 +39,20 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => server.close()));
 });
 
-async function answerWith(api: EngineOptions['api'], fixedBody: unknown, options: Partial<EngineOptions> = {}) {
+async function answerWith(
+  api: EngineOptions['api'],
+  fixedBody: unknown,
+  options: Partial<EngineOptions> = {},
+) {
   const server = await startScriptedServer(api, { fixedBody });
   servers.push(server);
-  const engine = createEngine({ api, url: server.url, model: 'm', maxRetries: 0, ...options } as EngineOptions);
+  const engine = createEngine({
+    api,
+    url: server.url,
+    model: 'm',
+    maxRetries: 0,
+    ...options,
+  } as EngineOptions);
   engines.push(engine);
   return engine.generate(request);
 }
@@ -100,7 +115,12 @@ describe('real response bodies', () => {
 
   it('OpenAI completions: no stop_reason, one stop requested → inferred, trimmed', async () => {
     const result = await answerWith('openai', openAiCompletionBody);
-    expect(result).toMatchObject({ tokenIds: null, logprobs: null, matchedStop: '</code>', stopIncluded: false });
+    expect(result).toMatchObject({
+      tokenIds: null,
+      logprobs: null,
+      matchedStop: '</code>',
+      stopIncluded: false,
+    });
     expect(result.text).toBe(openAiCompletionBody.choices[0]!.text);
   });
 
@@ -161,14 +181,26 @@ describe('text API stop inference', () => {
   it('sends messages and continue_final_message for a trailing assistant message', async () => {
     const server = await startScriptedServer('openai-chat', { script: 'ok' });
     servers.push(server);
-    const engine = createEngine({ api: 'openai-chat', url: server.url, model: 'm', continueFinalMessage: true });
+    const engine = createEngine({
+      api: 'openai-chat',
+      url: server.url,
+      model: 'm',
+      continueFinalMessage: true,
+    });
     engines.push(engine);
     const messages = [
       { role: 'user' as const, content: 'Q' },
-      { role: 'assistant' as const, content: '<code>\nprint(1)\n</code>\n<interpreter>\n1\n</interpreter>\n' },
+      {
+        role: 'assistant' as const,
+        content: '<code>\nprint(1)\n</code>\n<interpreter>\n1\n</interpreter>\n',
+      },
     ];
     await engine.generate({ ...request, messages });
-    expect(server.requests[0]!.body).toMatchObject({ messages, continue_final_message: true, add_generation_prompt: false });
+    expect(server.requests[0]!.body).toMatchObject({
+      messages,
+      continue_final_message: true,
+      add_generation_prompt: false,
+    });
   });
 
   it('refuses a text completion without promptText', async () => {
@@ -181,9 +213,9 @@ describe('text API stop inference', () => {
 
 describe('createEngine options', () => {
   it('rejects unknown keys (strict) naming them', () => {
-    expect(() => createEngine({ api: 'sglang', url: 'http://x:1', timeout: 5 } as unknown as EngineOptions)).toThrow(
-      /timeout/,
-    );
+    expect(() =>
+      createEngine({ api: 'sglang', url: 'http://x:1', timeout: 5 } as unknown as EngineOptions),
+    ).toThrow(/timeout/);
   });
 
   it('requires a model for OpenAI-compatible APIs', () => {
@@ -202,13 +234,9 @@ describe('createEngine options', () => {
   it('sends the API key as a bearer token', async () => {
     const server = await startScriptedServer('openai', { script: 'hi' });
     servers.push(server);
-    let seen = '';
-    const original = server.requests.push.bind(server.requests);
-    server.requests.push = (...items) => original(...items);
     const engine = createEngine({ api: 'openai', url: server.url, model: 'm', apiKey: 'sk-test' });
     engines.push(engine);
     await engine.generate({ ...request, stop: [] });
-    seen = server.headers[0]?.authorization ?? '';
-    expect(seen).toBe('Bearer sk-test');
+    expect(server.requests[0]!.headers.authorization).toBe('Bearer sk-test');
   });
 });

@@ -120,7 +120,8 @@ export function compileHfRegex(source: string, where: string): RegExp {
   }
 }
 
-function rewriteCaseInsensitiveGroups(source: string): string {
+/** `(?i:...)` groups rewritten with `[xX]` classes for engines without inline modifiers. */
+export function rewriteCaseInsensitiveGroups(source: string): string {
   let out = '';
   let index = 0;
   while (index < source.length) {
