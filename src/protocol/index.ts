@@ -14,7 +14,9 @@ export { markdownDialect } from './markdown-dialect.ts';
 export {
   type FormatIssue,
   type ParsedResponse,
+  type ParseOptions,
   parseResponse,
+  type ReasoningState,
   type ResponsePart,
   type ResponsePartKind,
 } from './response-parser.ts';

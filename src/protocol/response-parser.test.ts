@@ -126,8 +126,8 @@ describe('parseResponse survives malformed responses', () => {
   });
 
   it('13. empty text and whitespace only', () => {
-    expect(tags('')).toEqual({ parts: [], issues: [], answer: null });
-    expect(markdown(' \n\n ')).toEqual({ parts: [], issues: [], answer: null });
+    expect(tags('')).toMatchObject({ parts: [], issues: [], answer: null });
+    expect(markdown(' \n\n ')).toMatchObject({ parts: [], issues: [], answer: null });
   });
 
   it('14. markup only, no content', () => {
@@ -140,5 +140,24 @@ describe('parseResponse survives malformed responses', () => {
     expect(tags(text).parts).toHaveLength(1);
     const fences = '```\n'.repeat(20_000);
     expect(markdown(fences).issues).toEqual([]);
+  });
+});
+
+describe('parseResponse resumes', () => {
+  it('re-parsing from resume gives the same remaining parts as a full parse', () => {
+    const text =
+      '<think>a<code>x=1</code><interpreter>ok</interpreter>b</think>\n\\boxed{1} and <code>print(2)</code> tail';
+    const full = tags(text);
+    for (let cut = 0; cut <= text.length; cut++) {
+      const { resume } = tags(text.slice(0, cut));
+      const rest = parseResponse(text, tagsDialect.markup, {
+        from: resume.offset,
+        reasoning: resume.reasoning,
+      });
+      const fullRest = full.parts.filter((part) => part.outerStart >= resume.offset);
+      expect(rest.parts.map((part) => [part.kind, part.text, part.start])).toEqual(
+        fullRest.map((part) => [part.kind, part.text, part.start]),
+      );
+    }
   });
 });

@@ -30,11 +30,26 @@ export type FormatIssue = {
   markup: string;
 };
 
+/** Where the reasoning wrapper stands: not seen yet, open, or closed (prose is now answer). */
+export type ReasoningState = 'none' | 'open' | 'closed';
+
 export type ParsedResponse = {
   parts: ResponsePart[];
   issues: FormatIssue[];
   /** The last `\boxed{}` in the prose (code and interpreter output excluded), or null. */
   answer: string | null;
+  /**
+   * The latest point from which parsing again (`from: offset`, same `reasoning`) yields the
+   * same parts: a streaming reader re-parses from here as text arrives instead of from 0.
+   */
+  resume: { offset: number; reasoning: ReasoningState };
+};
+
+export type ParseOptions = {
+  /** Start parsing here, in prose (a `resume.offset` of an earlier parse); default 0. */
+  from?: number;
+  /** The reasoning state at `from`; default 'none'. */
+  reasoning?: ReasoningState;
 };
 
 type BlockKind = 'code' | 'tool-output' | 'verbatim';
@@ -44,14 +59,20 @@ type Token =
 type Match = { index: number; end: number; text: string };
 
 /** Parses `text` with `markup`; linear in the text's length. */
-export function parseResponse(text: string, markup: DialectMarkup): ParsedResponse {
+export function parseResponse(
+  text: string,
+  markup: DialectMarkup,
+  options: ParseOptions = {},
+): ParsedResponse {
+  const { from = 0 } = options;
   const tokens = outsideTokens(markup);
   const finder = new MatchFinder(text);
   const parts: ResponsePart[] = [];
   const issues: FormatIssue[] = [];
-  let reasoning: 'none' | 'open' | 'closed' = 'none';
-  let proseStart = 0;
-  let position = 0;
+  let reasoning: ReasoningState = options.reasoning ?? 'none';
+  let proseStart = from;
+  let position = from;
+  let resume = { offset: from, reasoning };
 
   const flushProse = (end: number) => {
     const prose = text.slice(proseStart, end);
@@ -102,17 +123,20 @@ export function parseResponse(text: string, markup: DialectMarkup): ParsedRespon
       position = close?.end ?? text.length;
       proseStart = position;
       if (close === null) break;
+      resume = { offset: position, reasoning };
     } else if (token.role === 'reasoning-open' && reasoning === 'none') {
       flushProse(match.index);
       reasoning = 'open';
       proseStart = match.end;
       position = match.end;
+      resume = { offset: position, reasoning };
     } else if (token.role === 'reasoning-close' && reasoning !== 'closed') {
       // Without an opener, the chat template opened the reasoning in the prompt.
       flushProse(match.index);
       reasoning = 'closed';
       proseStart = match.end;
       position = match.end;
+      resume = { offset: position, reasoning };
     } else {
       issues.push({
         kind: token.role === 'reasoning-open' ? 'nested-opener' : 'stray-closer',
@@ -125,7 +149,7 @@ export function parseResponse(text: string, markup: DialectMarkup): ParsedRespon
   flushProse(text.length);
 
   classifyFinalProse(parts, reasoning === 'closed');
-  return { parts, issues, answer: proseAnswer(parts) };
+  return { parts, issues, answer: proseAnswer(parts), resume };
 }
 
 /** Without a closed reasoning wrapper, a final prose part holding a box is the answer. */

@@ -1,5 +1,14 @@
 /** The trajectory module: the Trajectory record, its builders, JSONL files, and terminal rendering. */
+export { type InspectOptions, inspectTrajectoryFile } from './inspect-file.ts';
 export { responseTokens } from './loss-mask.ts';
+export {
+  createTrajectoryRenderer,
+  heldBack,
+  renderTrajectory,
+  shouldUseColor,
+  type TrajectoryRenderer,
+  type TrajectoryRendererOptions,
+} from './render-trajectory.ts';
 export {
   executionOutcomeSchema,
   type ModelSegment,
