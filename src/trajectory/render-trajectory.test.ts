@@ -177,6 +177,7 @@ describe('shouldUseColor', () => {
     expect(shouldUseColor({ isTTY: true }, { NO_COLOR: '1' })).toBe(false);
     expect(shouldUseColor({ isTTY: true }, { NO_COLOR: '' })).toBe(true);
     expect(shouldUseColor({ isTTY: false }, { FORCE_COLOR: '1' })).toBe(true);
+    expect(shouldUseColor({ isTTY: false }, { FORCE_COLOR: '0' })).toBe(false);
     expect(shouldUseColor({ isTTY: true }, { TERM: 'dumb' })).toBe(false);
   });
 });

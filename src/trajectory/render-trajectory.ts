@@ -37,12 +37,12 @@ const GUTTER_WIDTH = 6;
 const PROMPT_PREVIEW_CHARS = 600;
 
 /**
- * Whether to colour output for `stream`: never with a non-empty NO_COLOR, always with
- * FORCE_COLOR (other than 0), otherwise only on a terminal that is not `dumb`.
+ * Whether to colour output for `stream`: never with a non-empty NO_COLOR, always with a
+ * FORCE_COLOR other than empty, 0 or false, otherwise only on a terminal that is not `dumb`.
  */
 export function shouldUseColor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = process.env): boolean {
   if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
-  if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0') return true;
+  if (env.FORCE_COLOR !== undefined && !['', '0', 'false'].includes(env.FORCE_COLOR)) return true;
   return stream.isTTY === true && env.TERM !== 'dumb';
 }
 
