@@ -197,6 +197,7 @@ async function compareExpressions(
       roundedDecimalRule(prediction, reference, exactPrediction.value, exactReference.value) ?? DIFFERENT
     );
   }
+  if (sameTree(prediction, reference)) return EQUAL_EXACT;
   const rounded =
     roundedAgainstIrrational(prediction, reference) ?? roundedAgainstIrrational(reference, prediction);
   if (rounded !== null) return rounded;
@@ -211,6 +212,11 @@ async function compareExpressions(
     }),
     context,
   );
+}
+
+/** Identical trees (`\\sqrt2` and `\\sqrt{2}` parse the same). */
+function sameTree(left: MathNode, right: MathNode): boolean {
+  return JSON.stringify(left) === JSON.stringify(right);
 }
 
 /** A decimal literal (`0.333`, `-1.25`) and its digits after the point, or null. */

@@ -46,6 +46,7 @@ const REWRITES: [RegExp, string][] = [
   [/\\q?quad(?![A-Za-z])/g, ' '],
   [/~/g, ' '],
   [/\{,\}/g, ','],
+  [/_\{(\w)\}/g, '_$1'],
   // Command spellings.
   [/\\[dtc]frac(?![A-Za-z])/g, '\\frac'],
   [/\\leq?(?:slant)?(?![A-Za-z])/g, '\\le '],

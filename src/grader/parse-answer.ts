@@ -19,6 +19,7 @@ export type Answer =
   | { kind: 'relation'; source: string; operators: string[]; sides: Answer[] };
 
 const MAX_ITEMS = 64;
+const SCIENTIFIC = /^(?:\d+\.?\d*|\.\d+)[eE][+-]?\d{1,4}$/;
 const MIXED_NUMBER = /^(-?)(\d+)\s*\\frac\s*(?:\{(\d+)\}|(\d))\s*(?:\{(\d+)\}|(\d))$/;
 const RELATION = /^(?:=|<|>|\\le|\\ge|\\ne)$/;
 const CHOICE = /^\(([A-E])\)$|^([A-E])$/;
@@ -108,6 +109,7 @@ export function parseAnswer(text: string, depth = 0): Answer {
   if (choice) return { kind: 'text', source: choice[1] ?? choice[2]! };
   if (isWords(trimmed)) return { kind: 'text', source: trimmed.toLowerCase().replace(/\s+/g, ' ') };
 
+  if (SCIENTIFIC.test(source)) return { kind: 'expression', source, node: { type: 'number', text: source } };
   const mixed = MIXED_NUMBER.exec(trimmed);
   if (mixed && BigInt(mixed[3] ?? mixed[4]!) < BigInt(mixed[5] ?? mixed[6]!)) {
     // `1\frac{4}{5}` is the mixed number 9/5, not 1 · 4/5.
