@@ -40,7 +40,10 @@ export async function compareAnswers(
 ): Promise<Decision> {
   if (prediction.source === reference.source) return EQUAL_EXACT;
   if (prediction.kind === 'text' || reference.kind === 'text') {
-    return textKey(prediction.source) === textKey(reference.source) ? EQUAL_EXACT : DIFFERENT;
+    if (textKey(prediction.source) === textKey(reference.source)) return EQUAL_EXACT;
+    // `52` for the base-8 numeral `52_8`: the digits are the answer the question asked for.
+    const numeral = /^([0-9A-Fa-f]+)_\d+$/.exec(reference.source);
+    return numeral && prediction.source === numeral[1] ? EQUAL_EXACT : DIFFERENT;
   }
   if (prediction.kind === 'unparsed' || reference.kind === 'unparsed') {
     return { outcome: 'undecided', reason: 'parse-error' };

@@ -105,6 +105,8 @@ export function parseAnswer(text: string, depth = 0): Answer {
     return { kind: 'collection', source, items: expandItems([trimmed], depth) };
   }
 
+  // A numeral in another base (`52_8`, `4210_{5}`) is compared as written.
+  if (/^[0-9A-Fa-f]+_\{?\d+\}?$/.test(source)) return { kind: 'text', source: source.replace(/[{}]/g, '') };
   const choice = CHOICE.exec(source);
   if (choice) return { kind: 'text', source: choice[1] ?? choice[2]! };
   if (isWords(trimmed)) return { kind: 'text', source: trimmed.toLowerCase().replace(/\s+/g, ' ') };
