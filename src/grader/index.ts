@@ -1,4 +1,10 @@
 /** The grader: answer extraction, normalisation, equivalence rules and reward functions. */
+export {
+  benchGrader,
+  type GraderBenchOptions,
+  type GraderBenchReport,
+  loadGraderCorpus,
+} from './bench-grader.ts';
 export { type CompareContext, compareAnswers, type Decision } from './compare-answers.ts';
 export { type Extraction, extractAnswer } from './extract-answer.ts';
 export {
@@ -8,6 +14,7 @@ export {
   MAX_ANSWER_CHARS,
   prepareAnswer,
 } from './grade-answer.ts';
+export { type GradeLineResult, gradeLines } from './grade-lines.ts';
 export { normalizeAnswer } from './normalize-answer.ts';
 export { type Answer, parseAnswer } from './parse-answer.ts';
 export {
