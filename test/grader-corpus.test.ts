@@ -96,3 +96,22 @@ describe('grader corpus with the sandbox', () => {
     expect(['timeout', 'structural', 'symbolic']).toContain(result.reason);
   });
 });
+
+describe('adversarial answers', () => {
+  it('grade incorrect with a reason and without hanging', async () => {
+    const megabyte = 'x'.repeat(1 << 20);
+    const cases: [string, string][] = [
+      [megabyte, '5'],
+      [`\\boxed{${'1'.repeat(1 << 20)}}`, '1'],
+      [`\\boxed{${'{'.repeat(5000)}1${'}'.repeat(5000)}}`, '1'],
+      ['\\boxed{10^{10^{10^{10}}}}', '1000'],
+      ['\\boxed{9!!!!!!!}', '945'],
+      [`\\boxed{${'\\sqrt{'.repeat(400)}2${'}'.repeat(400)}}`, '2'],
+    ];
+    for (const [prediction, reference] of cases) {
+      const result = await gradeAnswer(prediction, reference);
+      expect(result.correct).toBe(false);
+      expect(['no-answer', 'parse-error', 'mismatch', 'timeout']).toContain(result.reason);
+    }
+  });
+});
