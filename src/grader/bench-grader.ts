@@ -16,7 +16,7 @@ export type GraderBenchOptions = {
   sandbox?: SandboxProvider;
   /** Passes over the fast-path pairs. */
   fastRounds?: number;
-  /** Passes over the symbolic pairs (warm). */
+  /** Passes over the symbolic pairs (warm; SymPy's cache makes repeated passes faster). */
   symbolicRounds?: number;
   /** Cold symbolic checks (each opens and primes a session). */
   coldSamples?: number;
@@ -63,7 +63,7 @@ export async function benchGrader(options: GraderBenchOptions = {}): Promise<Gra
   const {
     sandbox,
     fastRounds = 50,
-    symbolicRounds = 3,
+    symbolicRounds = 1,
     coldSamples = 3,
     now = () => performance.now(),
   } = options;

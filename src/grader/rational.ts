@@ -26,6 +26,7 @@ function bitLength(value: bigint): number {
 export function rational(num: bigint, den = 1n): Rational | null {
   if (den === 0n) return null;
   if (bitLength(num) > MAX_RATIONAL_BITS || bitLength(den) > MAX_RATIONAL_BITS) return null;
+  if (den === 1n) return { num, den };
   const divisor = gcd(num, den);
   const sign = den < 0n ? -1n : 1n;
   return divisor === 0n ? { num: 0n, den: 1n } : { num: (sign * num) / divisor, den: (sign * den) / divisor };
