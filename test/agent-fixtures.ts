@@ -6,9 +6,8 @@
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ChatMessage, Tokenizer } from '../src/engine/tokenizer.ts';
+import type { Tokenizer } from '../src/engine/tokenizer.ts';
 import type { Engine, GenerateRequest, GenerateResult } from '../src/engine/types.ts';
-import type { Dialect } from '../src/protocol/dialect.ts';
 import type { ExecutionOutcome, SandboxProvider, SandboxSession } from '../src/sandbox/types.ts';
 
 /** One part of a scripted response: the model text up to (and including) a code block's end. */
@@ -50,20 +49,6 @@ export function scriptedContinuation(
     throw new Error(`scripted model: the context diverged from part ${index}: ${JSON.stringify(written)}`);
   }
   return { text: text.slice(written.length), last: index === parts.length - 1 };
-}
-
-/** Byte-level tokenizer as the project defines it: id = byte, 256 = EOS, 257 = pad. */
-export function byteTokenizer(): Tokenizer {
-  const encoder = new TextEncoder();
-  const decoder = new TextDecoder();
-  return {
-    name: 'byte-level (test)',
-    eosTokenId: 256,
-    encode: (text) => [...encoder.encode(text)],
-    decode: (ids) => decoder.decode(Uint8Array.from(ids.filter((id) => id < 256))),
-    applyChatTemplate: (messages: readonly ChatMessage[]) =>
-      `${messages.map((message) => `<|${message.role}|>\n${message.content}\n`).join('')}<|assistant|>\n`,
-  };
 }
 
 export type ScriptedGeneration = {
@@ -303,33 +288,3 @@ export function seededRandom(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
-
-/** A minimal tags dialect for the loop's unit tests. */
-export const tagsDialectDouble: Dialect = {
-  name: 'tags',
-  stopStrings: ['</code>'],
-  closedCodeAtEnd(text, matchedStop) {
-    const stopTrimmed = matchedStop === '</code>' && !text.endsWith('</code>');
-    const full = stopTrimmed ? `${text}</code>` : text;
-    if (!full.endsWith('</code>')) return null;
-    const open = full.lastIndexOf('<code>');
-    if (open === -1) return null;
-    const code = full
-      .slice(open + '<code>'.length, full.length - '</code>'.length)
-      .replace(/^\n+/, '')
-      .trimEnd();
-    return { code, stopTrimmed };
-  },
-  renderToolResult(outcome, options = {}) {
-    const maxChars = options.maxChars ?? 2000;
-    let body: string;
-    if (outcome.status === 'ok') body = outcome.stdout + outcome.stderr;
-    else if (outcome.status === 'error') body = `${outcome.stdout}${outcome.exception}`;
-    else if (outcome.status === 'killed')
-      body = `SessionReset: the Python session was killed (${outcome.reason}).`;
-    else body = outcome.status;
-    if (body.length > maxChars)
-      body = `${body.slice(0, maxChars / 2)}\n... [${body.length - maxChars} characters cut] ...\n${body.slice(-maxChars / 2)}`;
-    return `${options.stopTrimmed ? '</code>' : ''}\n<interpreter>\n${body.trimEnd() || '(no output)'}\n</interpreter>\n`;
-  },
-};

@@ -1,22 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentEvent, AgentOptions } from '../src/agent/index.ts';
 import { problemOnlyPrompt, resumeAgent, runAgent, SessionPark } from '../src/agent/index.ts';
+import { createByteLevelTokenizer } from '../src/engine/index.ts';
+import { tagsDialect } from '../src/protocol/index.ts';
 import type { ExecutionOutcome } from '../src/sandbox/types.ts';
 import { responseTokens } from '../src/trajectory/loss-mask.ts';
 import type { Trajectory } from '../src/trajectory/trajectory.ts';
 import { trajectorySchema } from '../src/trajectory/trajectory.ts';
 import {
-  byteTokenizer,
   functionSandbox,
   ScriptedEngine,
   type ScriptedEngineOptions,
   type ScriptPart,
   seededRandom,
-  tagsDialectDouble,
 } from './agent-fixtures.ts';
 
-const tokenizer = byteTokenizer();
-const dialect = tagsDialectDouble;
+const tokenizer = createByteLevelTokenizer();
+const dialect = tagsDialect;
 const problem = { id: 'p1', text: 'What is 6 times 7?' };
 
 /** Runs Python-like cells from a table: code → outcome. */
@@ -381,6 +381,25 @@ describe('text-only engines', () => {
     expect(last.promptText).toBe(
       trajectory.prompt.text + trajectory.segments[0]!.text + trajectory.segments[1]!.text,
     );
+  });
+
+  it('works without a tokenizer, sending chat messages that end with the response so far', async () => {
+    const sandbox = tableSandbox({ 'x = 6 * 7\nprint(x)': ok('42\n') });
+    const engine = new ScriptedEngine({
+      model: { parts: answerParts, responseMarker: 'What is 6 times 7?\n\n' },
+      tokenizer,
+      textOnly: true,
+      trimStop: true,
+    });
+    const trajectory = await runAgent(problem, { ...options(answerParts, sandbox), engine, tokenizer: null });
+    expect(trajectory.finish?.reason).toBe('answer');
+    expect(trajectory.prompt).toEqual({ text: 'What is 6 times 7?\n\n', tokenIds: null });
+    expect(engine.requests[0]?.messages).toEqual([{ role: 'user', content: 'What is 6 times 7?' }]);
+    expect(engine.requests[1]?.messages).toEqual([
+      { role: 'user', content: 'What is 6 times 7?' },
+      { role: 'assistant', content: trajectory.segments[0]!.text + trajectory.segments[1]!.text },
+    ]);
+    expect(engine.requests[1]?.promptTokenIds).toEqual([]);
   });
 });
 

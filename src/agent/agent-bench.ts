@@ -87,7 +87,7 @@ export function benchTurns(
     };
   };
   for (let turn = 0; turn < toolCalls; turn++) {
-    const code = `${codeOpening(dialect)}${benchCode(turn)}\n${stop}`;
+    const code = `${dialect.markup.code.openText}\n${benchCode(turn)}\n${stop}`;
     const prose = trimToTokens(
       tokenizer,
       filler(turn),
@@ -97,12 +97,6 @@ export function benchTurns(
   }
   turns.push(make('\n</think>\nThe answer is \\boxed{42}.', null, true));
   return turns;
-}
-
-/** How a code block opens: the dialect's markup when it declares it, else a markdown fence. */
-function codeOpening(dialect: Dialect): string {
-  const markup = (dialect as { markup?: { code?: { openText?: string } } }).markup;
-  return `${markup?.code?.openText ?? '```python'}\n`;
 }
 
 function trimToTokens(tokenizer: Tokenizer, text: string, tokens: number): string {

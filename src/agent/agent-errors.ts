@@ -36,13 +36,6 @@ export class EngineFailedError extends AgentMathError {
   }
 }
 
-/** One engine call took longer than `engineTimeoutMs`. */
-export class EngineTimeoutError extends AgentMathError {
-  constructor(engineName: string, timeoutMs: number) {
-    super('ENGINE_TIMEOUT', `engine ${engineName} did not answer within ${timeoutMs} ms`);
-  }
-}
-
 /** The engine answered without token ids in a token-level trajectory that already has some. */
 export class EngineTokensMissingError extends AgentMathError {
   constructor(engineName: string) {

@@ -4,9 +4,11 @@
  * aborted, or failed every attempt (with the last error as the cause), so a trajectory
  * always finishes and never hangs on a dead engine.
  */
+
+import { EngineTimeoutError } from '../engine/engine-errors.ts';
 import type { Engine, GenerateRequest, GenerateResult } from '../engine/types.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
-import { EngineFailedError, EngineTimeoutError } from './agent-errors.ts';
+import { EngineFailedError } from './agent-errors.ts';
 import type { AgentConfig } from './agent-options.ts';
 
 export type EngineCallResult =

@@ -6,7 +6,6 @@
 export {
   AgentConfigError,
   EngineFailedError,
-  EngineTimeoutError,
   EngineTokensMissingError,
   SandboxSessionError,
   TrajectoryNotResumableError,

@@ -9,10 +9,10 @@
  * trajectory with a finish reason; only caller mistakes throw.
  */
 import { randomUUID } from 'node:crypto';
-import type { Tokenizer } from '../engine/tokenizer.ts';
+import type { ChatMessage, Tokenizer } from '../engine/tokenizer.ts';
 import type { GenerateResult } from '../engine/types.ts';
 import { extractBoxedAnswer } from '../protocol/boxed-answer.ts';
-import type { Dialect } from '../protocol/dialect.ts';
+import type { ClosedCode, Dialect } from '../protocol/dialect.ts';
 import type {
   ModelSegment,
   ToolCall,
@@ -59,7 +59,10 @@ export async function runAgent(problem: Problem, options: AgentOptions): Promise
     answer: null,
     finish: null,
     timing: { startedAt: now().toISOString(), finishedAt: null, engineMs: 0, toolMs: 0 },
-    ...(options.meta === undefined ? {} : { meta: options.meta }),
+    // Chat APIs need the messages again on every call; a token-level record does not.
+    ...(options.meta === undefined && tokenizer !== null
+      ? {}
+      : { meta: { ...options.meta, ...(tokenizer === null ? { promptMessages: messages } : {}) } }),
   };
   return drive(trajectory, options, config, false);
 }
@@ -102,7 +105,7 @@ export async function resumeAgent(trajectory: Trajectory, options: AgentOptions)
 /** What the end of a turn asks for next. */
 type NextStep =
   | { type: 'generate' }
-  | { type: 'execute'; code: string; stopTrimmed: boolean }
+  | { type: 'execute'; closed: ClosedCode }
   | { type: 'finish'; reason: TrajectoryFinishReason };
 
 async function drive(
@@ -149,6 +152,7 @@ async function drive(
         {
           promptTokenIds: state.tokenLevel ? state.contextTokenIds.slice() : [],
           promptText: state.contextText,
+          ...(state.tokenLevel ? {} : { messages: conversation(state) }),
           maxNewTokens,
           temperature: config.sampling.temperature,
           topP: config.sampling.topP,
@@ -196,7 +200,8 @@ async function drive(
           toolCallsSpent({ state, budgets: config.budgets, signal }) === null
             ? null
             : { reason: 'max-tool-calls' };
-        if (finish === null) await runTool(state, tools, next, { dialect, tokenizer, config, signal, emit });
+        if (finish === null)
+          await runTool(state, tools, next.closed, { dialect, tokenizer, config, signal, emit });
       }
     }
   } catch (error) {
@@ -262,6 +267,19 @@ function modelSegment(
   };
 }
 
+/**
+ * The conversation for chat APIs: the prompt's messages, then everything appended so far as
+ * one assistant message for the engine to continue.
+ */
+function conversation(state: LoopState): ChatMessage[] {
+  const stored = state.trajectory.meta?.promptMessages;
+  const messages: ChatMessage[] = Array.isArray(stored)
+    ? (stored as ChatMessage[])
+    : [{ role: 'user', content: state.trajectory.prompt.text }];
+  const response = state.contextText.slice(state.trajectory.prompt.text.length);
+  return response === '' ? messages : [...messages, { role: 'assistant', content: response }];
+}
+
 /** After a call cut by `length`, a stop string may straddle the two calls (see `joinSplitStop`). */
 function afterLengthCut(
   state: LoopState,
@@ -291,13 +309,13 @@ function nextStep(state: LoopState, result: GenerateResult, dialect: Dialect): N
     };
   }
   const closed = dialect.closedCodeAtEnd(state.turnText, result.matchedStop);
-  return closed === null ? { type: 'generate' } : { type: 'execute', ...closed };
+  return closed === null ? { type: 'generate' } : { type: 'execute', closed };
 }
 
 async function runTool(
   state: LoopState,
   tools: TrajectorySession,
-  step: { code: string; stopTrimmed: boolean },
+  step: ClosedCode,
   context: {
     dialect: Dialect;
     tokenizer: Tokenizer | null;
@@ -319,13 +337,15 @@ async function runTool(
   state.segmentToolCalls += 1;
   const text = dialect.renderToolResult(outcome, {
     stopTrimmed: step.stopTrimmed,
+    outputOpening: step.outputOpening,
     ...(config.tool.maxOutputChars === undefined ? {} : { maxChars: config.tool.maxOutputChars }),
     ...(config.tool.tracebackLines === undefined ? {} : { tracebackLines: config.tool.tracebackLines }),
   });
   const segment: ToolSegment = {
     kind: 'tool',
     text,
-    tokenIds: state.tokenLevel && tokenizer !== null ? tokenizer.encode(text) : null,
+    tokenIds:
+      state.tokenLevel && tokenizer !== null ? tokenizer.encode(text, { specialTokens: false }) : null,
     toolCallIndex,
   };
   appendSegment(state, segment);
