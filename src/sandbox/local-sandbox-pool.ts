@@ -71,8 +71,8 @@ export class LocalSandboxPool implements SandboxProvider {
 
   /** Resolves once the warm set is full (or a start failed, which it rethrows). */
   async ready(): Promise<void> {
-    const target = Math.min(this.options.warmWorkers, this.options.maxWorkers);
-    while (this.#idle.length < target) {
+    const target = () => Math.min(this.options.warmWorkers, this.options.maxWorkers - this.#bound);
+    while (this.#idle.length < target()) {
       if (this.#closed) throw new SandboxStartError('sandbox pool is closed');
       const failuresBefore = this.#workerStartFailures;
       await new Promise((resolve) => setTimeout(resolve, 10));
@@ -155,7 +155,11 @@ export class LocalSandboxPool implements SandboxProvider {
       const timer = setTimeout(() => {
         const index = this.#slotWaiters.indexOf(grant);
         if (index >= 0) this.#slotWaiters.splice(index, 1);
-        reject(new SandboxPoolFullError(this.options.maxWorkers, waitMs));
+        reject(
+          new SandboxPoolFullError(
+            `${this.options.maxWorkers} sessions open and none closed within ${waitMs} ms; close idle sessions or raise maxWorkers`,
+          ),
+        );
       }, waitMs);
       this.#slotWaiters.push(grant);
     });
@@ -292,6 +296,11 @@ export class LocalSandboxSession implements SandboxSession {
   /** @internal */
   workerUid(): number | null {
     return this.#worker?.uid ?? null;
+  }
+
+  /** True once the pool's idle sweep closed this session (its next call reports `killed`). */
+  get expired(): boolean {
+    return this.#state === 'expired';
   }
 
   /** @internal Milliseconds since the last call ended (0 while a call runs). */

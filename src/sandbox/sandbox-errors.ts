@@ -4,13 +4,10 @@
  */
 import { AgentMathError } from '../shared/agentmath-error.ts';
 
-/** Every worker slot is taken by a session and none freed up within `acquireTimeoutMs`. */
+/** Every worker slot is taken by a session and none freed up in time (locally or on a node). */
 export class SandboxPoolFullError extends AgentMathError {
-  constructor(maxSessions: number, waitedMs: number) {
-    super(
-      'SANDBOX_POOL_FULL',
-      `sandbox pool is full: ${maxSessions} sessions open and none closed within ${waitedMs} ms; close idle sessions or raise maxWorkers`,
-    );
+  constructor(detail: string) {
+    super('SANDBOX_POOL_FULL', `sandbox pool is full: ${detail}`);
   }
 }
 
