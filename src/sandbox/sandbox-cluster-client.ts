@@ -96,9 +96,9 @@ export class SandboxClusterClient implements SandboxProvider {
     const failures: string[] = [];
     let allFull = true;
     for (const node of this.#ranked()) {
+      node.openedSinceHealth += 1; // reserved before the await so concurrent opens spread out
       try {
         const binding = await node.client.bind();
-        node.openedSinceHealth += 1;
         return {
           ...binding,
           execute: async (code, options) => {
@@ -107,6 +107,7 @@ export class SandboxClusterClient implements SandboxProvider {
           },
         };
       } catch (error) {
+        node.openedSinceHealth = Math.max(0, node.openedSinceHealth - 1);
         if (!(error instanceof SandboxPoolFullError)) allFull = false;
         failures.push(`${node.client.url}: ${error instanceof Error ? error.message : String(error)}`);
       }
