@@ -226,14 +226,14 @@ def reap_background_processes():
     try:
         os.kill(-1, signal.SIGKILL)
     except OSError:
-        pass
-    while True:
+        return
+    while True:  # every child got SIGKILL, so this blocking wait ends promptly
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            os.waitpid(-1, 0)
         except ChildProcessError:
             return
-        if pid == 0:
-            return
+        except InterruptedError:
+            continue
 
 
 def apply_limits(limits):

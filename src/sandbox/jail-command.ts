@@ -74,6 +74,8 @@ export function buildJailCommand(options: JailCommandOptions): { command: string
     '/proc',
     '--dev',
     '/dev',
+    '--remount-ro',
+    '/dev',
     '--size',
     String(tmpBytes),
     '--tmpfs',

@@ -117,6 +117,12 @@ export class LocalSandboxPool implements SandboxProvider {
     return this.#idle.map((worker) => worker.memoryBytes());
   }
 
+  /** Memory of every live worker (idle or bound), summed: bytes. */
+  totalWorkerMemory(): number {
+    const sessionWorkers = [...this.#sessions.values()].map((session) => session.workerMemory());
+    return [...this.idleWorkerMemory(), ...sessionWorkers].reduce((sum, value) => sum + value, 0);
+  }
+
   /** Uids of every live worker (idle or bound); tests use them to find leftover processes. */
   workerUids(): number[] {
     return [
@@ -291,6 +297,11 @@ export class LocalSandboxSession implements SandboxSession {
   /** @internal */
   attach(worker: JailedWorker): void {
     this.#worker = worker;
+  }
+
+  /** @internal */
+  workerMemory(): number {
+    return this.#worker?.memoryBytes() ?? 0;
   }
 
   /** @internal */
