@@ -78,6 +78,21 @@ describe('local pool', () => {
     expect(processesOf(gone)).toEqual([]);
   });
 
+  it('refills the warm set while sessions stay open', async () => {
+    const refilling = createLocalSandbox({ ...lightPool, maxConcurrentStarts: 1 }, { log: () => {} });
+    try {
+      await refilling.ready();
+      const sessions = [await refilling.openSession(), await refilling.openSession()];
+      for (let attempt = 0; attempt < 200 && refilling.stats().idleWorkers < 2; attempt += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      expect(refilling.stats()).toMatchObject({ sessions: 2, idleWorkers: 2, boundWorkers: 2 });
+      await Promise.all(sessions.map((session) => session.close()));
+    } finally {
+      await refilling.close();
+    }
+  });
+
   it('rejects unknown options by name', () => {
     expect(() => createLocalSandbox({ maxWorker: 3 } as never)).toThrow(/maxWorker/);
   });

@@ -258,12 +258,15 @@ export class LocalSandboxPool implements SandboxProvider {
         const waiter = this.#workerWaiters.shift();
         if (waiter) waiter.resolve(worker);
         else this.#idle.push(worker);
+        this.#refill();
       },
       (error: Error) => {
         this.#starting -= 1;
         this.#workerStartFailures += 1;
         this.#log(`sandbox: a worker failed to start: ${error.message}`);
         this.#workerWaiters.shift()?.reject(error);
+        // Retry the warm set later, not in a tight loop, when starts keep failing.
+        setTimeout(() => this.#refill(), 1_000).unref();
       },
     );
   }

@@ -26,6 +26,8 @@ export type SandboxBenchResult = {
   machine: { cores: number; cgroups: boolean };
   trivialCallHttp: LatencySummary;
   sympySnippetHttp: LatencySummary;
+  /** The same calls timed inside the runner: the cost of the SymPy code itself. */
+  sympySnippetCodeOnly: LatencySummary;
   newSessionHttp: LatencySummary;
   throughput: Array<{ concurrency: number; callsPerSecond: number; latency: LatencySummary }>;
   baselineFreshPython: LatencySummary;
@@ -36,7 +38,7 @@ export type SandboxBenchResult = {
 const sympySnippet = (k: number) =>
   `import sympy\nx = sympy.symbols('x')\nprint(sympy.factor(x**4 - ${k}**4), sympy.solve(x**2 - ${k}*x - ${k + 1}, x))`;
 
-async function timeEach(count: number, run: (index: number) => Promise<void>): Promise<number[]> {
+async function timeEach(count: number, run: (index: number) => Promise<unknown>): Promise<number[]> {
   const samples: number[] = [];
   for (let index = 0; index < count; index += 1) {
     const started = performance.now();
@@ -46,9 +48,11 @@ async function timeEach(count: number, run: (index: number) => Promise<void>): P
   return samples;
 }
 
-async function expectOk(session: SandboxSession, code: string): Promise<void> {
+/** Runs a call that must succeed; returns the runner's own time for the code (ms). */
+async function expectOk(session: SandboxSession, code: string): Promise<number> {
   const outcome = await session.execute(code);
   if (outcome.status !== 'ok') throw new Error(`bench call failed: ${JSON.stringify(outcome).slice(0, 300)}`);
+  return outcome.ms;
 }
 
 function runFreshPython(pythonPath: string, code: string): Promise<void> {
@@ -69,7 +73,7 @@ export async function runSandboxBench(options: SandboxBenchOptions = {}): Promis
     trivialCalls = 500,
     sympyCalls = 60,
     sessionAcquisitions = 30,
-    baselineCalls = 8,
+    baselineCalls = 12,
     throughputSeconds = 2,
     concurrencies = [8, 32],
     pythonPath = '/usr/bin/python3',
@@ -94,7 +98,10 @@ export async function runSandboxBench(options: SandboxBenchOptions = {}): Promis
 
     log('bench: SymPy snippet');
     await expectOk(session, sympySnippet(1));
-    const sympy = await timeEach(sympyCalls, (index) => expectOk(session, sympySnippet(index + 2)));
+    const sympyInRunner: number[] = [];
+    const sympy = await timeEach(sympyCalls, async (index) => {
+      sympyInRunner.push(await expectOk(session, sympySnippet(index + 2)));
+    });
     await session.close();
 
     log('bench: new sessions');
@@ -113,6 +120,7 @@ export async function runSandboxBench(options: SandboxBenchOptions = {}): Promis
       await waitForWarm();
       const sessions = await Promise.all(Array.from({ length: concurrency }, () => client.openSession()));
       await Promise.all(sessions.map((each) => expectOk(each, 'y = 0')));
+      await waitForWarm(); // refills must not steal CPU from the measured window
       const latencies: number[] = [];
       const deadline = performance.now() + throughputSeconds * 1000;
       const started = performance.now();
@@ -148,6 +156,7 @@ export async function runSandboxBench(options: SandboxBenchOptions = {}): Promis
       },
       trivialCallHttp: summarizeLatency(trivial),
       sympySnippetHttp: sympySummary,
+      sympySnippetCodeOnly: summarizeLatency(sympyInRunner),
       newSessionHttp: summarizeLatency(acquisitions),
       throughput,
       baselineFreshPython: baselineSummary,
@@ -171,6 +180,7 @@ export function formatSandboxBench(result: SandboxBenchResult): string {
     `${'measurement'.padEnd(44)} ${'p50 ms'.padStart(9)} ${'p99 ms'.padStart(9)} ${'n'.padStart(6)}`,
     row('trivial statement, warm session, HTTP', result.trivialCallHttp),
     row('SymPy factor + solve, warm session, HTTP', result.sympySnippetHttp),
+    row('  of which the SymPy code itself (in runner)', result.sympySnippetCodeOnly),
     row('baseline: fresh python3 -c + import sympy', result.baselineFreshPython),
     row('new session from the warm pool, HTTP', result.newSessionHttp),
     ...result.throughput.map((each) =>

@@ -106,7 +106,7 @@ export function registerSandbox(program: Command): void {
     .option('--json', 'print the figures as JSON')
     .option('--trivial-calls <n>', 'samples of the trivial call', integer, 500)
     .option('--sympy-calls <n>', 'samples of the SymPy snippet', integer, 60)
-    .option('--baseline-calls <n>', 'samples of the fresh-python baseline', integer, 8)
+    .option('--baseline-calls <n>', 'samples of the fresh-python baseline', integer, 12)
     .action(
       async (flags: { json?: boolean; trivialCalls: number; sympyCalls: number; baselineCalls: number }) => {
         const result = await runSandboxBench({
