@@ -1,7 +1,4 @@
-/**
- * `agentmath sandbox serve|run` and `agentmath bench sandbox`: wiring from flags to the
- * sandbox module.
- */
+/** `agentmath sandbox serve|run`: wiring from flags to the sandbox module. */
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import {
@@ -11,8 +8,6 @@ import {
   type SandboxProvider,
   startSandboxServer,
 } from '../../sandbox/index.ts';
-import { formatSandboxBench, runSandboxBench } from '../../sandbox/sandbox-bench.ts';
-import { benchCommand } from './bench.ts';
 
 const integer = (value: string) => {
   const parsed = Number(value);
@@ -97,27 +92,4 @@ export function registerSandbox(program: Command): void {
       process.stdout.write(`${JSON.stringify(outcome, null, 2)}\n`);
       process.exitCode = outcome.status === 'ok' ? 0 : 1;
     });
-
-  benchCommand(program)
-    .command('sandbox')
-    .description(
-      'sandbox latency (trivial call, SymPy, new session), throughput at 8/32, vs fresh python3 -c',
-    )
-    .option('--json', 'print the figures as JSON')
-    .option('--trivial-calls <n>', 'samples of the trivial call', integer, 500)
-    .option('--sympy-calls <n>', 'samples of the SymPy snippet', integer, 60)
-    .option('--baseline-calls <n>', 'samples of the fresh-python baseline', integer, 12)
-    .action(
-      async (flags: { json?: boolean; trivialCalls: number; sympyCalls: number; baselineCalls: number }) => {
-        const result = await runSandboxBench({
-          trivialCalls: flags.trivialCalls,
-          sympyCalls: flags.sympyCalls,
-          baselineCalls: flags.baselineCalls,
-          log: (line) => process.stderr.write(`${line}\n`),
-        });
-        process.stdout.write(
-          flags.json ? `${JSON.stringify(result, null, 2)}\n` : formatSandboxBench(result),
-        );
-      },
-    );
 }
