@@ -3,6 +3,7 @@ import { registerBench } from './bench.ts';
 import { registerCheck } from './check.ts';
 import { registerGrade } from './grade.ts';
 import { registerInspect } from './inspect.ts';
+import { registerSandbox } from './sandbox.ts';
 
 /** Adds every subcommand to the program; one line per command file. */
 export function registerCommands(program: Command): void {
@@ -10,4 +11,5 @@ export function registerCommands(program: Command): void {
   registerGrade(program);
   registerBench(program);
   registerInspect(program);
+  registerSandbox(program);
 }
