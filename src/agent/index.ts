@@ -3,6 +3,14 @@
  * error), its options, events, prompt builders and the park that keeps sessions between
  * segments.
  */
+
+export {
+  type AgentBenchOptions,
+  type AgentBenchReport,
+  benchTurns,
+  type Quantiles,
+  runAgentBench,
+} from './agent-bench.ts';
 export {
   AgentConfigError,
   EngineFailedError,
@@ -22,6 +30,7 @@ export {
   type SamplingOptions,
   samplingSchema,
 } from './agent-options.ts';
+export { InstantEngine, type InstantEngineOptions } from './instant-engine.ts';
 export {
   instructedPrompt,
   type PromptBuilder,

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { registerAgentBench } from './bench-agent.ts';
 import { registerGraderBench } from './bench-grader.ts';
 import { registerSandboxBench } from './bench-sandbox.ts';
 
@@ -7,4 +8,5 @@ export function registerBench(program: Command): void {
   const bench = program.command('bench').description('measure speed: p50/p99 and a baseline in the same run');
   registerGraderBench(bench);
   registerSandboxBench(bench);
+  registerAgentBench(bench);
 }

@@ -4,6 +4,7 @@ import { registerCheck } from './check.ts';
 import { registerGrade } from './grade.ts';
 import { registerInspect } from './inspect.ts';
 import { registerSandbox } from './sandbox.ts';
+import { registerSolve } from './solve.ts';
 
 /** Adds every subcommand to the program; one line per command file. */
 export function registerCommands(program: Command): void {
@@ -12,4 +13,5 @@ export function registerCommands(program: Command): void {
   registerBench(program);
   registerInspect(program);
   registerSandbox(program);
+  registerSolve(program);
 }
