@@ -125,7 +125,8 @@ export class ScriptedEngine implements Engine {
 
   async generate(request: GenerateRequest): Promise<GenerateResult> {
     const { model, tokenizer, trimStop = false, textOnly = false, before } = this.#options;
-    this.requests.push(request);
+    // The loop passes its live context array; keep a copy of what this call saw.
+    this.requests.push({ ...request, promptTokenIds: [...request.promptTokenIds] });
     await before?.(this.requests.length - 1, request);
     const context = textOnly ? (request.promptText ?? '') : tokenizer.decode(request.promptTokenIds);
     const generation = generateScripted(context, request, model, tokenizer);

@@ -8,15 +8,18 @@
  *    call) is the loop's overhead. Beside it, in the same run, a bare baseline loop makes the
  *    same engine and sandbox calls with no records, tokenization or events.
  * 2. Concurrency: many trajectories at once; the largest event-loop stall over the phase
- *    (`perf_hooks.monitorEventLoopDelay`) and the heap retained per trajectory in flight.
+ *    (`perf_hooks.monitorEventLoopDelay`), beside the bare loop under the same sandbox load
+ *    (the local pool's own process management runs on the same event loop).
+ *    The same number of trajectories without code measures the loop alone.
+ * 3. Memory: the heap retained per trajectory in flight, all held before their last turn.
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { Tokenizer } from '../engine/tokenizer.ts';
-import type { GenerateResult } from '../engine/types.ts';
+import type { Engine, GenerateResult } from '../engine/types.ts';
 import type { Dialect } from '../protocol/dialect.ts';
-import type { SandboxProvider } from '../sandbox/types.ts';
+import type { SandboxProvider, SandboxSession } from '../sandbox/types.ts';
 import type { TrajectoryFinishReason } from '../trajectory/trajectory.ts';
 import type { AgentEvent } from './agent-event.ts';
 import { InstantEngine } from './instant-engine.ts';
@@ -36,6 +39,10 @@ export type AgentBenchOptions = {
   /** Trajectories in flight at once in the concurrency phase. */
   concurrent?: number;
   concurrentToolCalls?: number;
+  /** Engine calls per trajectory in the memory phase (each `tokensPerTurn` tokens). */
+  memoryTurns?: number;
+  /** Concurrency phases: engine replies arrive after 0..this many ms (spread, seeded), as from a serving engine. */
+  engineLatencyMs?: number;
   onProgress?: (line: string) => void;
 };
 
@@ -49,12 +56,26 @@ export type AgentBenchReport = {
   sandboxCallMs: Quantiles;
   concurrent: {
     trajectories: number;
+    toolCallsPerTrajectory: number;
     wallMs: number;
     maxEventLoopStallMs: number;
     p99EventLoopDelayMs: number;
-    heapPerTrajectoryBytes: number | null;
+    /** The bare loop with the same engine and sandbox calls, run right after. */
+    baselineWallMs: number;
+    baselineMaxEventLoopStallMs: number;
+    baselineP99EventLoopDelayMs: number;
     finishReasons: Partial<Record<TrajectoryFinishReason, number>>;
   };
+  /** Many trajectories with no code: the loop's own stalls, no sandbox pool in the process. */
+  loopOnly: {
+    trajectories: number;
+    turnsPerTrajectory: number;
+    wallMs: number;
+    maxEventLoopStallMs: number;
+    p99EventLoopDelayMs: number;
+  };
+  memory: { trajectories: number; contextTokens: number; heapPerTrajectoryBytes: number | null };
+  /** `stallMet` judges the loop alone (`loopOnly`); with the in-process pool compare agent and baseline. */
   targets: { overheadP50Ms: number; maxStallMs: number; overheadMet: boolean; stallMet: boolean };
 };
 
@@ -116,6 +137,8 @@ export async function runAgentBench(options: AgentBenchOptions): Promise<AgentBe
     tokensPerTurn = 256,
     concurrent = 1000,
     concurrentToolCalls = 1,
+    memoryTurns = 8,
+    engineLatencyMs = 20,
     onProgress = () => {},
   } = options;
   const turns = benchTurns(dialect, tokenizer, toolCalls, tokensPerTurn);
@@ -143,51 +166,63 @@ export async function runAgentBench(options: AgentBenchOptions): Promise<AgentBe
     if (run % 10 === 0) onProgress(`overhead: ${run + 1}/${sequential} trajectories`);
   }
 
-  // Phase 2: many trajectories at once.
+  // Phase 2: many at once, agent and bare baseline under the same sandbox load.
   const concurrentTurns = benchTurns(dialect, tokenizer, concurrentToolCalls, tokensPerTurn);
-  const engine = new InstantEngine({ turns: concurrentTurns });
-  const collect = garbageCollector();
-  collect?.();
-  const heapBefore = process.memoryUsage().heapUsed;
-  let heapPerTrajectory: number | null = null;
-  let firstTurnsDone = 0;
-  let stallBeforeGc = 0;
-  const histogram = monitorEventLoopDelay({ resolution: 5 });
-  histogram.enable();
-  const started = performance.now();
-  const onEvent = (event: AgentEvent) => {
-    if (event.type !== 'turn-end' || event.turn !== 0) return;
-    firstTurnsDone += 1;
-    // Every trajectory is in flight now (holding its state, waiting for its tool call).
-    if (firstTurnsDone === concurrent && collect !== null) {
-      stallBeforeGc = histogram.max;
-      collect();
-      heapPerTrajectory = Math.max(0, (process.memoryUsage().heapUsed - heapBefore) / concurrent);
-      histogram.reset(); // the forced collection's own pause is not the loop's stall
-    }
-  };
-  const finished = await Promise.all(
-    Array.from({ length: concurrent }, (_, sample) =>
-      runAgent(problem, {
-        ...base,
-        engine,
-        sample,
-        onEvent,
-        budgets: { ...base.budgets, maxToolCalls: concurrentToolCalls + 1 },
-      }),
-    ),
-  );
-  const wallMs = performance.now() - started;
-  histogram.disable();
-  const maxStallNs = Math.max(stallBeforeGc, histogram.max);
+  const latencyMs = spreadLatency(engineLatencyMs);
+  const problemFor = (index: number) => ({
+    id: `bench-${index}`,
+    text: `Compute bench value number ${index}.`,
+  });
+  const agentConcurrent = await measureStalls(async () => {
+    const engine = new InstantEngine({ turns: concurrentTurns, latencyMs });
+    const budgets = { ...base.budgets, maxToolCalls: concurrentToolCalls + 1 };
+    return Promise.all(
+      Array.from({ length: concurrent }, (_, index) =>
+        runAgent(problemFor(index), { ...base, engine, budgets }),
+      ),
+    );
+  });
+  onProgress(`concurrency: ${concurrent} agent trajectories in ${agentConcurrent.wallMs.toFixed(0)} ms`);
+  const bareConcurrent = await measureStalls(async () => {
+    const engine = new InstantEngine({ turns: concurrentTurns, latencyMs });
+    return Promise.all(
+      Array.from({ length: concurrent }, (_, index) =>
+        bareLoop(engine, sandbox, tokenizer, dialect, problemFor(index).text, `bare-${index}`),
+      ),
+    );
+  });
+  onProgress(`concurrency: ${concurrent} bare loops in ${bareConcurrent.wallMs.toFixed(0)} ms`);
   const finishReasons: Partial<Record<TrajectoryFinishReason, number>> = {};
-  for (const trajectory of finished) {
+  for (const trajectory of agentConcurrent.result) {
     const reason = trajectory.finish?.reason;
     if (reason !== undefined) finishReasons[reason] = (finishReasons[reason] ?? 0) + 1;
   }
+
+  // The loop alone: as many trajectories, several turns each, no sandbox in the process.
+  const loopTurns = lengthCutTurns(tokenizer, memoryTurns, tokensPerTurn);
+  const loopOnly = await measureStalls(async () => {
+    const engine = new InstantEngine({ turns: loopTurns, latencyMs });
+    const budgets = { maxTotalTokens: 1_000_000, maxNewTokensPerTurn: tokensPerTurn };
+    return Promise.all(
+      Array.from({ length: concurrent }, (_, index) =>
+        runAgent(problemFor(index), { ...base, engine, budgets }),
+      ),
+    );
+  });
+  onProgress(`concurrency: ${concurrent} trajectories without code in ${loopOnly.wallMs.toFixed(0)} ms`);
+
+  // Phase 3: memory held per trajectory in flight, all parked at their last turn.
+  const memory = await heapPerTrajectory({
+    ...base,
+    problem,
+    tokenizer,
+    concurrent,
+    tokensPerTurn,
+    memoryTurns,
+  });
+
   const overheadQuantiles = quantiles(overhead);
   const baselineQuantiles = quantiles(baseline);
-  const maxEventLoopStallMs = maxStallNs / 1e6;
   return {
     overheadPerTurnMs: overheadQuantiles,
     baselineOverheadPerTurnMs: baselineQuantiles,
@@ -195,19 +230,162 @@ export async function runAgentBench(options: AgentBenchOptions): Promise<AgentBe
     sandboxCallMs: quantiles(sandboxCalls),
     concurrent: {
       trajectories: concurrent,
-      wallMs,
-      maxEventLoopStallMs,
-      p99EventLoopDelayMs: histogram.percentile(99) / 1e6,
-      heapPerTrajectoryBytes: heapPerTrajectory,
+      toolCallsPerTrajectory: concurrentToolCalls,
+      wallMs: agentConcurrent.wallMs,
+      maxEventLoopStallMs: agentConcurrent.maxStallMs,
+      p99EventLoopDelayMs: agentConcurrent.p99DelayMs,
+      baselineWallMs: bareConcurrent.wallMs,
+      baselineMaxEventLoopStallMs: bareConcurrent.maxStallMs,
+      baselineP99EventLoopDelayMs: bareConcurrent.p99DelayMs,
       finishReasons,
     },
+    loopOnly: {
+      trajectories: concurrent,
+      turnsPerTrajectory: memoryTurns,
+      wallMs: loopOnly.wallMs,
+      maxEventLoopStallMs: loopOnly.maxStallMs,
+      p99EventLoopDelayMs: loopOnly.p99DelayMs,
+    },
+    memory,
     targets: {
       overheadP50Ms: 0.5,
       maxStallMs: 50,
       overheadMet: overheadQuantiles.p50 <= 0.5,
-      stallMet: maxEventLoopStallMs <= 50,
+      stallMet: loopOnly.maxStallMs <= 50,
     },
   };
+}
+
+/** Latencies spread evenly over 0..`maxMs` in a fixed pseudo-random order; null for none. */
+function spreadLatency(maxMs: number): (() => number) | undefined {
+  if (maxMs <= 0) return undefined;
+  let state = 12345;
+  return () => {
+    state = (state * 1103515245 + 12345) % 2147483648;
+    return (state / 2147483648) * maxMs;
+  };
+}
+
+/** Runs `work` with the event-loop delay monitored; the largest delay is the worst stall. */
+async function measureStalls<T>(
+  work: () => Promise<T>,
+): Promise<{ result: T; wallMs: number; maxStallMs: number; p99DelayMs: number }> {
+  const histogram = monitorEventLoopDelay({ resolution: 1 });
+  histogram.enable();
+  const started = performance.now();
+  const result = await work();
+  const wallMs = performance.now() - started;
+  // A stall is recorded when the delayed sampling timer finally runs: let it run once more.
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  histogram.disable();
+  const finite = (ns: number) => (Number.isFinite(ns) && histogram.count > 0 ? ns / 1e6 : 0);
+  return { result, wallMs, maxStallMs: finite(histogram.max), p99DelayMs: finite(histogram.percentile(99)) };
+}
+
+/**
+ * Heap retained per trajectory in flight: `concurrent` trajectories of `memoryTurns` turns
+ * (cut by length, no code) are all held before their last engine call, then a full
+ * collection runs and the heap is compared with before they started.
+ */
+async function heapPerTrajectory(options: {
+  problem: { id: string; text: string };
+  tokenizer: Tokenizer;
+  sandbox: SandboxProvider;
+  dialect: Dialect;
+  concurrent: number;
+  tokensPerTurn: number;
+  memoryTurns: number;
+}): Promise<{ trajectories: number; contextTokens: number; heapPerTrajectoryBytes: number | null }> {
+  const { problem, tokenizer, sandbox, dialect, concurrent, tokensPerTurn, memoryTurns } = options;
+  const turns = lengthCutTurns(tokenizer, memoryTurns, tokensPerTurn);
+  const contextTokens =
+    tokenizer.encode(problem.text).length +
+    turns.reduce((sum, turn) => sum + (turn.tokenIds?.length ?? 0), 0);
+  const collect = garbageCollector();
+  if (collect === null) return { trajectories: concurrent, contextTokens, heapPerTrajectoryBytes: null };
+  const inner = new InstantEngine({ turns });
+  let release: () => void = () => {};
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let waiting = 0;
+  let allWaiting: () => void = () => {};
+  const everyoneWaits = new Promise<void>((resolve) => {
+    allWaiting = resolve;
+  });
+  const calls = new Map<string, number>();
+  const engine: Engine = {
+    name: 'instant (held at the last turn)',
+    async generate(request) {
+      const key = request.sessionId ?? '';
+      const call = calls.get(key) ?? 0;
+      calls.set(key, call + 1);
+      if (call === turns.length - 1) {
+        waiting += 1;
+        if (waiting === concurrent) allWaiting();
+        await gate;
+      }
+      return inner.generate(request);
+    },
+  };
+  collect();
+  const before = process.memoryUsage().heapUsed;
+  const running = Promise.all(
+    Array.from({ length: concurrent }, (_, sample) =>
+      runAgent(problem, {
+        engine,
+        tokenizer,
+        sandbox,
+        dialect,
+        sample,
+        prompt: problemOnlyPrompt,
+        budgets: { maxTotalTokens: 1_000_000, maxNewTokensPerTurn: tokensPerTurn },
+      }),
+    ),
+  );
+  await everyoneWaits;
+  collect();
+  const after = process.memoryUsage().heapUsed;
+  release();
+  await running;
+  return {
+    trajectories: concurrent,
+    contextTokens,
+    heapPerTrajectoryBytes: Math.max(0, (after - before) / concurrent),
+  };
+}
+
+/** Turns of prose cut by the token limit, then an answer with EOS. */
+function lengthCutTurns(tokenizer: Tokenizer, count: number, tokensPerTurn: number): GenerateResult[] {
+  const prose = trimToTokens(
+    tokenizer,
+    'we try the next case and compare the sums. '.repeat(200),
+    tokensPerTurn,
+  );
+  const turns: GenerateResult[] = [];
+  for (let turn = 0; turn < count - 1; turn++) {
+    const ids = tokenizer.encode(prose);
+    turns.push({
+      tokenIds: ids,
+      text: prose,
+      logprobs: ids.map(() => -0.5),
+      finishReason: 'length',
+      matchedStop: null,
+      policyVersion: 0,
+    });
+  }
+  const answer = 'The answer is \\boxed{42}.';
+  const ids = tokenizer.encode(answer);
+  if (tokenizer.eosTokenId !== null) ids.push(tokenizer.eosTokenId);
+  turns.push({
+    tokenIds: ids,
+    text: answer,
+    logprobs: ids.map(() => -0.5),
+    finishReason: 'stop',
+    matchedStop: null,
+    policyVersion: 0,
+  });
+  return turns;
 }
 
 /** Per-turn overheads from the event stream: wall time minus engine and sandbox time. */
@@ -230,7 +408,12 @@ function turnRecorder() {
       else if (event.type === 'tool-result') {
         toolByTurn[turn] = (toolByTurn[turn] ?? 0) + event.toolCall.ms;
         toolMs.push(event.toolCall.ms);
-      } else if (event.type === 'trajectory-finish') finishedAt = now;
+      } else if (event.type === 'trajectory-finish') {
+        finishedAt = now;
+        // Sandbox time outside the calls (closing the session) belongs to the last turn.
+        const callsMs = event.trajectory.toolCalls.reduce((sum, call) => sum + call.ms, 0);
+        toolByTurn[turn] = (toolByTurn[turn] ?? 0) + Math.max(0, event.trajectory.timing.toolMs - callsMs);
+      }
     },
     overheads(): number[] {
       return turnStarts.map((start, index) => {
@@ -251,9 +434,10 @@ async function bareLoop(
   tokenizer: Tokenizer,
   dialect: Dialect,
   problemText: string,
+  sessionId = 'bare',
 ): Promise<number[]> {
   const ids = tokenizer.encode(problemText);
-  const session = await sandbox.openSession();
+  let session: SandboxSession | null = null;
   const overheads: number[] = [];
   try {
     for (let turn = 0; ; turn++) {
@@ -265,7 +449,7 @@ async function bareLoop(
         temperature: 1,
         topP: 1,
         stop: [...dialect.stopStrings],
-        sessionId: 'bare',
+        sessionId,
       });
       const engineMs = performance.now() - engineStart;
       for (const id of result.tokenIds ?? []) ids.push(id);
@@ -273,6 +457,7 @@ async function bareLoop(
       if (result.matchedStop !== null) {
         const code = benchCode(turn);
         const toolStart = performance.now();
+        session ??= await sandbox.openSession();
         const outcome = await session.execute(code);
         toolMs = performance.now() - toolStart;
         const text = outcome.status === 'ok' ? outcome.stdout : outcome.status;
@@ -282,7 +467,7 @@ async function bareLoop(
       if (result.matchedStop === null) break;
     }
   } finally {
-    await session.close();
+    await session?.close();
   }
   return overheads;
 }

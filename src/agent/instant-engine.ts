@@ -10,22 +10,28 @@ export type InstantEngineOptions = {
   turns: readonly GenerateResult[];
   /** Yield to the event loop before answering, as a real client does. Default true. */
   yieldFirst?: boolean;
+  /** Milliseconds to wait before answering, per call (a serving engine's spread of latencies); default none. */
+  latencyMs?: (() => number) | undefined;
 };
 
 export class InstantEngine implements Engine {
   readonly name = 'instant';
   readonly #turns: readonly GenerateResult[];
   readonly #yieldFirst: boolean;
+  readonly #latencyMs: (() => number) | undefined;
   readonly #calls = new Map<string, number>();
 
-  constructor({ turns, yieldFirst = true }: InstantEngineOptions) {
+  constructor({ turns, yieldFirst = true, latencyMs }: InstantEngineOptions) {
     if (turns.length === 0) throw new RangeError('InstantEngine needs at least one turn');
     this.#turns = turns;
     this.#yieldFirst = yieldFirst;
+    this.#latencyMs = latencyMs;
   }
 
   async generate(request: GenerateRequest): Promise<GenerateResult> {
-    if (this.#yieldFirst) await new Promise<void>((resolve) => setImmediate(resolve));
+    const latency = this.#latencyMs?.() ?? 0;
+    if (latency > 0) await new Promise<void>((resolve) => setTimeout(resolve, latency));
+    else if (this.#yieldFirst) await new Promise<void>((resolve) => setImmediate(resolve));
     const key = request.sessionId ?? '';
     const call = this.#calls.get(key) ?? 0;
     const last = call >= this.#turns.length - 1;

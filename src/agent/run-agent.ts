@@ -28,6 +28,7 @@ import {
 } from './agent-errors.ts';
 import type { AgentEvent } from './agent-event.ts';
 import { type AgentConfig, type AgentOptions, type Problem, resolveAgentConfig } from './agent-options.ts';
+import { yieldIfBusy } from './cooperative-yield.ts';
 import { callEngine, describeError } from './engine-call.ts';
 import { appendSegment, type LoopState, loopStateFrom, modelText } from './loop-state.ts';
 import { instructedPrompt, renderPrompt } from './prompt-builder.ts';
@@ -43,6 +44,8 @@ import { TrajectorySession } from './trajectory-session.ts';
 
 /** Runs one trajectory for a problem and returns its finished (or parked) record. */
 export async function runAgent(problem: Problem, options: AgentOptions): Promise<Trajectory> {
+  const wait = yieldIfBusy();
+  if (wait !== null) await wait;
   const config = resolveAgentConfig(options);
   const { tokenizer, dialect } = options;
   const now = options.now ?? (() => new Date());
@@ -150,7 +153,8 @@ async function drive(
       const call = await callEngine(
         engine,
         {
-          promptTokenIds: state.tokenLevel ? state.contextTokenIds.slice() : [],
+          // The loop's own array, not a copy: engines read it during the call and keep no reference.
+          promptTokenIds: state.tokenLevel ? state.contextTokenIds : [],
           promptText: state.contextText,
           ...(state.tokenLevel ? {} : { messages: conversation(state) }),
           maxNewTokens,
@@ -184,6 +188,8 @@ async function drive(
         break;
       }
 
+      const wait = yieldIfBusy();
+      if (wait !== null) await wait;
       const result = afterLengthCut(state, call.result, dialect, tokenizer);
       const made = modelSegment(state, result, tokenizer, engine.name);
       if (made.status === 'error') {
@@ -216,7 +222,9 @@ async function drive(
   }
 
   const parkHere = finish.reason === 'segment-budget' && options.park !== undefined;
+  const releaseStarted = performance.now();
   await tools.release(parkHere && options.park ? { park: options.park, trajectoryId: trajectory.id } : null);
+  trajectory.timing.toolMs += performance.now() - releaseStarted;
   trajectory.answer = extractBoxedAnswer(modelText(trajectory));
   trajectory.finish = finish;
   trajectory.timing.finishedAt = now().toISOString();
