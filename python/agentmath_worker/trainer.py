@@ -16,7 +16,6 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-from .config import PAD_TOKEN_ID
 from .losses import grpo_loss_sum, sft_loss_sum, token_entropy, token_logprobs
 
 
@@ -48,8 +47,8 @@ class Trainer:
 
     # Steps ----------------------------------------------------------------------------------
     def sft_step(self, sequences: List[TrainSequence], learning_rate: Optional[float] = None) -> Dict[str, Any]:
-        def loss_of(batch, logits, ids, mask, count):
-            del batch
+        def loss_of(batch, logits, ids, mask, attention, count):
+            del batch, attention
             logprobs = token_logprobs(logits, ids)
             return sft_loss_sum(logprobs, mask) / count, {"logprob_sum": (logprobs * mask).sum().item()}
 
@@ -68,14 +67,14 @@ class Trainer:
         if kl_coef > 0 and self._reference is None:
             self._reference = self.backend.frozen_copy()
 
-        def loss_of(batch, logits, ids, mask, count):
+        def loss_of(batch, logits, ids, mask, attention, count):
             logprobs = token_logprobs(logits, ids)
             old = _pad_floats([s.old_logprobs or [] for s in batch], ids.shape[1])
             advantages = torch.tensor([s.advantage for s in batch], dtype=torch.float32)
             ref = None
             if kl_coef > 0:
                 with torch.no_grad():
-                    ref = token_logprobs(self.backend.reference_logits(self._reference, ids, mask), ids)
+                    ref = token_logprobs(self.backend.reference_logits(self._reference, ids, attention), ids)
             parts = grpo_loss_sum(logprobs, old, advantages, mask, clip_low, clip_high, kl_coef, ref)
             with torch.no_grad():
                 entropy = (token_entropy(logits) * mask).sum().item()
@@ -103,8 +102,8 @@ class Trainer:
         output: List[List[float]] = []
         for start in range(0, len(sequences), 8):
             chunk = sequences[start : start + 8]
-            ids, mask = _collate([TrainSequence(s, [1] * len(s)) for s in chunk])
-            logprobs = token_logprobs(self.backend.logits(ids, mask), ids)
+            ids, _, attention = _collate([TrainSequence(s, [1] * len(s)) for s in chunk])
+            logprobs = token_logprobs(self.backend.logits(ids, attention), ids)
             output.extend(row[: len(s)] for row, s in zip(logprobs.tolist(), chunk))
         return output
 
@@ -155,9 +154,9 @@ class Trainer:
         totals: Dict[str, float] = {}
         try:
             for batch in _micro_batches(sequences, self.micro_batch_tokens):
-                ids, mask = _collate(batch)
-                logits = self.backend.logits(ids, mask)
-                loss, extra = loss_of(batch, logits, ids, mask, count)
+                ids, mask, attention = _collate(batch)
+                logits = self.backend.logits(ids, attention)
+                loss, extra = loss_of(batch, logits, ids, mask, attention, count)
                 loss.backward()
                 for key, value in extra.items():
                     totals[key] = totals.get(key, 0.0) + value
@@ -196,15 +195,19 @@ def _micro_batches(sequences: List[TrainSequence], budget: int) -> List[List[Tra
 
 
 def _collate(batch: List[TrainSequence]):
-    """Right-padded ids [B, T] (PAD) and float loss mask [B, T] (0 on padding)."""
+    """Right-padded ids [B, T], float loss mask [B, T] (0 on padding and position 0) and the
+    attention mask [B, T] (1 on real tokens). Padding uses token 0: causal attention keeps
+    right padding from influencing real tokens, and the loss mask drops it."""
     width = max(len(s.input_ids) for s in batch)
-    ids = torch.full((len(batch), width), PAD_TOKEN_ID, dtype=torch.long)
+    ids = torch.zeros((len(batch), width), dtype=torch.long)
     mask = torch.zeros(len(batch), width)
+    attention = torch.zeros((len(batch), width), dtype=torch.long)
     for row, sequence in enumerate(batch):
         ids[row, : len(sequence.input_ids)] = torch.tensor(sequence.input_ids, dtype=torch.long)
         mask[row, : len(sequence.loss_mask)] = torch.tensor(sequence.loss_mask, dtype=torch.float32)
+        attention[row, : len(sequence.input_ids)] = 1
     mask[:, 0] = 0.0
-    return ids, mask
+    return ids, mask, attention
 
 
 def _pad_floats(rows: List[List[float]], width: int) -> torch.Tensor:
