@@ -6,6 +6,12 @@ supervisor started with --port 0 learns the port; logs go to stderr.
 
 from __future__ import annotations
 
+import os
+
+# Threads that sleep when idle instead of spinning: on a shared machine a spinning OpenMP
+# thread steals the core another process (or our own HTTP threads) needs. Set before torch loads.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 import argparse
 import json
 import logging
@@ -24,7 +30,8 @@ def main(argv=None) -> int:
     parser.add_argument("--port", type=int, default=30000, help="0 picks a free port")
     parser.add_argument("--seed", type=int, default=None, help="initialisation seed for a preset")
     parser.add_argument("--max-running-requests", type=int, default=64)
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: up to the machine's cores)")
+    parser.add_argument("--decode-threads", type=int, default=1, help="torch threads while generating")
+    parser.add_argument("--train-threads", type=int, default=0, help="torch threads while training (0: all cores)")
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--weight-decay", type=float, default=0.01)
     parser.add_argument("--max-grad-norm", type=float, default=1.0)
@@ -38,7 +45,7 @@ def main(argv=None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     options = WorkerOptions(
-        model=args.model, seed=args.seed, max_running_requests=args.max_running_requests, threads=args.threads,
+        model=args.model, seed=args.seed, max_running_requests=args.max_running_requests, decode_threads=args.decode_threads, train_threads=args.train_threads,
         learning_rate=args.learning_rate, weight_decay=args.weight_decay, max_grad_norm=args.max_grad_norm,
         micro_batch_tokens=args.micro_batch_tokens, device=args.device,
     )

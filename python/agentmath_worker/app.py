@@ -24,7 +24,10 @@ class WorkerOptions:
     model: str = "tiny"
     seed: Optional[int] = None
     max_running_requests: int = 64
-    threads: int = 0  # 0: torch's own choice capped at the machine's cores
+    # Small batched decode matmuls gain little from a second thread and lose much when another
+    # process holds a core; training's large matmuls use every core.
+    decode_threads: int = 1
+    train_threads: int = 0  # 0: the machine's cores
     learning_rate: float = 1e-3
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
@@ -45,14 +48,10 @@ def build_backend(options: WorkerOptions):
 
 
 def build_worker(options: WorkerOptions) -> Worker:
-    if options.threads > 0:
-        torch.set_num_threads(options.threads)
-    else:
-        torch.set_num_threads(max(1, min(os.cpu_count() or 1, 2 if (os.cpu_count() or 1) <= 2 else os.cpu_count() or 1)))
     backend = build_backend(options)
     settings = OptimizerSettings(
         learning_rate=options.learning_rate, weight_decay=options.weight_decay, max_grad_norm=options.max_grad_norm
     )
-    trainer = Trainer(backend, settings, options.micro_batch_tokens)
-    engine = Engine(backend, options.max_running_requests)
+    trainer = Trainer(backend, settings, options.micro_batch_tokens, options.train_threads or os.cpu_count() or 1)
+    engine = Engine(backend, options.max_running_requests, options.decode_threads)
     return Worker(backend, trainer, engine, backend.vocab_size)

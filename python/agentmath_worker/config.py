@@ -21,8 +21,8 @@ class ModelConfig:
     """Shape of the decoder-only transformer. `seed` fixes the initial weights."""
 
     n_layers: int = 4
-    d_model: int = 192
-    n_heads: int = 6
+    d_model: int = 128
+    n_heads: int = 4
     # Grouped-query attention: heads share n_kv_heads key/value heads (1 = multi-query). Fewer
     # cached keys/values is what keeps batched CPU decode fast: it is bound by reading the cache.
     n_kv_heads: int = 2

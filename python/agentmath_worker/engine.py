@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, TypeVar
 
 import torch
 
+from .threads import use_threads
 from .sampling import sample_tokens
 from .stop import StopChecker, trim_text
 
@@ -68,8 +69,9 @@ class RequestError(ValueError):
 
 
 class Engine:
-    def __init__(self, backend, max_running: int) -> None:
+    def __init__(self, backend, max_running: int, threads: int = 0) -> None:
         self.backend = backend
+        self.threads = threads
         self.max_running = max_running
         self.policy_version = 0
         self._condition = threading.Condition()
@@ -174,6 +176,7 @@ class Engine:
                         self._running[slot] = sequence
                 self._in_step = True
             try:
+                use_threads(self.threads)
                 self._step(admit)
             except Exception as error:  # a bug or exhausted memory: fail the batch, keep serving
                 logger.exception("decode step failed")

@@ -17,7 +17,7 @@ PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def start_worker(*extra):
     process = subprocess.Popen(
-        [sys.executable, "-m", "agentmath_worker", "--model", "test", "--port", "0", "--threads", "1", *extra],
+        [sys.executable, "-m", "agentmath_worker", "--model", "test", "--port", "0", "--decode-threads", "1", "--train-threads", "1", *extra],
         cwd=PYTHON_DIR, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )
     line = process.stdout.readline()

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
+from .threads import use_threads
 from .losses import grpo_loss_sum, sft_loss_sum, token_entropy, token_logprobs
 
 
@@ -37,8 +38,9 @@ class OptimizerSettings:
 
 
 class Trainer:
-    def __init__(self, backend, settings: OptimizerSettings, micro_batch_tokens: int = 8192) -> None:
+    def __init__(self, backend, settings: OptimizerSettings, micro_batch_tokens: int = 8192, threads: int = 0) -> None:
         self.backend = backend
+        self.threads = threads
         self.settings = settings
         self.micro_batch_tokens = micro_batch_tokens
         self.optimizer_steps = 0
@@ -100,6 +102,7 @@ class Trainer:
     def score(self, sequences: List[List[int]]) -> List[List[float]]:
         """log π_θ(x_t | x_<t) per token (0 at position 0) under the current weights."""
         output: List[List[float]] = []
+        use_threads(self.threads)
         for start in range(0, len(sequences), 8):
             chunk = sequences[start : start + 8]
             ids, _, attention = _collate([TrainSequence(s, [1] * len(s)) for s in chunk])
@@ -141,6 +144,7 @@ class Trainer:
 
     def _step(self, sequences: List[TrainSequence], loss_of, learning_rate: Optional[float]) -> Dict[str, Any]:
         started = time.perf_counter()
+        use_threads(self.threads)
         count = float(sum(sum(1 for m in s.loss_mask[1:] if m) for s in sequences))
         if count == 0:
             raise ValueError("the batch has no trained tokens (every loss_mask entry after position 0 is 0)")
