@@ -64,8 +64,8 @@ class ByteBackend:
     def encode(self, text: str) -> List[int]:
         return tokenizer_files.encode(text)
 
-    def decode(self, token_ids: List[int]) -> str:
-        return tokenizer_files.decode(token_ids)
+    def decode(self, token_ids: List[int], skip_special_tokens: bool = True) -> str:
+        return tokenizer_files.decode(token_ids, skip_special_tokens)
 
     def extend_bytes(self, previous: bytes, output_ids: List[int]) -> bytes:
         """The generated text's bytes after output_ids[-1] was appended (specials add nothing)."""

@@ -43,6 +43,7 @@ class SamplingParams:
     stop_token_ids: List[int] = dataclasses.field(default_factory=list)
     no_stop_trim: bool = False
     ignore_eos: bool = False
+    skip_special_tokens: bool = True
     seed: Optional[int] = None
 
 
@@ -269,7 +270,7 @@ class Engine:
             self.backend.release(sequence.slot)
         matched = reason.get("matched")
         text_ids = sequence.output[:-1] if isinstance(matched, int) and not sequence.params.no_stop_trim else sequence.output
-        text = trim_text(self.backend.decode(text_ids), matched, sequence.params.no_stop_trim)
+        text = trim_text(self.backend.decode(text_ids, sequence.params.skip_special_tokens), matched, sequence.params.no_stop_trim)
         meta: Dict[str, Any] = {
             "id": sequence.request_id,
             "finish_reason": reason,

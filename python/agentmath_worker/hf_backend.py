@@ -58,8 +58,8 @@ class HuggingFaceBackend:
     def encode(self, text: str) -> List[int]:
         return self.tokenizer.encode(text, add_special_tokens=False)
 
-    def decode(self, token_ids: List[int]) -> str:
-        return self.tokenizer.decode(token_ids, skip_special_tokens=True)
+    def decode(self, token_ids: List[int], skip_special_tokens: bool = True) -> str:
+        return self.tokenizer.decode(token_ids, skip_special_tokens=skip_special_tokens)
 
     def extend_bytes(self, previous: bytes, output_ids: List[int]) -> bytes:
         # Multi-byte tokens can change earlier characters' decoding, so decode the whole output.

@@ -11,10 +11,11 @@ from .stop import normalise_stop
 from .trainer import TrainSequence
 
 _SAMPLING_KEYS = {
-    "max_new_tokens", "temperature", "top_p", "stop", "stop_token_ids", "no_stop_trim", "ignore_eos", "seed",
+    "max_new_tokens", "temperature", "top_p", "stop", "stop_token_ids", "no_stop_trim", "ignore_eos",
+    "skip_special_tokens", "sampling_seed", "seed",
     # Accepted and ignored, so SGLang clients that send them still work.
     "top_k", "min_p", "min_new_tokens", "frequency_penalty", "presence_penalty", "repetition_penalty",
-    "skip_special_tokens", "spaces_between_special_tokens", "n",
+    "spaces_between_special_tokens", "n",
 }
 
 
@@ -77,8 +78,11 @@ def parse_sampling(body: Any) -> SamplingParams:
         params.stop_token_ids = _token_ids(body["stop_token_ids"], "sampling_params.stop_token_ids", 1 << 31)
     params.no_stop_trim = bool(body.get("no_stop_trim", False))
     params.ignore_eos = bool(body.get("ignore_eos", False))
-    if body.get("seed") is not None:
-        params.seed = _integer(body["seed"], "sampling_params.seed", 0)
+    params.skip_special_tokens = bool(body.get("skip_special_tokens", True))
+    # SGLang names it sampling_seed; `seed` is accepted too.
+    for key in ("sampling_seed", "seed"):
+        if body.get(key) is not None:
+            params.seed = _integer(body[key], f"sampling_params.{key}", 0)
     return params
 
 

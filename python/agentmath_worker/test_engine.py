@@ -30,8 +30,8 @@ class ScriptedBackend:
     def encode(self, text):
         return encode(text)
 
-    def decode(self, ids):
-        return decode(ids)
+    def decode(self, ids, skip_special_tokens=True):
+        return decode(ids, skip_special_tokens)
 
     def extend_bytes(self, previous, output_ids):
         token = output_ids[-1]
@@ -96,6 +96,8 @@ class FinishReasonTest(unittest.TestCase):
         self.assertEqual(result["meta_info"]["finish_reason"], {"type": "stop", "matched": 256})
         self.assertEqual(result["output_ids"], [104, 105, 256])
         self.assertEqual(result["text"], "hi")
+        kept = run(self.engine, "say:hi", max_new_tokens=100, no_stop_trim=True, skip_special_tokens=False)
+        self.assertEqual(kept["text"], "hi<|endoftext|>")
 
     def test_stop_token_ids_and_ignore_eos(self):
         result = run(self.engine, "say:abc", max_new_tokens=100, stop_token_ids=[ord("b")])

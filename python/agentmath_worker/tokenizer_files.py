@@ -16,6 +16,7 @@ from .config import EOS_TOKEN_ID, PAD_TOKEN_ID
 
 EOS_TOKEN = "<|endoftext|>"
 PAD_TOKEN = "<|pad|>"
+
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|{{ message.role }}|>\n{{ message.content }}\n{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
@@ -26,9 +27,21 @@ def encode(text: str) -> List[int]:
     return list(text.encode("utf-8"))
 
 
-def decode(token_ids: Iterable[int]) -> str:
-    """Text of the byte tokens; special tokens (EOS, PAD) are skipped, invalid UTF-8 replaced."""
-    return bytes(token for token in token_ids if 0 <= token < 256).decode("utf-8", errors="replace")
+def decode(token_ids: Iterable[int], skip_special_tokens: bool = True) -> str:
+    """Text of the byte tokens, invalid UTF-8 replaced; special tokens (EOS, PAD) are skipped
+    or, with skip_special_tokens false, written as their text."""
+    special = {EOS_TOKEN_ID: EOS_TOKEN, PAD_TOKEN_ID: PAD_TOKEN}
+    parts: List[str] = []
+    run = bytearray()
+    for token in token_ids:
+        if 0 <= token < 256:
+            run.append(token)
+        elif not skip_special_tokens and token in special:
+            parts.append(run.decode("utf-8", errors="replace"))
+            run = bytearray()
+            parts.append(special[token])
+    parts.append(run.decode("utf-8", errors="replace"))
+    return "".join(parts)
 
 
 def _byte_alphabet() -> Dict[int, str]:
