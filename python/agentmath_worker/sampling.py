@@ -46,19 +46,24 @@ def sample_tokens(
     greedy = temperatures <= 0
     safe_temperature = torch.where(greedy, torch.ones_like(temperatures), temperatures)
     log_probs = torch.log_softmax(logits.float() / safe_temperature[:, None], dim=-1)
-    sorted_log_probs, order = torch.sort(log_probs, dim=-1, descending=True)
-    sorted_probs = sorted_log_probs.exp()
-    cumulative = torch.cumsum(sorted_probs, dim=-1)
-    # Keep the smallest prefix whose mass reaches top_p (the first token always stays).
-    keep = (cumulative - sorted_probs) < top_ps[:, None]
-    kept = sorted_probs * keep
-    kept_cumulative = torch.cumsum(kept.double(), dim=-1)
-    threshold = uniform_draws(seeds, counters) * kept_cumulative[:, -1]
-    index = torch.searchsorted(kept_cumulative, threshold[:, None], right=True).clamp_(max=logits.shape[-1] - 1)
-    # A draw can land past the last kept token only through rounding; fold it back into the kept set.
-    kept_count = keep.sum(dim=-1, keepdim=True)
-    index = torch.minimum(index, kept_count - 1)
-    sampled = order.gather(-1, index)[:, 0]
-    tokens = torch.where(greedy, order[:, 0], sampled)
+    draws = uniform_draws(seeds, counters)
+    # Rows with top_p = 1: inverse-CDF draw over the unsorted distribution (no sort needed).
+    cumulative = torch.cumsum(log_probs.exp().double(), dim=-1)
+    index = torch.searchsorted(cumulative, (draws * cumulative[:, -1])[:, None], right=True)
+    tokens = index.clamp_(max=logits.shape[-1] - 1)[:, 0]
+    truncated = top_ps < 1.0
+    if bool(truncated.any()):
+        # The choice of path depends on the row's own top_p only, so a seeded request draws the
+        # same token whatever shares its batch.
+        sorted_log_probs, order = torch.sort(log_probs, dim=-1, descending=True)
+        sorted_probs = sorted_log_probs.exp()
+        # Keep the smallest prefix whose mass reaches top_p (the first token always stays).
+        keep = (torch.cumsum(sorted_probs, dim=-1) - sorted_probs) < top_ps[:, None]
+        kept_cumulative = torch.cumsum((sorted_probs * keep).double(), dim=-1)
+        index = torch.searchsorted(kept_cumulative, (draws * kept_cumulative[:, -1])[:, None], right=True)
+        # A draw can land past the last kept token only through rounding; fold it back in.
+        index = torch.minimum(index, keep.sum(dim=-1, keepdim=True) - 1)
+        tokens = torch.where(truncated, order.gather(-1, index)[:, 0], tokens)
+    tokens = torch.where(greedy, log_probs.argmax(dim=-1), tokens)
     chosen = log_probs.gather(-1, tokens[:, None])[:, 0]
     return tokens, chosen

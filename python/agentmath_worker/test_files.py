@@ -84,6 +84,17 @@ class SamplingTest(unittest.TestCase):
         self.assertTrue(torch.all(tokens[:, 2] == 1))  # greedy
         self.assertTrue(torch.allclose(logprobs.view(200, 3)[:, 2], torch.log(torch.tensor(0.5))))
 
+    def test_a_row_draws_the_same_token_whatever_else_is_in_the_batch(self):
+        logits = torch.randn(1, 258, generator=torch.Generator().manual_seed(0))
+        seed, counter = torch.tensor([77]), torch.tensor([3])
+        alone, _ = sample_tokens(logits, torch.ones(1), torch.ones(1), seed, counter)
+        batch_logits = torch.cat((logits, torch.randn(2, 258)))
+        mixed, _ = sample_tokens(
+            batch_logits, torch.tensor([1.0, 0.7, 0.0]), torch.tensor([1.0, 0.5, 1.0]),
+            torch.tensor([77, 1, 2]), torch.tensor([3, 0, 0]),
+        )
+        self.assertEqual(int(mixed[0]), int(alone[0]))
+
 
 if __name__ == "__main__":
     unittest.main()
