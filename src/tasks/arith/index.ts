@@ -1,0 +1,22 @@
+/** The `arith` task family: exact-arithmetic problems, their splits, and solution writers. */
+export { ARITH_LEVELS, generateArithSpec } from './arith-generator.ts';
+export {
+  ARITH_EVAL_SEED,
+  type ArithBenchmarkItem,
+  type ArithSetOptions,
+  ArithSpaceExhaustedError,
+  arithBenchmark,
+  arithEvalProblems,
+  arithTrainProblems,
+} from './arith-problems.ts';
+export {
+  ARITH_KINDS,
+  type ArithKind,
+  type ArithProblem,
+  type ArithSpec,
+  arithAnswerValue,
+  arithStatement,
+  canonicalArith,
+} from './arith-spec.ts';
+export { type ArithSplit, arithProblemId, arithSplitOf } from './arith-split.ts';
+export { taskProblemOf, writeArithTextSolution } from './arith-text-solution.ts';
