@@ -11,32 +11,34 @@ import {
 import { ARITH_KINDS, type ArithKind, type ArithSpec, arithStatement } from './arith-spec.ts';
 import { arithSplitOf } from './arith-split.ts';
 
-/** The reference answer of each spec recomputed by Python, with its own integer arithmetic. */
+/** One Python line printing the answer of `spec`, computed by Python's own integers and SymPy. */
+function pythonLine(spec: ArithSpec): string {
+  switch (spec.kind) {
+    case 'product':
+      return `print(${spec.a} * ${spec.b})`;
+    case 'sum':
+      return `print(sum([${spec.terms.join(', ')}]))`;
+    case 'mod-power':
+      return `print(pow(${spec.base}, ${spec.exponent}, ${spec.modulus}))`;
+    case 'power-digit-sum':
+      return `print(sum(int(d) for d in str(${spec.base} ** ${spec.exponent})))`;
+    case 'gcd':
+      return `print(math.gcd(${spec.a}, ${spec.b}))`;
+    case 'lcm':
+      return `print(math.lcm(${spec.a}, ${spec.b}))`;
+    case 'linear-equation':
+      return `x = sympy.Symbol('x'); print(sympy.solve(${spec.a}*x + (${spec.b}) - (${spec.c}), x)[0])`;
+    case 'linear-system':
+      return (
+        `x, y = sympy.symbols('x y'); ` +
+        `print(sympy.solve([${spec.a1}*x + (${spec.b1})*y - (${spec.c1}), ${spec.a2}*x + (${spec.b2})*y - (${spec.c2})], [x, y])[x])`
+      );
+  }
+}
+
+/** The reference answer of each spec recomputed by Python. */
 function pythonAnswers(specs: ArithSpec[]): string[] {
-  const lines = specs.map((spec) => {
-    switch (spec.kind) {
-      case 'product':
-        return `print(${spec.a} * ${spec.b})`;
-      case 'sum':
-        return `print(sum([${spec.terms.join(', ')}]))`;
-      case 'mod-power':
-        return `print(pow(${spec.base}, ${spec.exponent}, ${spec.modulus}))`;
-      case 'power-digit-sum':
-        return `print(sum(int(d) for d in str(${spec.base} ** ${spec.exponent})))`;
-      case 'gcd':
-        return `print(math.gcd(${spec.a}, ${spec.b}))`;
-      case 'lcm':
-        return `print(math.lcm(${spec.a}, ${spec.b}))`;
-      case 'linear-equation':
-        return `x = sympy.Symbol('x'); print(sympy.solve(${spec.a}*x + (${spec.b}) - (${spec.c}), x)[0])`;
-      case 'linear-system':
-        return (
-          `x, y = sympy.symbols('x y'); ` +
-          `print(sympy.solve([${spec.a1}*x + (${spec.b1})*y - (${spec.c1}), ${spec.a2}*x + (${spec.b2})*y - (${spec.c2})], [x, y])[x])`
-        );
-    }
-  });
-  const script = ['import math, sympy', ...lines].join('\n');
+  const script = ['import math, sympy', ...specs.map(pythonLine)].join('\n');
   return execFileSync('/usr/bin/python3', ['-c', script], { encoding: 'utf8', timeout: 60_000 })
     .trim()
     .split('\n');
