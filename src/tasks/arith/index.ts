@@ -10,6 +10,14 @@ export {
   arithTrainProblems,
 } from './arith-problems.ts';
 export {
+  ArithDatasetFileError,
+  type ArithDatasetProgress,
+  type ArithDatasetSkip,
+  type ArithSftDatasetOptions,
+  type ArithSftDatasetSummary,
+  writeArithSftDataset,
+} from './arith-sft-dataset.ts';
+export {
   ARITH_KINDS,
   type ArithKind,
   type ArithProblem,
@@ -20,3 +28,10 @@ export {
 } from './arith-spec.ts';
 export { type ArithSplit, arithProblemId, arithSplitOf } from './arith-split.ts';
 export { taskProblemOf, writeArithTextSolution } from './arith-text-solution.ts';
+export { type ArithToolPlan, arithToolPlan } from './arith-tool-plan.ts';
+export {
+  ArithDialectMismatchError,
+  type ArithToolSolutionOptions,
+  type ArithToolSolutionResult,
+  writeArithToolSolution,
+} from './arith-tool-solution.ts';
