@@ -25,7 +25,7 @@ type WriteOptions = {
   style: string;
   levels?: string;
   kinds?: string;
-  maxChars?: string;
+  maxBytes?: string;
 };
 
 function parseLevels(text: string | undefined): number[] | undefined {
@@ -105,7 +105,7 @@ export function registerTasks(program: Command): void {
     .option('--style <style>', 'text (step-by-step reasoning)', 'text')
     .option('--levels <list>', 'levels to draw from, e.g. 1,2 (default 1..4)')
     .option('--kinds <list>', 'kinds to draw from (default all)')
-    .option('--max-chars <n>', 'skip records longer than this (problem plus solution)')
+    .option('--max-bytes <n>', 'skip records longer than this (problem plus solution)')
     .action(async (options: WriteOptions) => {
       if (options.style !== 'text')
         throw new AgentMathError('INVALID_OPTION', `--style: expected text, got "${options.style}"`);
@@ -118,7 +118,7 @@ export function registerTasks(program: Command): void {
         style: 'text',
         ...(levels ? { levels } : {}),
         ...(kinds ? { kinds } : {}),
-        ...(options.maxChars === undefined ? {} : { maxChars: parseCount(options.maxChars, '--max-chars') }),
+        ...(options.maxBytes === undefined ? {} : { maxBytes: parseCount(options.maxBytes, '--max-bytes') }),
       });
       const { out, total, resumed, written, skipped } = summary;
       process.stdout.write(

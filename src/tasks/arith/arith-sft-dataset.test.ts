@@ -60,17 +60,17 @@ describe('writeArithSftDataset (text style)', () => {
     expect(again).toMatchObject({ resumed: 16, written: 0 });
   });
 
-  it('skips records longer than maxChars, saying so', async () => {
+  it('skips records longer than maxBytes, saying so', async () => {
     const out = join(directory, 'short.jsonl');
-    const summary = await writeArithSftDataset({ out, count: 16, seed: 1, style: 'text', maxChars: 300 });
+    const summary = await writeArithSftDataset({ out, count: 16, seed: 1, style: 'text', maxBytes: 300 });
     expect(summary.skipped.length).toBeGreaterThan(0);
     expect(summary.skipped.every((skip) => skip.reason === 'too-long')).toBe(true);
     expect(summary.written + summary.skipped.length).toBe(16);
     for (const record of await readRecords(out)) {
-      const chars =
-        record.problem.problem.length +
-        record.segments.reduce((sum, segment) => sum + segment.text.length, 0);
-      expect(chars).toBeLessThanOrEqual(300);
+      const bytes =
+        Buffer.byteLength(record.problem.problem) +
+        record.segments.reduce((sum, segment) => sum + Buffer.byteLength(segment.text), 0);
+      expect(bytes).toBeLessThanOrEqual(300);
     }
   });
 

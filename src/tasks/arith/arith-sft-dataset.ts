@@ -48,8 +48,8 @@ type Common = {
   seed: number | string;
   levels?: readonly number[];
   kinds?: readonly ArithKind[];
-  /** Problems whose record (problem text plus solution) exceeds this many characters are skipped. */
-  maxChars?: number;
+  /** Problems whose record (problem text plus solution, UTF-8 bytes) exceeds this are skipped. */
+  maxBytes?: number;
   onProgress?: (progress: ArithDatasetProgress) => void;
 };
 
@@ -113,13 +113,14 @@ async function existingIds(file: string, style: 'tool' | 'text'): Promise<Set<st
   return ids;
 }
 
-const recordChars = (solution: TaskSolution): number =>
-  solution.problem.problem.length +
-  solution.segments.reduce((total, segment) => total + segment.text.length, 0);
+/** UTF-8 bytes of the problem and solution text: what a byte-level model's context holds. */
+const recordBytes = (solution: TaskSolution): number =>
+  Buffer.byteLength(solution.problem.problem) +
+  solution.segments.reduce((total, segment) => total + Buffer.byteLength(segment.text), 0);
 
 /** Generates `count` training problems from `seed` and writes their solutions to `out`. */
 export async function writeArithSftDataset(options: ArithSftDatasetOptions): Promise<ArithSftDatasetSummary> {
-  const { out, count, seed, levels, kinds, maxChars = Number.POSITIVE_INFINITY, onProgress } = options;
+  const { out, count, seed, levels, kinds, maxBytes = Number.POSITIVE_INFINITY, onProgress } = options;
   const problems = arithTrainProblems({
     seed,
     count,
@@ -147,11 +148,11 @@ export async function writeArithSftDataset(options: ArithSftDatasetOptions): Pro
       last: { id, status },
     });
   const accept = async (solution: TaskSolution): Promise<void> => {
-    if (recordChars(solution) > maxChars) {
+    if (recordBytes(solution) > maxBytes) {
       summary.skipped.push({
         id: solution.problem.id,
         reason: 'too-long',
-        detail: `${recordChars(solution)} chars`,
+        detail: `${recordBytes(solution)} bytes`,
       });
       report(solution.problem.id, 'too-long');
       return;
