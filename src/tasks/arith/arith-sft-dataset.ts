@@ -59,8 +59,8 @@ export type ArithSftDatasetOptions = Common &
     | {
         style: 'tool';
         sandbox: SandboxProvider;
-        /** Renders interpreter output; the tags dialect (`getDialect('tags')`). */
-        dialect: Dialect;
+        /** Renders interpreter output; the tags dialect (the default). */
+        dialect?: Dialect;
         /** Sessions running at once (default 2). */
         concurrency?: number;
         timeoutMs?: number;
@@ -182,7 +182,7 @@ export async function writeArithSftDataset(options: ArithSftDatasetOptions): Pro
             session ??= await sandbox.openSession();
             const result = await writeArithToolSolution(problem, {
               session,
-              dialect,
+              ...(dialect === undefined ? {} : { dialect }),
               ...(timeoutMs === undefined ? {} : { timeoutMs }),
             });
             if (result.status === 'ok') await accept(result.solution);

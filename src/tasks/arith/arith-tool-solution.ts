@@ -5,12 +5,13 @@
  * so a record is byte for byte what the agent loop would produce:
  *
  *   model: `<think>lead <code>\ncode\n</code>`   (ends at the dialect's stop string)
- *   tool:  `dialect.renderToolResult(outcome)`    (e.g. `\n<interpreter>\n…\n</interpreter>\n`)
+ *   tool:  `dialect.renderToolResult(outcome, { outputOpening })`  (`\n<interpreter>\n…\n</interpreter>\n`)
  *   model: `conclusion</think>\nThe answer is \boxed{output}.`
  *
  * The answer is the interpreter's output; a record is made only when it equals the reference.
  */
 import type { Dialect } from '../../protocol/dialect.ts';
+import { getDialect } from '../../protocol/dialects.ts';
 import type { ExecutionOutcome, SandboxSession } from '../../sandbox/types.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import type { TaskSolution } from '../types.ts';
@@ -20,7 +21,8 @@ import { arithToolPlan } from './arith-tool-plan.ts';
 
 export type ArithToolSolutionOptions = {
   session: SandboxSession;
-  dialect: Dialect;
+  /** Reads the code block and renders the output; the tags dialect (the default). */
+  dialect?: Dialect;
   timeoutMs?: number;
 };
 
@@ -40,15 +42,17 @@ export class ArithDialectMismatchError extends AgentMathError {
   }
 }
 
-/** The first model turn: lead-in and code block, ending exactly at the stop string `</code>`. */
-function codeTurn(dialect: Dialect, lead: string, code: string): string {
+/**
+ * The first model turn: lead-in and code block, ending exactly at the stop string `</code>`,
+ * and the text the dialect puts before the output (as the agent loop asks it to).
+ */
+function codeTurn(dialect: Dialect, lead: string, code: string): { text: string; outputOpening: string } {
   const text = `<think>${lead} <code>\n${code}\n</code>`;
   // The agent loop finds the code with the dialect; it must find exactly this code here too.
   const stop = dialect.stopStrings.find((candidate) => text.endsWith(candidate)) ?? null;
-  if (stop === null || dialect.closedCodeAtEnd(text, stop)?.code !== code) {
-    throw new ArithDialectMismatchError(dialect.name);
-  }
-  return text;
+  const closed = stop === null ? null : dialect.closedCodeAtEnd(text, stop);
+  if (closed === null || closed.code !== code) throw new ArithDialectMismatchError(dialect.name);
+  return { text, outputOpening: closed.outputOpening };
 }
 
 /** Runs the problem's code in `session` and writes the solution around the real output. */
@@ -56,8 +60,9 @@ export async function writeArithToolSolution(
   problem: ArithProblem,
   options: ArithToolSolutionOptions,
 ): Promise<ArithToolSolutionResult> {
-  const { session, dialect, timeoutMs = 20_000 } = options;
+  const { session, dialect = getDialect('tags'), timeoutMs = 20_000 } = options;
   const plan = arithToolPlan(problem.spec);
+  const turn = codeTurn(dialect, plan.lead, plan.code);
   const outcome = await session.execute(plan.code, { timeoutMs });
   if (outcome.status !== 'ok' || outcome.stderr.trim() !== '') return { status: 'tool-failed', outcome };
   const output = outcome.stdout.trim();
@@ -66,8 +71,8 @@ export async function writeArithToolSolution(
     problem: taskProblemOf(problem),
     style: 'tool',
     segments: [
-      { kind: 'model', text: codeTurn(dialect, plan.lead, plan.code) },
-      { kind: 'tool', text: dialect.renderToolResult(outcome) },
+      { kind: 'model', text: turn.text },
+      { kind: 'tool', text: dialect.renderToolResult(outcome, { outputOpening: turn.outputOpening }) },
       { kind: 'model', text: `${plan.conclusion(output)}</think>\nThe answer is \\boxed{${output}}.` },
     ],
   };
