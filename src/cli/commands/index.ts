@@ -3,6 +3,7 @@ import { registerBench } from './bench.ts';
 import { registerCheck } from './check.ts';
 import { registerGrade } from './grade.ts';
 import { registerInspect } from './inspect.ts';
+import { registerSandbox } from './sandbox.ts';
 import { registerTasks } from './tasks.ts';
 
 /** Adds every subcommand to the program; one line per command file. */
@@ -11,5 +12,6 @@ export function registerCommands(program: Command): void {
   registerGrade(program);
   registerBench(program);
   registerInspect(program);
+  registerSandbox(program);
   registerTasks(program);
 }
