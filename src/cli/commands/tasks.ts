@@ -1,8 +1,11 @@
 import type { Command } from 'commander';
+import { createLocalSandbox } from '../../sandbox/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import {
   ARITH_KINDS,
+  type ArithDatasetProgress,
   type ArithKind,
+  type ArithSftDatasetSummary,
   arithEvalProblems,
   arithTrainProblems,
   writeArithSftDataset,
@@ -26,6 +29,7 @@ type WriteOptions = {
   levels?: string;
   kinds?: string;
   maxBytes?: string;
+  concurrency: string;
 };
 
 function parseLevels(text: string | undefined): number[] | undefined {
@@ -102,24 +106,46 @@ export function registerTasks(program: Command): void {
     .requiredOption('--out <file>', 'the JSONL file to write or resume')
     .option('--count <n>', 'how many training problems', '1000')
     .option('--seed <seed>', 'seed of the train split', '0')
-    .option('--style <style>', 'text (step-by-step reasoning)', 'text')
+    .option(
+      '--style <style>',
+      'text (step-by-step reasoning) or tool (code run in the local jailed sandbox)',
+      'text',
+    )
     .option('--levels <list>', 'levels to draw from, e.g. 1,2 (default 1..4)')
     .option('--kinds <list>', 'kinds to draw from (default all)')
-    .option('--max-bytes <n>', 'skip records longer than this (problem plus solution)')
+    .option('--max-bytes <n>', 'skip records longer than this (UTF-8 bytes of problem plus solution)')
+    .option('--concurrency <n>', 'sandbox sessions at once (tool style)', '2')
     .action(async (options: WriteOptions) => {
-      if (options.style !== 'text')
-        throw new AgentMathError('INVALID_OPTION', `--style: expected text, got "${options.style}"`);
+      if (options.style !== 'text' && options.style !== 'tool') {
+        throw new AgentMathError('INVALID_OPTION', `--style: expected text or tool, got "${options.style}"`);
+      }
       const levels = parseLevels(options.levels);
       const kinds = parseKinds(options.kinds);
-      const summary = await writeArithSftDataset({
+      const common = {
         out: options.out,
         count: parseCount(options.count, '--count'),
         seed: options.seed,
-        style: 'text',
         ...(levels ? { levels } : {}),
         ...(kinds ? { kinds } : {}),
         ...(options.maxBytes === undefined ? {} : { maxBytes: parseCount(options.maxBytes, '--max-bytes') }),
-      });
+        onProgress: (progress: ArithDatasetProgress) => {
+          const done = progress.resumed + progress.written + progress.skipped;
+          if (progress.last.status !== 'written' || done % 100 === 0 || done === progress.total) {
+            process.stderr.write(`${done}/${progress.total} ${progress.last.id} ${progress.last.status}\n`);
+          }
+        },
+      };
+      let summary: ArithSftDatasetSummary;
+      if (options.style === 'text') summary = await writeArithSftDataset({ ...common, style: 'text' });
+      else {
+        const concurrency = Math.max(1, parseCount(options.concurrency, '--concurrency'));
+        const sandbox = createLocalSandbox({ maxWorkers: concurrency, warmWorkers: 0, preload: [] });
+        try {
+          summary = await writeArithSftDataset({ ...common, style: 'tool', sandbox, concurrency });
+        } finally {
+          await sandbox.close();
+        }
+      }
       const { out, total, resumed, written, skipped } = summary;
       process.stdout.write(
         `${out}: ${total} problems, ${resumed} already there, ${written} written, ${skipped.length} skipped\n`,
