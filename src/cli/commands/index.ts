@@ -5,6 +5,7 @@ import { registerEngine } from './engine.ts';
 import { registerGrade } from './grade.ts';
 import { registerInspect } from './inspect.ts';
 import { registerSandbox } from './sandbox.ts';
+import { registerTasks } from './tasks.ts';
 
 /** Adds every subcommand to the program; one line per command file. */
 export function registerCommands(program: Command): void {
@@ -14,4 +15,5 @@ export function registerCommands(program: Command): void {
   registerBench(program);
   registerInspect(program);
   registerSandbox(program);
+  registerTasks(program);
 }
