@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { registerAgentBench } from './bench-agent.ts';
 import { registerGraderBench } from './bench-grader.ts';
 import { registerSandboxBench } from './bench-sandbox.ts';
+import { registerEngineBench } from './engine.ts';
 
 /** `agentmath bench <thing>`: speed figures, printed as a table or JSON. */
 export function registerBench(program: Command): void {
@@ -9,4 +10,5 @@ export function registerBench(program: Command): void {
   registerGraderBench(bench);
   registerSandboxBench(bench);
   registerAgentBench(bench);
+  registerEngineBench(bench);
 }
