@@ -157,7 +157,7 @@ export type SglangServerOptions = {
   model: ScriptedModelOptions;
   tokenizer: Tokenizer;
   /** Decides how to answer request number `call` (0-based): normally, with an HTTP error, or never. */
-  behaviour?: (call: number) => 'answer' | 'fail' | 'hang';
+  behaviour?: (call: number) => 'answer' | 'fail' | 'reject' | 'hang';
 };
 
 /**
@@ -187,6 +187,13 @@ export async function startScriptedSglangServer(
     const behaviour = options.behaviour?.(call) ?? 'answer';
     if (behaviour === 'hang') {
       hanging.add(() => response.destroy());
+      return;
+    }
+    if (behaviour === 'reject') {
+      response.writeHead(400, { 'content-type': 'application/json' });
+      response.end(
+        JSON.stringify({ error: { message: 'the input is longer than the context length', code: 400 } }),
+      );
       return;
     }
     if (behaviour === 'fail') {

@@ -123,6 +123,15 @@ describe('agent loop over SGLang /generate with the jailed sandbox', () => {
     expect(trajectory.toolCalls).toHaveLength(1);
   });
 
+  it('does not retry a request the engine refused (HTTP 4xx)', async () => {
+    const { engine, calls } = await serve(['<code>\nprint(1)\n</code>', '\\boxed{1}'], (call) =>
+      call === 0 ? 'answer' : 'reject',
+    );
+    const trajectory = await runAgent(problem, options(engine));
+    expect(calls()).toBe(2);
+    expect(trajectory.finish?.error?.message).toMatch(/failed 1 time\(s\); last error: \[ENGINE_HTTP_4XX\]/);
+  });
+
   it('never hangs on an engine that stops answering', async () => {
     const { engine } = await serve(['<code>\nprint(1)\n</code>', '\\boxed{1}'], (call) =>
       call === 0 ? 'answer' : 'hang',

@@ -32,7 +32,9 @@ export async function callEngine(
   const started = performance.now();
   const elapsed = () => performance.now() - started;
   let lastError: unknown = null;
+  let attempts = 0;
   for (let attempt = 1; attempt <= retry.attempts; attempt++) {
+    attempts = attempt;
     if (signal?.aborted) return { status: 'aborted', ms: elapsed() };
     const timeout = new AbortController();
     const timer = setTimeout(() => timeout.abort(new EngineTimeoutError(engine.name, timeoutMs)), timeoutMs);
@@ -49,6 +51,7 @@ export async function callEngine(
     } finally {
       clearTimeout(timer);
     }
+    if (!retryable(lastError)) break;
     if (attempt < retry.attempts) {
       const delayMs = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1));
       onRetry?.(attempt, delayMs, lastError);
@@ -57,9 +60,16 @@ export async function callEngine(
   }
   return {
     status: 'failed',
-    error: new EngineFailedError(engine.name, retry.attempts, { cause: lastError }),
+    error: new EngineFailedError(engine.name, attempts, { cause: lastError }),
     ms: elapsed(),
   };
+}
+
+/** Errors a retry cannot fix: the request itself was refused (HTTP 4xx, bad request or config). */
+const NOT_RETRYABLE = new Set(['ENGINE_HTTP_4XX', 'ENGINE_BAD_REQUEST', 'ENGINE_CONFIG_INVALID']);
+
+function retryable(error: unknown): boolean {
+  return !(error instanceof AgentMathError && NOT_RETRYABLE.has(error.code));
 }
 
 /** The error as `{ code, message }` for records and events. */

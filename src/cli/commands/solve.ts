@@ -2,13 +2,14 @@
  * `agentmath solve "PROBLEM"`: one trajectory, printed as `inspect` prints one while it
  * streams (turn by turn), then the final answer; `--json` prints the Trajectory record. The
  * engine is `--engine URL` (SGLang, vLLM, OpenAI-compatible), or the embedded model when a
- * checkpoint exists under `.agentmath/models/`; code runs in a local jailed pool unless
+ * checkpoint exists under `.agentmath/models/` (its PyTorch worker is started and stopped here); code runs in a local jailed pool unless
  * `--sandbox URL` names a sandbox server.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { type AgentEvent, promptBuilders, runAgent } from '../../agent/index.ts';
+import { startEmbeddedWorker } from '../../engine/embedded/index.ts';
 import { createEngine, type HttpEngine, loadTokenizer } from '../../engine/index.ts';
 import type { Tokenizer } from '../../engine/tokenizer.ts';
 import { getDialect } from '../../protocol/index.ts';
@@ -99,6 +100,9 @@ export function registerSolve(program: Command): void {
           : { seed: numberFlag('seed', flags.seed, Number.isInteger, 'an integer') }),
       };
       const target = await resolveEngine(flags);
+      // The embedded model cannot read past its context length.
+      if (target.contextTokens !== null)
+        budgets.maxTotalTokens = Math.min(budgets.maxTotalTokens, target.contextTokens);
       const promptName = flags.prompt ?? (target.embedded ? 'problem-only' : 'instructed');
       if (!(promptName in promptBuilders)) {
         throw new AgentMathError(
@@ -152,13 +156,20 @@ export function registerSolve(program: Command): void {
         if (trajectory.finish?.reason === 'error') process.exitCode = 1;
       } finally {
         process.off('SIGINT', onSigint);
-        target.engine.close();
+        await target.close();
         await sandbox.close();
       }
     });
 }
 
-type EngineTarget = { engine: HttpEngine; tokenizer: Tokenizer | null; embedded: boolean };
+type EngineTarget = {
+  engine: HttpEngine;
+  tokenizer: Tokenizer | null;
+  embedded: boolean;
+  /** The model's context length when known (the embedded model's config), else null. */
+  contextTokens: number | null;
+  close: () => Promise<void>;
+};
 
 async function resolveEngine(flags: SolveFlags): Promise<EngineTarget> {
   if (flags.engine !== undefined) {
@@ -176,15 +187,15 @@ async function resolveEngine(flags: SolveFlags): Promise<EngineTarget> {
       );
     }
     const tokenizer = flags.tokenizer === undefined ? null : await loadTokenizer(flags.tokenizer);
-    return { engine, tokenizer, embedded: false };
+    return { engine, tokenizer, embedded: false, contextTokens: null, close: async () => engine.close() };
   }
   const checkpoint = findEmbeddedModel();
   if (checkpoint === null) {
     throw new AgentMathError(
       'NO_ENGINE',
       'no engine: pass --engine URL with --api sglang|vllm|openai|openai-chat (for example a running SGLang ' +
-        'server: --engine http://127.0.0.1:30000 --api sglang --tokenizer MODEL_DIR), or train the embedded ' +
-        'model so that a checkpoint exists under .agentmath/models/',
+        'server: --engine http://127.0.0.1:30000 --api sglang --tokenizer MODEL_DIR; or `agentmath engine serve ' +
+        '--model DIR` for the embedded model), or put an embedded-model checkpoint folder under .agentmath/models/',
     );
   }
   return startEmbedded(checkpoint);
@@ -200,15 +211,46 @@ function findEmbeddedModel(root = resolve('.agentmath', 'models')): string | nul
   return folders.at(-1) ?? null;
 }
 
-/**
- * The embedded model needs its PyTorch worker serving SGLang's `/generate`; this command does
- * not start one itself, so it says how.
- */
-function startEmbedded(checkpoint: string): never {
-  throw new AgentMathError(
-    'NO_ENGINE',
-    `found the embedded model at ${checkpoint}, but no engine is running for it. Start its worker ` +
-      `(cd python && /usr/bin/python3 -m agentmath_worker --model ${checkpoint} --port 30000), then run: ` +
-      `agentmath solve "…" --engine http://127.0.0.1:30000 --api sglang --tokenizer ${checkpoint} --prompt problem-only`,
-  );
+/** `max_position_embeddings` from the checkpoint's config.json, or null. */
+function contextLength(checkpoint: string): number | null {
+  try {
+    const config = JSON.parse(readFileSync(join(checkpoint, 'config.json'), 'utf8')) as {
+      max_position_embeddings?: unknown;
+    };
+    const value = config.max_position_embeddings;
+    return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Starts the PyTorch worker on the checkpoint and speaks SGLang's `/generate` to it. */
+async function startEmbedded(checkpoint: string): Promise<EngineTarget> {
+  const log = (line: string) => process.stderr.write(`worker: ${line}\n`);
+  process.stderr.write(`starting the embedded model ${checkpoint} …\n`);
+  const worker = await startEmbeddedWorker({
+    model: checkpoint,
+    port: 0,
+    restart: false,
+    onLog: (line, stream) => {
+      if (stream === 'stderr' && /error|traceback/i.test(line)) log(line);
+    },
+  });
+  try {
+    const engine = createEngine({ api: 'sglang', url: worker.url, name: `embedded:${checkpoint}` });
+    const tokenizer = await loadTokenizer(checkpoint);
+    return {
+      engine,
+      tokenizer,
+      embedded: true,
+      contextTokens: contextLength(checkpoint),
+      close: async () => {
+        engine.close();
+        await worker.stop();
+      },
+    };
+  } catch (error) {
+    await worker.stop();
+    throw error;
+  }
 }
