@@ -1,11 +1,46 @@
 /**
- * The train module: the trainer client for the PyTorch worker's training routes (the training
- * loop driver builds on it).
+ * The train module: the trainer client for the PyTorch worker's training routes, and SFT of
+ * the embedded model (data, batches, schedule, checkpoints and resume, held-out evaluation
+ * through the agent loop, training reports).
  */
+export { type EmbeddedModelPaths, embeddedModelPaths } from './embedded-model-paths.ts';
+export {
+  evaluateHeldOut,
+  type HeldOutEvalOptions,
+  type HeldOutEvalResult,
+  type LevelAccuracy,
+} from './held-out-eval.ts';
+export { type LearningRateSchedule, learningRateAt } from './learning-rate-schedule.ts';
+export { planSftBatches, type SftBatchPlan, type SftBatchPlanOptions } from './sft-batch-plan.ts';
+export {
+  resolveSftConfig,
+  type SftConfig,
+  SftConfigError,
+  type SftConfigInput,
+  sftConfigSchema,
+} from './sft-config.ts';
+export { buildSftExample, type SftExample } from './sft-example.ts';
+export { formatDuration, formatSftEvent, formatStepBar } from './sft-progress.ts';
+export {
+  runSft,
+  type SftEvent,
+  SftInterruptedError,
+  SftRunFolderError,
+  type SftRunOptions,
+} from './sft-run.ts';
+export {
+  readSftState,
+  SFT_STATE_FILE,
+  type SftState,
+  SftStateError,
+  sftStateSchema,
+  writeSftState,
+} from './sft-state.ts';
 export {
   type GrpoSequence,
   type GrpoStepRequest,
   type GrpoStepResult,
+  type ServedModelInfo,
   type SftSequence,
   type SftStepRequest,
   type SftStepResult,
@@ -13,3 +48,13 @@ export {
   TrainerRequestError,
   type TrainerState,
 } from './trainer-client.ts';
+export {
+  readTrainingReport,
+  renderComparison,
+  renderTrainingReport,
+  TRAINING_REPORT_FILE,
+  TRAINING_REPORT_MARKDOWN,
+  type TrainingReport,
+  TrainingReportMissingError,
+  writeTrainingReport,
+} from './training-report.ts';

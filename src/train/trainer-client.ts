@@ -65,6 +65,12 @@ const checkpointSchema = z.object({
   optimizer_restored: z.boolean().optional(),
 });
 const updateWeightsSchema = z.object({ success: z.boolean(), message: z.string() });
+const modelInfoSchema = z.object({
+  model_path: z.string(),
+  context_length: z.number().int().positive(),
+  policy_version: z.number().int().optional(),
+  model: z.object({ parameters: z.number().int().optional() }).passthrough().optional(),
+});
 const stateSchema = z.object({
   policy_version: z.number().int(),
   optimizer_steps: z.number().int(),
@@ -88,6 +94,16 @@ export type GrpoStepResult = SftStepResult & {
   entropy: number;
   klRef: number | null;
 };
+/** What `/get_model_info` says about the served model. */
+export type ServedModelInfo = {
+  modelPath: string;
+  contextLength: number;
+  /** Parameter count when the worker reports it (the embedded model does). */
+  parameters: number | null;
+  /** The model's description as served (the embedded model's config keys), for reports. */
+  model: Record<string, unknown>;
+};
+
 export type TrainerState = {
   policyVersion: number;
   optimizerSteps: number;
@@ -172,6 +188,17 @@ export class TrainerClient {
   async updateWeightsFromDisk(modelPath: string): Promise<{ success: boolean; message: string }> {
     const body = await this.#post('/update_weights_from_disk', { model_path: modelPath });
     return parse(updateWeightsSchema, body, '/update_weights_from_disk');
+  }
+
+  /** SGLang's `/get_model_info`: the served model's path, context length and shape. */
+  async modelInfo(): Promise<ServedModelInfo> {
+    const parsed = parse(modelInfoSchema, await this.#request('GET', '/get_model_info'), '/get_model_info');
+    return {
+      modelPath: parsed.model_path,
+      contextLength: parsed.context_length,
+      parameters: parsed.model?.parameters ?? null,
+      model: parsed.model ?? {},
+    };
   }
 
   async state(): Promise<TrainerState> {

@@ -7,6 +7,7 @@ import { registerInspect } from './inspect.ts';
 import { registerSandbox } from './sandbox.ts';
 import { registerSolve } from './solve.ts';
 import { registerTasks } from './tasks.ts';
+import { registerTrain } from './train.ts';
 
 /** Adds every subcommand to the program; one line per command file. */
 export function registerCommands(program: Command): void {
@@ -18,4 +19,5 @@ export function registerCommands(program: Command): void {
   registerSandbox(program);
   registerSolve(program);
   registerTasks(program);
+  registerTrain(program);
 }

@@ -1,0 +1,61 @@
+/**
+ * The validated configuration of an SFT run (zod, strict: a misspelt key is an error).
+ * Defaults are the embedded default: the `tiny` model on arith levels 1–4, sized so the tool
+ * model trains in about five minutes on two CPU cores. The resolved configuration is saved
+ * in the run's state file, and a resumed run uses the saved one.
+ */
+import { z } from 'zod';
+import { AgentMathError } from '../shared/agentmath-error.ts';
+
+const positive = z.number().int().positive();
+
+export const sftConfigSchema = z
+  .object({
+    task: z.literal('arith').default('arith'),
+    /** `tool`: tool-augmented solutions (code really run in the sandbox); `text`: text only. */
+    style: z.enum(['tool', 'text']).default('tool'),
+    /** The worker's preset to train from scratch. */
+    model: z.string().min(1).default('tiny'),
+    /** Initial-weights seed of the preset; also seeds the data order. */
+    seed: z.number().int().default(1),
+    steps: positive.default(300),
+    batchSize: positive.default(16),
+    learningRate: z.number().positive().default(3e-3),
+    warmupSteps: z.number().int().nonnegative().default(20),
+    /** The cosine decays to this fraction of the peak. */
+    minLearningRateRatio: z.number().min(0).max(1).default(0.1),
+    /** Wall-clock cap on training (excluding data and eval); absent = run all steps. */
+    maxMinutes: z.number().positive().optional(),
+    /** Training problems generated (one solution each). */
+    trainProblems: positive.default(8000),
+    levels: z.array(z.number().int().min(1).max(4)).min(1).default([1, 2, 3, 4]),
+    checkpointEvery: positive.default(50),
+    /** Torch threads for training steps; 0 = the worker's default (all cores). */
+    trainThreads: z.number().int().nonnegative().default(0),
+    evalProblems: z.number().int().nonnegative().default(160),
+    evalConcurrency: positive.default(32),
+    evalMaxToolCalls: z.number().int().nonnegative().default(4),
+  })
+  .strict();
+
+export type SftConfig = z.infer<typeof sftConfigSchema>;
+export type SftConfigInput = z.input<typeof sftConfigSchema>;
+
+/** Bad SFT configuration; the message names the field. */
+export class SftConfigError extends AgentMathError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('SFT_CONFIG_INVALID', message, options);
+  }
+}
+
+/** Validates and fills in defaults; `source` names where the values came from in errors. */
+export function resolveSftConfig(input: unknown, source = 'SFT config'): SftConfig {
+  const parsed = sftConfigSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new SftConfigError(`${source}: "${issue?.path.join('.') || '(root)'}": ${issue?.message}`, {
+      cause: parsed.error,
+    });
+  }
+  return parsed.data;
+}
