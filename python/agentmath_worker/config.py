@@ -29,6 +29,11 @@ class ModelConfig:
     context_length: int = 768
     mlp_ratio: int = 4
     rope_base: float = 10000.0
+    # Token shift: each position's input also embeds the previous token (a learned second
+    # embedding), so one attention layer can match "the token after an earlier copy of mine"
+    # and copying (numbers into code, interpreter output into the answer) is learned in a few
+    # hundred steps instead of waiting for a two-layer induction circuit to form.
+    token_shift: bool = False
     seed: int = 0
     vocab_size: int = VOCAB_SIZE
 
@@ -66,6 +71,7 @@ class ModelConfig:
             "max_position_embeddings": self.context_length,
             "intermediate_size": self.d_model * self.mlp_ratio,
             "rope_theta": self.rope_base,
+            "token_shift": self.token_shift,
             "eos_token_id": EOS_TOKEN_ID,
             "pad_token_id": PAD_TOKEN_ID,
             "bos_token_id": None,
@@ -87,6 +93,7 @@ class ModelConfig:
                 context_length=int(body["max_position_embeddings"]),
                 mlp_ratio=int(body["intermediate_size"]) // d_model,
                 rope_base=float(body.get("rope_theta", 10000.0)),
+                token_shift=bool(body.get("token_shift", False)),
                 seed=int(body.get("init_seed", 0)),
                 vocab_size=int(body.get("vocab_size", VOCAB_SIZE)),
             )

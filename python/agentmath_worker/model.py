@@ -20,17 +20,19 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .config import ModelConfig
+from .config import PAD_TOKEN_ID, ModelConfig
 
 
 class SlotKVCache:
-    """Keys and values per layer, shaped [slots, kv_heads, context, head_dim]."""
+    """Keys and values per layer, shaped [slots, kv_heads, context, head_dim], and the last
+    token written to each slot (the previous token of the next one, for token shift)."""
 
     def __init__(self, config: ModelConfig, n_slots: int, dtype: torch.dtype = torch.float32) -> None:
         shape = (n_slots, config.n_kv_heads, config.context_length, config.head_dim)
         self.n_slots = n_slots
         self.keys = [torch.zeros(shape, dtype=dtype) for _ in range(config.n_layers)]
         self.values = [torch.zeros(shape, dtype=dtype) for _ in range(config.n_layers)]
+        self.last_tokens = torch.full((n_slots,), PAD_TOKEN_ID, dtype=torch.long)
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -68,8 +70,10 @@ class Block(nn.Module):
         """Attention of q over keys/values ([batch, kv, T_k, hd]); mask additive, broadcastable to
         [batch, kv, group·T_q, T_k]. Adds the output projection to the residual x."""
         batch, time, d = x.shape
-        q = q.reshape(batch, self.n_kv_heads, self.group * time, self.head_dim)
-        scores = torch.matmul(q, keys.transpose(-1, -2)) * self.scale + mask
+        # Scaling q (time × head_dim) is cheaper than scaling the scores (time × time); the
+        # mask is added in place (matmul's backward needs its inputs, not its output).
+        q = q.reshape(batch, self.n_kv_heads, self.group * time, self.head_dim) * self.scale
+        scores = torch.matmul(q, keys.transpose(-1, -2)).add_(mask)
         attended = torch.matmul(torch.softmax(scores, dim=-1), values)
         attended = attended.view(batch, self.n_kv_heads, self.group, time, self.head_dim)
         x = x + self.attention_out(attended.permute(0, 3, 1, 2, 4).reshape(batch, time, d))
@@ -85,6 +89,8 @@ class ByteGPT(nn.Module):
         generator_state = torch.random.get_rng_state()
         torch.manual_seed(config.seed)
         self.embedding = nn.Embedding(config.vocab_size, config.d_model)
+        # Built only when enabled, so models without it initialise exactly as before.
+        self.previous_embedding = nn.Embedding(config.vocab_size, config.d_model) if config.token_shift else None
         self.blocks = nn.ModuleList([Block(config) for _ in range(config.n_layers)])
         self.norm_final = nn.LayerNorm(config.d_model)
         self._initialise()
@@ -108,6 +114,13 @@ class ByteGPT(nn.Module):
             else:
                 nn.init.normal_(parameter, 0.0, 0.02)
 
+    def _embed(self, input_ids: torch.Tensor, previous_ids: Optional[torch.Tensor]) -> torch.Tensor:
+        """Token embedding, plus the previous token's (PAD before the first) under token shift."""
+        x = self.embedding(input_ids)
+        if self.previous_embedding is not None and previous_ids is not None:
+            x = x + self.previous_embedding(previous_ids)
+        return x
+
     def _logits(self, x: torch.Tensor) -> torch.Tensor:
         return F.linear(self.norm_final(x), self.embedding.weight)
 
@@ -122,7 +135,8 @@ class ByteGPT(nn.Module):
         cos, sin = self.rope_cos[:time], self.rope_sin[:time]
         # Query row g·time + i is position i of head g in its group: same causal row for every g.
         mask = torch.full((time, time), float("-inf")).triu(1).repeat(self.config.group_size, 1)
-        x = self.embedding(input_ids)
+        previous = F.pad(input_ids[:, :-1], (1, 0), value=PAD_TOKEN_ID)
+        x = self._embed(input_ids, previous)
         for block in self.blocks:
             q, k, v = block.project(x, cos, sin)
             x = block.attend(x, q, k, v, mask)
@@ -137,7 +151,10 @@ class ByteGPT(nn.Module):
         cos, sin = self.rope_cos[start:end], self.rope_sin[start:end]
         # Row i (absolute position start+i) sees cached positions 0..start+i.
         mask = torch.full((time, end), float("-inf")).triu(start + 1).repeat(self.config.group_size, 1)
-        x = self.embedding(input_ids[None])
+        first = cache.last_tokens[slot : slot + 1] if start > 0 else torch.tensor([PAD_TOKEN_ID])
+        previous = torch.cat((first, input_ids[:-1]))
+        cache.last_tokens[slot] = input_ids[-1]
+        x = self._embed(input_ids[None], previous[None])
         for layer, block in enumerate(self.blocks):
             q, k, v = block.project(x, cos, sin)
             cache.keys[layer][slot, :, start:end] = k[0]
@@ -164,7 +181,9 @@ class ByteGPT(nn.Module):
         sin = self.rope_sin[positions][:, None, :]
         visible = torch.arange(length)[None, :] <= positions[:, None]
         mask = torch.zeros(slots, length).masked_fill_(~visible, float("-inf"))[:, None, None, :]
-        x = self.embedding(tokens)[:, None, :]
+        previous = torch.where(positions == 0, torch.full_like(tokens, PAD_TOKEN_ID), cache.last_tokens[:slots])
+        cache.last_tokens[:slots] = tokens
+        x = self._embed(tokens, previous)[:, None, :]
         for layer, block in enumerate(self.blocks):
             q, k, v = block.project(x, cos, sin)
             keys, values = cache.keys[layer], cache.values[layer]

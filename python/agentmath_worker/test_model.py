@@ -30,8 +30,26 @@ class ModelTest(unittest.TestCase):
         self.assertFalse(torch.equal(a.embedding.weight, other.embedding.weight))
 
     def test_cached_decoding_matches_full_recompute(self):
+        self._check_cached_decoding(CONFIG)
+
+    def test_cached_decoding_matches_full_recompute_with_token_shift(self):
+        self._check_cached_decoding(ModelConfig(**{**CONFIG.__dict__, "token_shift": True}))
+
+    def test_token_shift_sees_the_previous_token(self):
+        model = ByteGPT(ModelConfig(**{**CONFIG.__dict__, "token_shift": True})).eval()
+        with torch.no_grad():
+            model.previous_embedding.weight.mul_(50)
+        # Same last token, different token before it: the last logits must differ.
+        a = model(torch.tensor([[5, 6, 7, 9]]))[0, -1]
+        b = model(torch.tensor([[5, 6, 8, 9]]))[0, -1]
+        self.assertFalse(torch.allclose(a, b, atol=1e-3))
+        plain = ByteGPT(CONFIG)
+        self.assertIsNone(plain.previous_embedding)
+        self.assertNotIn("previous_embedding.weight", plain.state_dict())
+
+    def _check_cached_decoding(self, config):
         torch.manual_seed(0)
-        model = ByteGPT(ModelConfig(**{**CONFIG.__dict__, "seed": 7})).eval()
+        model = ByteGPT(ModelConfig(**{**config.__dict__, "seed": 7})).eval()
         # Sharpen the random model so greedy choices are not near-ties.
         with torch.no_grad():
             model.embedding.weight.mul_(20)
@@ -51,7 +69,12 @@ class ModelTest(unittest.TestCase):
         self.assertEqual(outputs, expected)
 
     def test_cached_logits_close_to_full_logits(self):
-        model = ByteGPT(CONFIG).eval()
+        for config in (CONFIG, ModelConfig(**{**CONFIG.__dict__, "token_shift": True})):
+            with self.subTest(token_shift=config.token_shift):
+                self._check_cached_logits(config)
+
+    def _check_cached_logits(self, config):
+        model = ByteGPT(config).eval()
         ids = torch.randint(0, 256, (1, 30), generator=torch.Generator().manual_seed(3))
         full = model(ids)[0]
         cache = SlotKVCache(model.config, n_slots=2)
@@ -73,6 +96,8 @@ class ModelTest(unittest.TestCase):
 
     def test_config_round_trips_through_json(self):
         self.assertEqual(ModelConfig.from_json(CONFIG.to_json()), CONFIG)
+        shifted = ModelConfig(**{**CONFIG.__dict__, "token_shift": True})
+        self.assertEqual(ModelConfig.from_json(shifted.to_json()), shifted)
         with self.assertRaisesRegex(ValueError, "hidden_size"):
             body = CONFIG.to_json()
             del body["hidden_size"]

@@ -78,7 +78,6 @@ export class SftInterruptedError extends AgentMathError {
 
 /** Steps of calibration before a `maxMinutes` run fixes the schedule's length. */
 const CALIBRATION_STEPS = 10;
-const HISTORY_EVERY = 5;
 
 /** Runs (or resumes) SFT in `dir` and returns the training report. */
 export async function runSft(options: SftRunOptions): Promise<TrainingReport> {
@@ -252,8 +251,7 @@ async function trainLoop({
       tokens,
       trainedTokens: current.trainedTokens + result.tokens,
       trainWallMs,
-      history:
-        step % HISTORY_EVERY === 0 || step === totalSteps ? [...current.history, point] : current.history,
+      history: [...current.history, point],
     };
     emit({
       type: 'train-step',
@@ -331,5 +329,7 @@ async function prepareDataset(
     }
   }
   const lines = (await readFile(out, 'utf8')).split('\n').filter((line) => line !== '');
-  return lines.map((line) => taskSolutionSchema.parse(JSON.parse(line)));
+  const solutions = lines.map((line) => taskSolutionSchema.parse(JSON.parse(line)));
+  // Concurrent sessions append in completion order; the data order must not depend on it.
+  return solutions.sort((a, b) => (a.problem.id < b.problem.id ? -1 : a.problem.id > b.problem.id ? 1 : 0));
 }

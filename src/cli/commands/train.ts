@@ -24,6 +24,7 @@ type SftFlags = {
   steps?: string;
   batchSize?: string;
   learningRate?: string;
+  warmupSteps?: string;
   minutes?: string;
   problems?: string;
   levels?: string;
@@ -69,6 +70,7 @@ function configFrom(flags: SftFlags): SftConfigInput {
     ['steps', numberFlag('steps', flags.steps, true)],
     ['batchSize', numberFlag('batch-size', flags.batchSize, true)],
     ['learningRate', numberFlag('learning-rate', flags.learningRate, false)],
+    ['warmupSteps', numberFlag('warmup-steps', flags.warmupSteps, true)],
     ['maxMinutes', numberFlag('minutes', flags.minutes, false)],
     ['trainProblems', numberFlag('problems', flags.problems, true)],
     ['seed', numberFlag('seed', flags.seed, true)],
@@ -134,6 +136,7 @@ export function registerTrain(program: Command): void {
     .option('--steps <n>', 'optimizer steps (default 300)')
     .option('--batch-size <n>', 'sequences per step (default 16)')
     .option('--learning-rate <lr>', 'peak learning rate (default 3e-3; warmup then cosine)')
+    .option('--warmup-steps <n>', 'linear warmup steps (default 20)')
     .option('--minutes <m>', 'wall-clock budget for the training steps; the schedule fits it')
     .option('--problems <n>', 'training problems generated (default 8000)')
     .option('--levels <list>', 'levels, e.g. 1,2,3,4 (default all)')
