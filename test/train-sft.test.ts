@@ -179,6 +179,6 @@ describe('agentmath train sft', () => {
     const expected = cliReport.training.history.map((point) => point.loss);
     const actual = report.training.history.map((point) => point.loss);
     expect(actual).toHaveLength(8);
-    actual.forEach((loss, index) => expect(loss).toBeCloseTo(expected[index]!, 4));
+    for (const [index, loss] of actual.entries()) expect(loss).toBeCloseTo(expected[index]!, 4);
   }, 60_000);
 });
