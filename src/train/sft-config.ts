@@ -18,10 +18,10 @@ export const sftConfigSchema = z
     model: z.string().min(1).default('tiny'),
     /** Initial-weights seed of the preset; also seeds the data order. */
     seed: z.number().int().default(1),
-    steps: positive.default(300),
-    batchSize: positive.default(16),
-    learningRate: z.number().positive().default(3e-3),
-    warmupSteps: z.number().int().nonnegative().default(20),
+    steps: positive.default(1200),
+    batchSize: positive.default(8),
+    learningRate: z.number().positive().default(5e-3),
+    warmupSteps: z.number().int().nonnegative().default(30),
     /** The cosine decays to this fraction of the peak. */
     minLearningRateRatio: z.number().min(0).max(1).default(0.1),
     /** Wall-clock cap on training (excluding data and eval); absent = run all steps. */
@@ -29,9 +29,12 @@ export const sftConfigSchema = z
     /** Training problems generated (one solution each). */
     trainProblems: positive.default(8000),
     levels: z.array(z.number().int().min(1).max(4)).min(1).default([1, 2, 3, 4]),
-    checkpointEvery: positive.default(50),
-    /** Torch threads for training steps; 0 = the worker's default (all cores). */
-    trainThreads: z.number().int().nonnegative().default(0),
+    checkpointEvery: positive.default(100),
+    /**
+     * Torch threads for training steps; 0 = the worker's default (all cores). One by default:
+     * on a shared machine a second OpenMP thread waiting for a busy core made steps 2.5x slower.
+     */
+    trainThreads: z.number().int().nonnegative().default(1),
     evalProblems: z.number().int().nonnegative().default(160),
     evalConcurrency: positive.default(32),
     evalMaxToolCalls: z.number().int().nonnegative().default(4),
