@@ -17,6 +17,7 @@ import {
 } from './local-sandbox-options.ts';
 import { SandboxPoolFullError, SandboxSessionClosedError, SandboxStartError } from './sandbox-errors.ts';
 import type { ExecuteOptions, ExecutionOutcome, SandboxProvider, SandboxSession } from './types.ts';
+import { WorkerLauncher } from './worker-launcher.ts';
 
 /** Counts a server or a benchmark reads. */
 export type LocalSandboxStats = {
@@ -37,6 +38,7 @@ export class LocalSandboxPool implements SandboxProvider {
   readonly #log: (line: string) => void;
   readonly #now: () => number;
   readonly #cgroups: CgroupSupport | null;
+  readonly #launcher: WorkerLauncher;
   readonly #idle: JailedWorker[] = [];
   readonly #workerWaiters: WorkerWaiter[] = [];
   readonly #slotWaiters: Array<() => void> = [];
@@ -58,6 +60,7 @@ export class LocalSandboxPool implements SandboxProvider {
     this.#log = environment.log ?? ((line) => process.stderr.write(`${line}\n`));
     this.#now = environment.now ?? Date.now;
     this.#cgroups = this.options.cgroups === 'auto' ? detectCgroupSupport(this.#log) : null;
+    this.#launcher = new WorkerLauncher({ pythonPath: this.options.pythonPath, log: this.#log });
     const sweepMs = Math.max(50, Math.min(5_000, Math.floor(this.options.idleTtlMs / 4)));
     this.#sweeper = setInterval(() => this.#expireIdle(), sweepMs);
     this.#sweeper.unref();
@@ -144,6 +147,7 @@ export class LocalSandboxPool implements SandboxProvider {
       await Promise.all([...this.#retiring]);
       if (this.#starting > 0) await new Promise((resolve) => setTimeout(resolve, 10));
     }
+    await this.#launcher.close();
   }
 
   /** @internal Reserves a session slot, waiting up to `acquireTimeoutMs`. */
@@ -232,6 +236,7 @@ export class LocalSandboxPool implements SandboxProvider {
     this.#starting += 1;
     const { options } = this;
     JailedWorker.start({
+      launcher: this.#launcher,
       pythonPath: options.pythonPath,
       runnerDir: options.runnerDir,
       preload: options.preload,
