@@ -139,6 +139,11 @@ export class JailedWorker {
     return worker;
   }
 
+  /** Settles once the jail is gone, however it ended. */
+  get exited(): Promise<void> {
+    return this.#exited;
+  }
+
   get alive(): boolean {
     return this.#alive;
   }

@@ -30,7 +30,14 @@ export type LocalSandboxStats = {
   workerStartFailures: number;
 };
 
-type WorkerWaiter = { resolve: (worker: JailedWorker) => void; reject: (error: Error) => void };
+type WorkerWaiter = {
+  resolve: (worker: JailedWorker) => void;
+  reject: (error: Error) => void;
+  /** Starts begun before this waiter queued; their failures (say, the launcher died) are not its. */
+  startsBefore: number;
+  /** Failed starts charged to this waiter; the first is retried, the second rejects it. */
+  failures: number;
+};
 
 /** The pool. Create it with `createLocalSandbox(options)`. */
 export class LocalSandboxPool implements SandboxProvider {
@@ -46,6 +53,7 @@ export class LocalSandboxPool implements SandboxProvider {
   readonly #retiring = new Set<Promise<void>>();
   readonly #sweeper: NodeJS.Timeout;
   #starting = 0;
+  #startsBegun = 0;
   #bound = 0;
   #slotsUsed = 0;
   #closed = false;
@@ -189,7 +197,7 @@ export class LocalSandboxPool implements SandboxProvider {
     while (worker && !worker.alive) worker = this.#idle.shift();
     if (!worker) {
       worker = await new Promise<JailedWorker>((resolve, reject) => {
-        this.#workerWaiters.push({ resolve, reject });
+        this.#workerWaiters.push({ resolve, reject, startsBefore: this.#startsBegun, failures: 0 });
         if (this.#starting < this.#workerWaiters.length) this.#startWorker();
       });
     }
@@ -234,6 +242,8 @@ export class LocalSandboxPool implements SandboxProvider {
 
   #startWorker(): void {
     this.#starting += 1;
+    this.#startsBegun += 1;
+    const startNumber = this.#startsBegun;
     const { options } = this;
     JailedWorker.start({
       launcher: this.#launcher,
@@ -263,13 +273,28 @@ export class LocalSandboxPool implements SandboxProvider {
         const waiter = this.#workerWaiters.shift();
         if (waiter) waiter.resolve(worker);
         else this.#idle.push(worker);
+        // A warm worker that dies while idle (its launcher ended, say) is replaced at once.
+        void worker.exited.then(() => {
+          const index = this.#idle.indexOf(worker);
+          if (index >= 0) this.#idle.splice(index, 1);
+          this.#refill();
+        });
         this.#refill();
       },
       (error: Error) => {
         this.#starting -= 1;
         this.#workerStartFailures += 1;
         this.#log(`sandbox: a worker failed to start: ${error.message}`);
-        this.#workerWaiters.shift()?.reject(error);
+        const waiter = this.#workerWaiters.shift();
+        if (waiter && !this.#closed) {
+          if (startNumber > waiter.startsBefore) waiter.failures += 1;
+          if (waiter.failures < 2) {
+            this.#workerWaiters.unshift(waiter);
+            this.#startWorker();
+            return;
+          }
+        }
+        waiter?.reject(error);
         // Retry the warm set later, not in a tight loop, when starts keep failing.
         setTimeout(() => this.#refill(), 1_000).unref();
       },
