@@ -3,7 +3,8 @@
  * the naive baseline (a fresh `python3 -c` that imports SymPy per call) measured in the same
  * run. Figures: p50/p99 of a trivial statement in a warm session, of a SymPy snippet (factor +
  * solve), of acquiring a new session from the warm pool; calls/s at concurrency 8 and 32; idle
- * memory per warm worker.
+ * memory per warm worker. The SymPy calls and the baseline's are interleaved, with no worker
+ * starting in the background, so both see the same machine (a shared one is noisy).
  */
 import { spawn } from 'node:child_process';
 import { type LatencySummary, summarizeLatency } from './latency-summary.ts';
@@ -15,6 +16,8 @@ export type SandboxBenchOptions = {
   trivialCalls?: number;
   sympyCalls?: number;
   sessionAcquisitions?: number;
+  /** Fresh sessions whose first SymPy call is timed (sympy's lazy imports and caches are cold). */
+  sympyFirstCalls?: number;
   baselineCalls?: number;
   throughputSeconds?: number;
   concurrencies?: number[];
@@ -28,10 +31,13 @@ export type SandboxBenchResult = {
   sympySnippetHttp: LatencySummary;
   /** The same calls timed inside the runner: the cost of the SymPy code itself. */
   sympySnippetCodeOnly: LatencySummary;
+  /** The snippet as the first call of a fresh session (a new worker per session). */
+  sympyFirstCallHttp: LatencySummary;
   newSessionHttp: LatencySummary;
   throughput: Array<{ concurrency: number; callsPerSecond: number; latency: LatencySummary }>;
   baselineFreshPython: LatencySummary;
   sympySpeedupAtP50: number;
+  sympyFirstCallSpeedupAtP50: number;
   idleWorkerMemoryBytes: { mean: number; samples: number };
 };
 
@@ -73,6 +79,7 @@ export async function runSandboxBench(options: SandboxBenchOptions = {}): Promis
     trivialCalls = 500,
     sympyCalls = 60,
     sessionAcquisitions = 30,
+    sympyFirstCalls = 8,
     baselineCalls = 12,
     throughputSeconds = 2,
     concurrencies = [8, 32],
@@ -88,6 +95,11 @@ export async function runSandboxBench(options: SandboxBenchOptions = {}): Promis
   const waitForWarm = async () => {
     while (server.pool.stats().idleWorkers < 4) await new Promise((resolve) => setTimeout(resolve, 20));
   };
+  // No worker preloading SymPy in the background: it would slow whichever side runs beside it.
+  const waitForQuiet = async () => {
+    while (server.pool.stats().idleWorkers < 4 || server.pool.stats().startingWorkers > 0)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+  };
   try {
     log('bench: idle memory, trivial calls');
     await waitForWarm();
@@ -96,21 +108,41 @@ export async function runSandboxBench(options: SandboxBenchOptions = {}): Promis
     await expectOk(session, 'x = 0');
     const trivial = await timeEach(trivialCalls, () => expectOk(session, 'x = x + 1'));
 
-    log('bench: SymPy snippet');
+    log('bench: SymPy snippet, interleaved with the baseline (fresh python3 -c with import sympy per call)');
+    await waitForQuiet();
     await expectOk(session, sympySnippet(1));
     const sympyInRunner: number[] = [];
-    const sympy = await timeEach(sympyCalls, async (index) => {
-      sympyInRunner.push(await expectOk(session, sympySnippet(index + 2)));
-    });
+    const sympy: number[] = [];
+    const baseline: number[] = [];
+    const baselineEvery = Math.max(1, Math.floor(sympyCalls / Math.max(1, baselineCalls)));
+    for (let index = 0; index < sympyCalls || baseline.length < baselineCalls; index += 1) {
+      if (index < sympyCalls) {
+        const started = performance.now();
+        sympyInRunner.push(await expectOk(session, sympySnippet(index + 2)));
+        sympy.push(performance.now() - started);
+      }
+      if (index % baselineEvery === 0 && baseline.length < baselineCalls) {
+        const started = performance.now();
+        await runFreshPython(pythonPath, sympySnippet(index + 2));
+        baseline.push(performance.now() - started);
+      }
+    }
     await session.close();
 
     log('bench: new sessions');
     const acquisitions: number[] = [];
-    for (let index = 0; index < sessionAcquisitions; index += 1) {
+    const firstCalls: number[] = [];
+    for (let index = 0; index < Math.max(sessionAcquisitions, sympyFirstCalls); index += 1) {
       await waitForWarm();
       const started = performance.now();
       const fresh = await client.openSession();
-      acquisitions.push(performance.now() - started);
+      if (index < sessionAcquisitions) acquisitions.push(performance.now() - started);
+      if (index < sympyFirstCalls) {
+        await waitForQuiet();
+        const callStarted = performance.now();
+        await expectOk(fresh, sympySnippet(index + 2));
+        firstCalls.push(performance.now() - callStarted);
+      }
       await fresh.close();
     }
 
@@ -142,11 +174,6 @@ export async function runSandboxBench(options: SandboxBenchOptions = {}): Promis
       await Promise.all(sessions.map((each) => each.close()));
     }
 
-    log('bench: baseline (fresh python3 -c with import sympy per call)');
-    const baseline = await timeEach(baselineCalls, (index) =>
-      runFreshPython(pythonPath, sympySnippet(index + 2)),
-    );
-
     const sympySummary = summarizeLatency(sympy);
     const baselineSummary = summarizeLatency(baseline);
     return {
@@ -157,10 +184,12 @@ export async function runSandboxBench(options: SandboxBenchOptions = {}): Promis
       trivialCallHttp: summarizeLatency(trivial),
       sympySnippetHttp: sympySummary,
       sympySnippetCodeOnly: summarizeLatency(sympyInRunner),
+      sympyFirstCallHttp: summarizeLatency(firstCalls),
       newSessionHttp: summarizeLatency(acquisitions),
       throughput,
       baselineFreshPython: baselineSummary,
       sympySpeedupAtP50: baselineSummary.p50Ms / Math.max(sympySummary.p50Ms, 1e-6),
+      sympyFirstCallSpeedupAtP50: baselineSummary.p50Ms / Math.max(summarizeLatency(firstCalls).p50Ms, 1e-6),
       idleWorkerMemoryBytes: {
         mean: memory.length ? memory.reduce((sum, value) => sum + value, 0) / memory.length : 0,
         samples: memory.length,
@@ -181,6 +210,7 @@ export function formatSandboxBench(result: SandboxBenchResult): string {
     row('trivial statement, warm session, HTTP', result.trivialCallHttp),
     row('SymPy factor + solve, warm session, HTTP', result.sympySnippetHttp),
     row('  of which the SymPy code itself (in runner)', result.sympySnippetCodeOnly),
+    row("SymPy snippet as a fresh session's first call", result.sympyFirstCallHttp),
     row('baseline: fresh python3 -c + import sympy', result.baselineFreshPython),
     row('new session from the warm pool, HTTP', result.newSessionHttp),
     ...result.throughput.map((each) =>
@@ -191,7 +221,8 @@ export function formatSandboxBench(result: SandboxBenchResult): string {
       ),
     ),
     '',
-    `SymPy snippet speed-up over the baseline at p50: ${result.sympySpeedupAtP50.toFixed(1)}x`,
+    `SymPy snippet speed-up over the baseline at p50: ${result.sympySpeedupAtP50.toFixed(1)}x ` +
+      `(as a fresh session's first call: ${result.sympyFirstCallSpeedupAtP50.toFixed(1)}x)`,
     `idle memory per warm worker: ${(result.idleWorkerMemoryBytes.mean / 1024 / 1024).toFixed(1)} MiB (${result.machine.cgroups ? 'cgroup charge' : 'RSS'}, ${result.idleWorkerMemoryBytes.samples} workers)`,
     `machine: ${result.machine.cores} cores; figures are noisy on a shared machine`,
   ];
