@@ -3,11 +3,14 @@
  * the naive baseline (a fresh `python3 -c` that imports SymPy per call) measured in the same
  * run. Figures: p50/p99 of a trivial statement in a warm session, of a SymPy snippet (factor +
  * solve), of acquiring a new session from the warm pool; calls/s at concurrency 8 and 32; idle
- * memory per warm worker. The SymPy calls and the baseline's are interleaved, with no worker
+ * memory per warm worker; the event-loop stalls of a burst of sessions opened and closed in
+ * this process (a new jailed worker each), beside the same process idle for as long. The SymPy calls and the baseline's are interleaved, with no worker
  * starting in the background, so both see the same machine (a shared one is noisy).
  */
 import { spawn } from 'node:child_process';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { type LatencySummary, summarizeLatency } from './latency-summary.ts';
+import { createLocalSandbox } from './local-sandbox-pool.ts';
 import { SandboxClient } from './sandbox-client.ts';
 import { startSandboxServer } from './sandbox-server.ts';
 import type { SandboxSession } from './types.ts';
@@ -21,6 +24,8 @@ export type SandboxBenchOptions = {
   baselineCalls?: number;
   throughputSeconds?: number;
   concurrencies?: number[];
+  /** Sessions opened, used once and closed at once in the in-process pool (event-loop stalls). */
+  churnSessions?: number;
   pythonPath?: string;
   log?: (line: string) => void;
 };
@@ -39,7 +44,32 @@ export type SandboxBenchResult = {
   sympySpeedupAtP50: number;
   sympyFirstCallSpeedupAtP50: number;
   idleWorkerMemoryBytes: { mean: number; samples: number };
+  /** A burst of sessions in the in-process pool, and the same process idle for as long (the machine's noise). */
+  sessionChurn: {
+    sessions: number;
+    wallMs: number;
+    maxEventLoopStallMs: number;
+    p99EventLoopDelayMs: number;
+    idleMaxEventLoopStallMs: number;
+    idleP99EventLoopDelayMs: number;
+  };
 };
+
+/** Runs `work` with the event-loop delay sampled every millisecond; the largest delay is the worst stall. */
+async function eventLoopDelays(
+  work: () => Promise<unknown>,
+): Promise<{ wallMs: number; maxMs: number; p99Ms: number }> {
+  const histogram = monitorEventLoopDelay({ resolution: 1 });
+  histogram.enable();
+  const started = performance.now();
+  await work();
+  const wallMs = performance.now() - started;
+  // A stall is recorded when the delayed sampling timer finally runs: let it run once more.
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  histogram.disable();
+  const ms = (ns: number) => (histogram.count > 0 && Number.isFinite(ns) ? ns / 1e6 : 0);
+  return { wallMs, maxMs: ms(histogram.max), p99Ms: ms(histogram.percentile(99)) };
+}
 
 const sympySnippet = (k: number) =>
   `import sympy\nx = sympy.symbols('x')\nprint(sympy.factor(x**4 - ${k}**4), sympy.solve(x**2 - ${k}*x - ${k + 1}, x))`;
@@ -83,6 +113,7 @@ export async function runSandboxBench(options: SandboxBenchOptions = {}): Promis
     baselineCalls = 12,
     throughputSeconds = 2,
     concurrencies = [8, 32],
+    churnSessions = 100,
     pythonPath = '/usr/bin/python3',
     log = () => {},
   } = options;
@@ -174,6 +205,32 @@ export async function runSandboxBench(options: SandboxBenchOptions = {}): Promis
       await Promise.all(sessions.map((each) => each.close()));
     }
 
+    log(`bench: ${churnSessions} sessions opened, used and closed at once, in process`);
+    await waitForQuiet();
+    // Its own pool, sized as the agent loop's: 8 workers, nothing preloaded, so starts dominate.
+    const churnPool = createLocalSandbox(
+      { maxWorkers: 8, warmWorkers: 4, preload: [], acquireTimeoutMs: 600_000 },
+      { log },
+    );
+    let churn: Awaited<ReturnType<typeof eventLoopDelays>>;
+    let idle: Awaited<ReturnType<typeof eventLoopDelays>>;
+    try {
+      await churnPool.ready();
+      churn = await eventLoopDelays(() =>
+        Promise.all(
+          Array.from({ length: churnSessions }, async () => {
+            const each = await churnPool.openSession();
+            await expectOk(each, 'x = 1');
+            await each.close();
+          }),
+        ),
+      );
+      await churnPool.ready();
+      idle = await eventLoopDelays(() => new Promise((resolve) => setTimeout(resolve, churn.wallMs)));
+    } finally {
+      await churnPool.close();
+    }
+
     const sympySummary = summarizeLatency(sympy);
     const baselineSummary = summarizeLatency(baseline);
     return {
@@ -190,6 +247,14 @@ export async function runSandboxBench(options: SandboxBenchOptions = {}): Promis
       baselineFreshPython: baselineSummary,
       sympySpeedupAtP50: baselineSummary.p50Ms / Math.max(sympySummary.p50Ms, 1e-6),
       sympyFirstCallSpeedupAtP50: baselineSummary.p50Ms / Math.max(summarizeLatency(firstCalls).p50Ms, 1e-6),
+      sessionChurn: {
+        sessions: churnSessions,
+        wallMs: churn.wallMs,
+        maxEventLoopStallMs: churn.maxMs,
+        p99EventLoopDelayMs: churn.p99Ms,
+        idleMaxEventLoopStallMs: idle.maxMs,
+        idleP99EventLoopDelayMs: idle.p99Ms,
+      },
       idleWorkerMemoryBytes: {
         mean: memory.length ? memory.reduce((sum, value) => sum + value, 0) / memory.length : 0,
         samples: memory.length,
@@ -223,6 +288,9 @@ export function formatSandboxBench(result: SandboxBenchResult): string {
     '',
     `SymPy snippet speed-up over the baseline at p50: ${result.sympySpeedupAtP50.toFixed(1)}x ` +
       `(as a fresh session's first call: ${result.sympyFirstCallSpeedupAtP50.toFixed(1)}x)`,
+    `${result.sessionChurn.sessions} sessions opened, used and closed at once in process: ` +
+      `max event-loop stall ${result.sessionChurn.maxEventLoopStallMs.toFixed(1)} ms, p99 delay ${result.sessionChurn.p99EventLoopDelayMs.toFixed(1)} ms ` +
+      `(${(result.sessionChurn.wallMs / 1000).toFixed(1)} s; the process idle as long: ${result.sessionChurn.idleMaxEventLoopStallMs.toFixed(1)} / ${result.sessionChurn.idleP99EventLoopDelayMs.toFixed(1)} ms)`,
     `idle memory per warm worker: ${(result.idleWorkerMemoryBytes.mean / 1024 / 1024).toFixed(1)} MiB (${result.machine.cgroups ? 'cgroup charge' : 'RSS'}, ${result.idleWorkerMemoryBytes.samples} workers)`,
     `machine: ${result.machine.cores} cores; figures are noisy on a shared machine`,
   ];
