@@ -115,6 +115,10 @@ export class JailedWorker {
         })
       : null;
     const worker = new JailedWorker(options, cgroup);
+    if (!worker.#alive) {
+      await worker.#exited;
+      throw new SandboxStartError('sandbox worker could not be launched: the launcher is closed');
+    }
     const ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
         () =>
