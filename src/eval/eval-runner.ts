@@ -1,0 +1,179 @@
+/**
+ * The evaluation runner: k samples of every problem, solved by an injected function, each
+ * trajectory graded and appended to `trajectories.jsonl` the moment it finishes.
+ *
+ * Scheduling is request-level: a pool of `concurrency` workers pulls (problem, sample) pairs
+ * from one queue, sample-major (sample 0 of every problem first), so there is no batch barrier
+ * and early figures cover the whole benchmark. A resumed run skips the pairs already in the
+ * file. When the signal aborts, in-flight trajectories are aborted and not written; they are
+ * solved again on resume, so the file only ever holds complete, graded trajectories.
+ */
+import { mkdir } from 'node:fs/promises';
+import type { GradeResult } from '../grader/types.ts';
+import type { Trajectory } from '../trajectory/trajectory.ts';
+import type { BenchmarkProblem } from './benchmark-problem.ts';
+import { EvalOutputExistsError, EvalResumeMismatchError } from './eval-errors.ts';
+import type { AnswerEquivalence } from './majority-vote.ts';
+import {
+  appendRunTrajectory,
+  folderHasEntries,
+  RUN_FILES,
+  readRunJson,
+  readRunTrajectories,
+  writeRunJson,
+} from './run-folder.ts';
+import { plannedTrajectories, type RunSummary, summarizeRun } from './run-summary.ts';
+import { attachGrade, readGrade } from './trajectory-grade.ts';
+
+/** Produces one trajectory for (problem, sample); must honour `signal`. */
+export type SolveTrajectory = (problem: BenchmarkProblem, sample: number, signal: AbortSignal) => Promise<Trajectory>;
+
+/** Grades a finished trajectory against the problem's reference answer. */
+export type GradeTrajectory = (trajectory: Trajectory, problem: BenchmarkProblem) => Promise<GradeResult>;
+
+/** Counters after each finished trajectory; resumed trajectories count as done. */
+export type EvalProgress = {
+  done: number;
+  total: number;
+  /** Done when this invocation started (resumed work). */
+  doneAtStart: number;
+  correct: number;
+  codeCalls: number;
+  /** Trajectories in flight now. */
+  running: number;
+};
+
+export type EvalRunOptions = {
+  benchmark: { name: string; problems: readonly BenchmarkProblem[] };
+  k: number;
+  concurrency: number;
+  outDir: string;
+  resume: boolean;
+  /** The resolved configuration, saved to config.json at the start. */
+  config: Record<string, unknown>;
+  solve: SolveTrajectory;
+  grade: GradeTrajectory;
+  equivalent: AnswerEquivalence;
+  signal?: AbortSignal;
+  onProgress?: (progress: EvalProgress) => void;
+  now?: () => Date;
+};
+
+export type EvalRunResult =
+  | { status: 'completed'; summary: RunSummary; written: number }
+  | { status: 'interrupted'; summary: RunSummary; written: number; done: number; total: number };
+
+/** Runs (or resumes) an evaluation and writes config.json, trajectories.jsonl and summary.json. */
+export async function runEval(options: EvalRunOptions): Promise<EvalRunResult> {
+  const { benchmark, k, concurrency, outDir, solve, grade, signal, onProgress, now = () => new Date() } = options;
+  if (!Number.isInteger(k) || k < 1) throw new RangeError(`k must be a positive integer, got ${k}`);
+  if (!Number.isInteger(concurrency) || concurrency < 1) {
+    throw new RangeError(`concurrency must be a positive integer, got ${concurrency}`);
+  }
+  const existing = await prepareFolder(options);
+  await writeRunJson(outDir, RUN_FILES.config, {
+    ...options.config,
+    benchmark: benchmark.name,
+    problems: benchmark.problems.length,
+    k,
+    concurrency,
+    startedAt: now().toISOString(),
+    resumed: existing.length > 0,
+  });
+
+  const planned = plannedTrajectories(benchmark.problems, k, existing);
+  const doneKeys = new Set(planned.map((trajectory) => pairKey(trajectory.problemId as string, trajectory.sample)));
+  const queue: { problem: BenchmarkProblem; sample: number }[] = [];
+  for (let sample = 0; sample < k; sample++) {
+    for (const problem of benchmark.problems) {
+      if (!doneKeys.has(pairKey(problem.id, sample))) queue.push({ problem, sample });
+    }
+  }
+
+  const progress: EvalProgress = {
+    done: planned.length,
+    total: benchmark.problems.length * k,
+    doneAtStart: planned.length,
+    correct: planned.filter((trajectory) => readGrade(trajectory)?.correct === true).length,
+    codeCalls: planned.reduce((total, trajectory) => total + trajectory.toolCalls.length, 0),
+    running: 0,
+  };
+  onProgress?.({ ...progress });
+
+  // One controller stops every worker: the caller's signal, or the first solver failure.
+  const stop = new AbortController();
+  const onAbort = () => stop.abort(signal?.reason);
+  if (signal?.aborted) stop.abort(signal.reason);
+  signal?.addEventListener('abort', onAbort, { once: true });
+  let failure: { error: unknown } | null = null;
+  let written = 0;
+  let writes = Promise.resolve();
+
+  const worker = async () => {
+    for (let next = queue.shift(); next !== undefined && !stop.signal.aborted; next = queue.shift()) {
+      const { problem, sample } = next;
+      progress.running++;
+      try {
+        const solved = await solve(problem, sample, stop.signal);
+        if (stop.signal.aborted) continue; // in flight at the stop: not written, redone on resume
+        const trajectory = { ...solved, problemId: problem.id, sample };
+        const graded = attachGrade(trajectory, await grade(trajectory, problem), problem.answer);
+        if (stop.signal.aborted) continue;
+        writes = writes.then(() => appendRunTrajectory(outDir, graded));
+        await writes;
+        written++;
+        progress.done++;
+        if (readGrade(graded)?.correct) progress.correct++;
+        progress.codeCalls += graded.toolCalls.length;
+      } catch (error) {
+        if (!stop.signal.aborted) {
+          failure = { error };
+          stop.abort(error);
+        }
+      } finally {
+        progress.running--;
+        onProgress?.({ ...progress });
+      }
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.min(concurrency, Math.max(queue.length, 1)) }, worker));
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+  }
+  if (failure !== null) throw (failure as { error: unknown }).error;
+
+  const all = await readRunTrajectories(outDir);
+  const summary = await summarizeRun({
+    benchmark: benchmark.name,
+    problems: benchmark.problems,
+    k,
+    trajectories: all,
+    equivalent: options.equivalent,
+  });
+  await writeRunJson(outDir, RUN_FILES.summary, summary);
+  return summary.complete
+    ? { status: 'completed', summary, written }
+    : { status: 'interrupted', summary, written, done: summary.trajectories, total: summary.expectedTrajectories };
+}
+
+async function prepareFolder({ outDir, resume, benchmark }: EvalRunOptions): Promise<Trajectory[]> {
+  if (!resume) {
+    if (await folderHasEntries(outDir)) throw new EvalOutputExistsError(outDir);
+    await mkdir(outDir, { recursive: true });
+    return [];
+  }
+  await mkdir(outDir, { recursive: true });
+  const saved = (await readRunJson(outDir, RUN_FILES.config)) as { benchmark?: unknown } | null;
+  if (saved !== null && saved.benchmark !== benchmark.name) {
+    throw new EvalResumeMismatchError(
+      outDir,
+      `it was run on benchmark "${String(saved.benchmark)}", not "${benchmark.name}"`,
+    );
+  }
+  return readRunTrajectories(outDir, { repairTornTail: true });
+}
+
+function pairKey(problemId: string, sample: number): string {
+  return `${problemId}\u0000${sample}`;
+}
