@@ -68,7 +68,9 @@ install_npm_packages() {
     say "npm packages: up to date"
   else
     say "npm packages: installing"
-    if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
+    # `npm install` rather than `npm ci`: npm ci rejects lockfiles whose optional per-platform
+    # packages (Biome, Rollup) were not resolved on this platform.
+    npm install --no-audit --no-fund --loglevel=error
   fi
   say "Node for npm scripts: $(node_modules/.bin/node --version)"
 }
