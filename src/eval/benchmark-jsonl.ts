@@ -3,7 +3,12 @@
  * that is not a JSON object, or lacks a problem or answer, is an error naming file and line.
  */
 import { readFile } from 'node:fs/promises';
-import { assertUniqueIds, type BenchmarkProblem, type FieldMapping, mapBenchmarkRow } from './benchmark-problem.ts';
+import {
+  assertUniqueIds,
+  type BenchmarkProblem,
+  type FieldMapping,
+  mapBenchmarkRow,
+} from './benchmark-problem.ts';
 import { BenchmarkFormatError } from './eval-errors.ts';
 
 /** Parses JSONL text; `file` is used in error messages and for fallback ids. */
@@ -20,7 +25,9 @@ export function parseBenchmarkJsonl(
     try {
       value = JSON.parse(raw);
     } catch (error) {
-      throw new BenchmarkFormatError(file, line, `not valid JSON (${(error as Error).message})`, { cause: error });
+      throw new BenchmarkFormatError(file, line, `not valid JSON (${(error as Error).message})`, {
+        cause: error,
+      });
     }
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
       throw new BenchmarkFormatError(file, line, 'expected a JSON object');

@@ -5,7 +5,12 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parquetReadObjects } from 'hyparquet';
-import { assertUniqueIds, type BenchmarkProblem, type FieldMapping, mapBenchmarkRow } from './benchmark-problem.ts';
+import {
+  assertUniqueIds,
+  type BenchmarkProblem,
+  type FieldMapping,
+  mapBenchmarkRow,
+} from './benchmark-problem.ts';
 import { BenchmarkFormatError } from './eval-errors.ts';
 
 /** Parses Parquet bytes; `file` is used in error messages. */

@@ -30,7 +30,12 @@ export const DEFAULT_FIELD_NAMES = {
  */
 export function mapBenchmarkRow(
   row: Record<string, unknown>,
-  { file, line, fallbackId, fields = {} }: { file: string; line: number; fallbackId: string; fields?: FieldMapping },
+  {
+    file,
+    line,
+    fallbackId,
+    fields = {},
+  }: { file: string; line: number; fallbackId: string; fields?: FieldMapping },
 ): BenchmarkProblem {
   const problem = pickField(row, 'problem', fields.problem, { file, line });
   const answer = pickField(row, 'answer', fields.answer, { file, line });
@@ -52,7 +57,8 @@ function pickField(
     const value = row[name];
     if (value === undefined || value === null) continue;
     if (typeof value === 'string') {
-      if (value.trim() === '') throw new BenchmarkFormatError(where.file, where.line, `field "${name}" is empty`);
+      if (value.trim() === '')
+        throw new BenchmarkFormatError(where.file, where.line, `field "${name}" is empty`);
       return value;
     }
     if (typeof value === 'number' || typeof value === 'bigint') return String(value);
@@ -75,7 +81,10 @@ function missing(file: string, line: number, role: 'problem' | 'answer', overrid
 }
 
 /** Throws when two problems share an id: results are keyed by (problem id, sample). */
-export function assertUniqueIds(rows: readonly { problem: BenchmarkProblem; line: number }[], file: string): void {
+export function assertUniqueIds(
+  rows: readonly { problem: BenchmarkProblem; line: number }[],
+  file: string,
+): void {
   const seen = new Map<string, number>();
   for (const { problem, line } of rows) {
     const first = seen.get(problem.id);

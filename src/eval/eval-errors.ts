@@ -10,7 +10,11 @@ export class BenchmarkFormatError extends AgentMathError {
   readonly line: number | null;
 
   constructor(file: string, line: number | null, detail: string, options?: { cause?: unknown }) {
-    super('BENCHMARK_FORMAT', `benchmark file ${file}${line === null ? '' : ` line ${line}`}: ${detail}`, options);
+    super(
+      'BENCHMARK_FORMAT',
+      `benchmark file ${file}${line === null ? '' : ` line ${line}`}: ${detail}`,
+      options,
+    );
     this.file = file;
     this.line = line;
   }

@@ -26,7 +26,11 @@ import { plannedTrajectories, type RunSummary, summarizeRun } from './run-summar
 import { attachGrade, readGrade } from './trajectory-grade.ts';
 
 /** Produces one trajectory for (problem, sample); must honour `signal`. */
-export type SolveTrajectory = (problem: BenchmarkProblem, sample: number, signal: AbortSignal) => Promise<Trajectory>;
+export type SolveTrajectory = (
+  problem: BenchmarkProblem,
+  sample: number,
+  signal: AbortSignal,
+) => Promise<Trajectory>;
 
 /** Grades a finished trajectory against the problem's reference answer. */
 export type GradeTrajectory = (trajectory: Trajectory, problem: BenchmarkProblem) => Promise<GradeResult>;
@@ -65,7 +69,17 @@ export type EvalRunResult =
 
 /** Runs (or resumes) an evaluation and writes config.json, trajectories.jsonl and summary.json. */
 export async function runEval(options: EvalRunOptions): Promise<EvalRunResult> {
-  const { benchmark, k, concurrency, outDir, solve, grade, signal, onProgress, now = () => new Date() } = options;
+  const {
+    benchmark,
+    k,
+    concurrency,
+    outDir,
+    solve,
+    grade,
+    signal,
+    onProgress,
+    now = () => new Date(),
+  } = options;
   if (!Number.isInteger(k) || k < 1) throw new RangeError(`k must be a positive integer, got ${k}`);
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     throw new RangeError(`concurrency must be a positive integer, got ${concurrency}`);
@@ -82,7 +96,9 @@ export async function runEval(options: EvalRunOptions): Promise<EvalRunResult> {
   });
 
   const planned = plannedTrajectories(benchmark.problems, k, existing);
-  const doneKeys = new Set(planned.map((trajectory) => pairKey(trajectory.problemId as string, trajectory.sample)));
+  const doneKeys = new Set(
+    planned.map((trajectory) => pairKey(trajectory.problemId as string, trajectory.sample)),
+  );
   const queue: { problem: BenchmarkProblem; sample: number }[] = [];
   for (let sample = 0; sample < k; sample++) {
     for (const problem of benchmark.problems) {
@@ -154,7 +170,13 @@ export async function runEval(options: EvalRunOptions): Promise<EvalRunResult> {
   await writeRunJson(outDir, RUN_FILES.summary, summary);
   return summary.complete
     ? { status: 'completed', summary, written }
-    : { status: 'interrupted', summary, written, done: summary.trajectories, total: summary.expectedTrajectories };
+    : {
+        status: 'interrupted',
+        summary,
+        written,
+        done: summary.trajectories,
+        total: summary.expectedTrajectories,
+      };
 }
 
 async function prepareFolder({ outDir, resume, benchmark }: EvalRunOptions): Promise<Trajectory[]> {

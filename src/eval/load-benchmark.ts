@@ -36,14 +36,18 @@ export type LoadBenchmarkOptions = {
 const READERS = { '.jsonl': loadBenchmarkJsonl, '.parquet': loadBenchmarkParquet } as const;
 
 /** Loads the benchmark that `spec` names (a path, a preset or a built-in). */
-export async function loadBenchmark(spec: string, options: LoadBenchmarkOptions = {}): Promise<LoadedBenchmark> {
+export async function loadBenchmark(
+  spec: string,
+  options: LoadBenchmarkOptions = {},
+): Promise<LoadedBenchmark> {
   const { fields, builtins = [] } = options;
   const extension = extname(spec).toLowerCase();
   if (extension in READERS || existsSync(spec)) {
     return loadFile(resolve(spec), fields);
   }
   const builtin = builtins.find((candidate) => candidate.name === spec);
-  if (builtin !== undefined) return { name: builtin.name, source: { kind: 'builtin' }, problems: builtin.load() };
+  if (builtin !== undefined)
+    return { name: builtin.name, source: { kind: 'builtin' }, problems: builtin.load() };
   const dataDir = resolveDataDir({ dataDir: options.dataDir, ...(options.env ? { env: options.env } : {}) });
   if (dataDir !== null) {
     for (const fileExtension of Object.keys(READERS)) {
@@ -66,7 +70,9 @@ async function loadFile(path: string, fields: FieldMapping | undefined): Promise
   const name = basename(path, extname(path));
   const read = READERS[extension as keyof typeof READERS];
   if (read === undefined) {
-    throw new BenchmarkNotFoundError(`benchmark file ${path}: unsupported extension (use .jsonl or .parquet)`);
+    throw new BenchmarkNotFoundError(
+      `benchmark file ${path}: unsupported extension (use .jsonl or .parquet)`,
+    );
   }
   if (!existsSync(path)) throw new BenchmarkNotFoundError(`benchmark file ${path} does not exist`);
   const problems = await read(path, { idPrefix: name, ...(fields === undefined ? {} : { fields }) });

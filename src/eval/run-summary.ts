@@ -12,7 +12,6 @@ import type { BenchmarkProblem } from './benchmark-problem.ts';
 import { EvalRunFormatError } from './eval-errors.ts';
 import { type AnswerEquivalence, type MajorityVote, majorityVote } from './majority-vote.ts';
 import { averageAccuracy, passAtK, reportedKs } from './pass-at-k.ts';
-import { readGrade } from './trajectory-grade.ts';
 import {
   finishReasonCounts,
   type LengthStats,
@@ -20,6 +19,7 @@ import {
   type ToolUseStats,
   toolUseStats,
 } from './tool-use-stats.ts';
+import { readGrade } from './trajectory-grade.ts';
 
 export type ProblemSummary = {
   id: string;
@@ -94,7 +94,9 @@ export async function summarizeRun({
     const grades = samples.map((trajectory) => {
       const grade = readGrade(trajectory);
       if (grade === null) {
-        throw new EvalRunFormatError(`trajectory ${trajectory.id} has no grade in its meta (reference, correct)`);
+        throw new EvalRunFormatError(
+          `trajectory ${trajectory.id} has no grade in its meta (reference, correct)`,
+        );
       }
       return { sample: trajectory.sample, grade, answer: grade.extracted ?? trajectory.answer };
     });

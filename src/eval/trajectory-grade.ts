@@ -20,7 +20,13 @@ export type StoredGrade = z.infer<typeof gradeMetaSchema>;
 export function attachGrade(trajectory: Trajectory, grade: GradeResult, reference: string): Trajectory {
   return {
     ...trajectory,
-    meta: { ...trajectory.meta, reference, correct: grade.correct, reason: grade.reason, extracted: grade.extracted },
+    meta: {
+      ...trajectory.meta,
+      reference,
+      correct: grade.correct,
+      reason: grade.reason,
+      extracted: grade.extracted,
+    },
   };
 }
 
