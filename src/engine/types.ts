@@ -4,11 +4,15 @@
  * Text-only APIs return `tokenIds: null` and `logprobs: null`.
  */
 
+import type { ChatMessage } from './tokenizer.ts';
+
 /** One generation request. `sessionId` lets a router keep a trajectory on one replica. */
 export type GenerateRequest = {
   promptTokenIds: number[];
   /** The prompt as text, for engines that take text (OpenAI-compatible); token engines ignore it. */
   promptText?: string;
+  /** The conversation, for chat APIs; when absent they send `promptText` as one user message. */
+  messages?: readonly ChatMessage[];
   maxNewTokens: number;
   temperature: number;
   topP: number;

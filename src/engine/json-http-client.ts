@@ -1,0 +1,213 @@
+/**
+ * POST-JSON over keep-alive HTTP(S) for the engine clients: one agent (connection pool) per
+ * client, a timeout on every attempt, retries with exponential backoff on connection errors
+ * and 5xx answers (never on 4xx or timeouts), cancellation by AbortSignal, and a cap on
+ * requests in flight. Cancellation is a value (`{ status: 'aborted' }`), failures are thrown.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { ConcurrencyLimiter, LimiterAbortedError } from './concurrency-limiter.ts';
+import {
+  EngineBadResponseError,
+  EngineHttpError,
+  EngineTimeoutError,
+  EngineUnavailableError,
+} from './engine-errors.ts';
+
+export type JsonHttpClientOptions = {
+  /** Base URL of the server, e.g. `http://127.0.0.1:30000`. */
+  baseUrl: string;
+  /** Limit for one attempt, from sending to the last byte of the answer. */
+  timeoutMs: number;
+  /** Extra attempts after the first, for connection errors and 5xx answers. */
+  maxRetries: number;
+  /** First backoff delay; doubles per retry, with jitter, capped at `retryMaxDelayMs`. */
+  retryBaseDelayMs: number;
+  retryMaxDelayMs?: number;
+  /** Requests in flight at once (also the socket pool size). */
+  maxConcurrency: number;
+  headers?: Record<string, string>;
+  /** Source of jitter in [0, 1); injectable for tests. */
+  random?: () => number;
+};
+
+export type PostResult = { status: 'ok'; body: unknown } | { status: 'aborted' };
+
+type Attempt =
+  | { kind: 'response'; statusCode: number; text: string }
+  | { kind: 'connection-error'; error: Error }
+  | { kind: 'timeout'; error: Error }
+  | { kind: 'aborted' };
+
+const RETRYABLE_CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ECONNABORTED',
+]);
+
+/** A small JSON-over-HTTP client with pooling, timeouts, retries, cancellation and a concurrency cap. */
+export class JsonHttpClient {
+  readonly baseUrl: string;
+  readonly #options: JsonHttpClientOptions;
+  readonly #agent: http.Agent;
+  readonly #limiter: ConcurrencyLimiter;
+  readonly #random: () => number;
+
+  constructor(options: JsonHttpClientOptions) {
+    this.#options = options;
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    const isHttps = this.baseUrl.startsWith('https:');
+    const agentOptions = { keepAlive: true, maxSockets: options.maxConcurrency, keepAliveMsecs: 10_000 };
+    this.#agent = isHttps ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
+    this.#limiter = new ConcurrencyLimiter(options.maxConcurrency);
+    this.#random = options.random ?? Math.random;
+  }
+
+  /** Requests currently holding a concurrency slot. */
+  get inFlight(): number {
+    return this.#limiter.active;
+  }
+
+  /** POSTs `body` as JSON to `path` and parses the JSON answer. */
+  async postJson(path: string, body: unknown, signal?: AbortSignal): Promise<PostResult> {
+    const url = new URL(this.baseUrl + path);
+    const payload = JSON.stringify(body);
+    let release: () => void;
+    try {
+      release = await this.#limiter.acquire(signal);
+    } catch (error) {
+      if (error instanceof LimiterAbortedError) return { status: 'aborted' };
+      throw error;
+    }
+    try {
+      return await this.#postWithRetries(url, payload, signal);
+    } finally {
+      release();
+    }
+  }
+
+  /** Closes pooled sockets. In-flight requests are not affected. */
+  close(): void {
+    this.#agent.destroy();
+  }
+
+  async #postWithRetries(url: URL, payload: string, signal: AbortSignal | undefined): Promise<PostResult> {
+    const { maxRetries, retryBaseDelayMs, retryMaxDelayMs = 10_000, timeoutMs } = this.#options;
+    const where = url.toString();
+    let lastFailure: Attempt | null = null;
+    for (let attempt = 0; attempt <= maxRetries; attempt++) {
+      if (attempt > 0) {
+        const delayMs =
+          Math.min(retryMaxDelayMs, retryBaseDelayMs * 2 ** (attempt - 1)) * (0.5 + this.#random() / 2);
+        if (!(await sleep(delayMs, signal))) return { status: 'aborted' };
+      }
+      const result = await this.#sendOnce(url, payload, signal);
+      if (result.kind === 'aborted') return { status: 'aborted' };
+      if (result.kind === 'timeout') throw new EngineTimeoutError(where, timeoutMs, { cause: result.error });
+      if (result.kind === 'connection-error') {
+        if (!isRetryableConnectionError(result.error)) {
+          throw new EngineUnavailableError(where, attempt + 1, { cause: result.error });
+        }
+        lastFailure = result;
+        continue;
+      }
+      if (result.statusCode >= 500) {
+        lastFailure = result;
+        continue;
+      }
+      if (result.statusCode >= 400 || result.statusCode < 200) {
+        throw new EngineHttpError(where, result.statusCode, result.text);
+      }
+      try {
+        return { status: 'ok', body: JSON.parse(result.text) };
+      } catch (error) {
+        throw new EngineBadResponseError(where, `body is not JSON: ${result.text.slice(0, 200)}`, {
+          cause: error,
+        });
+      }
+    }
+    if (lastFailure?.kind === 'response') {
+      throw new EngineHttpError(where, lastFailure.statusCode, lastFailure.text);
+    }
+    const cause = lastFailure?.kind === 'connection-error' ? lastFailure.error : undefined;
+    throw new EngineUnavailableError(where, maxRetries + 1, { cause });
+  }
+
+  #sendOnce(url: URL, payload: string, signal: AbortSignal | undefined): Promise<Attempt> {
+    if (signal?.aborted) return Promise.resolve({ kind: 'aborted' });
+    const transport = url.protocol === 'https:' ? https : http;
+    return new Promise<Attempt>((resolve) => {
+      let settled = false;
+      const finish = (attempt: Attempt) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(attempt);
+      };
+      const request = transport.request(url, {
+        method: 'POST',
+        agent: this.#agent,
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json',
+          'content-length': Buffer.byteLength(payload),
+          ...this.#options.headers,
+        },
+      });
+      const onAbort = () => {
+        finish({ kind: 'aborted' });
+        request.destroy();
+      };
+      const timer = setTimeout(() => {
+        finish({
+          kind: 'timeout',
+          error: new Error(`no complete answer within ${this.#options.timeoutMs} ms`),
+        });
+        request.destroy();
+      }, this.#options.timeoutMs);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      request.on('error', (error) => finish({ kind: 'connection-error', error }));
+      request.on('response', (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('error', (error) => finish({ kind: 'connection-error', error }));
+        response.on('end', () =>
+          finish({
+            kind: 'response',
+            statusCode: response.statusCode ?? 0,
+            text: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
+      });
+      request.end(payload);
+    });
+  }
+}
+
+function isRetryableConnectionError(error: Error): boolean {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code !== undefined && RETRYABLE_CONNECTION_CODES.has(code)) return true;
+  return error.message === 'socket hang up';
+}
+
+/** Resolves true after `ms`, or false as soon as `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
+  if (signal?.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
