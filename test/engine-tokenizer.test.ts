@@ -51,6 +51,9 @@ describe('byte-level tokenizer', () => {
     expect(tokenizer.eosTokenId).toBe(256);
     expect(tokenizer.vocabSize).toBe(258);
     expect(tokenizer.encode('a<|endoftext|>b<|pad|>')).toEqual([97, 256, 98, 257]);
+    const literal = tokenizer.encode('a<|endoftext|>', { specialTokens: false });
+    expect(literal).toHaveLength(14);
+    expect(literal).not.toContain(256);
     expect(tokenizer.decode([104, 105, BYTE_LEVEL_EOS_ID])).toBe('hi<|endoftext|>');
   });
 

@@ -19,7 +19,7 @@ import {
   tokenizerJsonSchema,
 } from './hf-tokenizer-files.ts';
 import { createPreTokenizer, type PreTokenize } from './pre-tokenizer.ts';
-import type { ChatMessage, Tokenizer } from './tokenizer.ts';
+import type { ChatMessage, EncodeOptions, Tokenizer } from './tokenizer.ts';
 import { TokenizerError } from './tokenizer-errors.ts';
 
 export type HfTokenizerSource = {
@@ -103,7 +103,7 @@ export class HfTokenizer implements Tokenizer {
           );
   }
 
-  encode(text: string): number[] {
+  encode(text: string, options: EncodeOptions = {}): number[] {
     const ids: number[] = [];
     const encodePlain = (segment: string) => {
       if (segment.length === 0) return;
@@ -111,7 +111,7 @@ export class HfTokenizer implements Tokenizer {
         for (const id of this.#model.encodeWord(word)) ids.push(id);
       }
     };
-    if (this.#addedPattern === null) {
+    if (this.#addedPattern === null || options.specialTokens === false) {
       encodePlain(text);
       return ids;
     }

@@ -32,7 +32,7 @@ export { OpenAiChatEngine, type OpenAiChatEngineOptions } from './openai-chat-en
 export { OpenAiCompletionsEngine, type OpenAiCompletionsEngineOptions } from './openai-completions-engine.ts';
 export { SglangEngine, type SglangEngineOptions } from './sglang-engine.ts';
 export { resolveTextStop, type TextStopInput } from './text-stop-resolution.ts';
-export type { ChatMessage, Tokenizer } from './tokenizer.ts';
+export type { ChatMessage, EncodeOptions, Tokenizer } from './tokenizer.ts';
 export { TokenizerError, type TokenizerErrorCode } from './tokenizer-errors.ts';
 export type { Engine, FinishReason, GenerateRequest, GenerateResult } from './types.ts';
 export { Utf8StreamDecoder } from './utf8-stream-decoder.ts';

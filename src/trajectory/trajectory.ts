@@ -24,7 +24,10 @@ export const executionOutcomeSchema = z.discriminatedUnion('status', [
   z.object({ status: z.literal('killed'), reason: z.string() }).strict(),
 ]);
 
-const tokenIds = z.array(z.number().int().nonnegative()).nullable();
+const TOKEN_ID = 'expected nonnegative integer';
+const tokenIds = z
+  .array(z.number({ error: TOKEN_ID }).int({ error: TOKEN_ID }).nonnegative({ error: TOKEN_ID }))
+  .nullable();
 
 /** Tokens the model generated in one engine call: loss mask 1. */
 export const modelSegmentSchema = z
@@ -105,7 +108,46 @@ export const trajectorySchema = z
     /** Free-form labels a runner attaches (reference answer, grade, engine name). */
     meta: z.record(z.string(), z.unknown()).optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((trajectory, context) => {
+    for (const issue of consistencyIssues(trajectory)) context.addIssue({ code: 'custom', ...issue });
+  });
+
+/**
+ * What the field types cannot say: token ids are present everywhere or nowhere (text-only),
+ * a model segment has one logprob per token, and a tool segment points at an existing call.
+ */
+function consistencyIssues(trajectory: {
+  prompt: { tokenIds: number[] | null };
+  segments: { kind: string; tokenIds: number[] | null; logprobs?: number[] | null; toolCallIndex?: number }[];
+  toolCalls: unknown[];
+}): { path: (string | number)[]; message: string }[] {
+  const issues: { path: (string | number)[]; message: string }[] = [];
+  const textOnly = trajectory.prompt.tokenIds === null;
+  trajectory.segments.forEach((segment, index) => {
+    if ((segment.tokenIds === null) !== textOnly) {
+      issues.push({
+        path: ['segments', index, 'tokenIds'],
+        message: textOnly
+          ? 'expected null: the prompt has no token ids (text-only trajectory)'
+          : 'expected token ids: the prompt has token ids',
+      });
+    }
+    if (segment.tokenIds && segment.logprobs && segment.logprobs.length !== segment.tokenIds.length) {
+      issues.push({
+        path: ['segments', index, 'logprobs'],
+        message: `expected ${segment.tokenIds.length} logprobs (one per token), got ${segment.logprobs.length}`,
+      });
+    }
+    if (segment.toolCallIndex !== undefined && segment.toolCallIndex >= trajectory.toolCalls.length) {
+      issues.push({
+        path: ['segments', index, 'toolCallIndex'],
+        message: `expected an index below ${trajectory.toolCalls.length} (the number of tool calls)`,
+      });
+    }
+  });
+  return issues;
+}
 
 export type ModelSegment = z.infer<typeof modelSegmentSchema>;
 export type ToolSegment = z.infer<typeof toolSegmentSchema>;

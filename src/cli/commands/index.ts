@@ -1,7 +1,15 @@
 import type { Command } from 'commander';
+import { registerBench } from './bench.ts';
 import { registerCheck } from './check.ts';
+import { registerGrade } from './grade.ts';
+import { registerInspect } from './inspect.ts';
+import { registerSandbox } from './sandbox.ts';
 
 /** Adds every subcommand to the program; one line per command file. */
 export function registerCommands(program: Command): void {
   registerCheck(program);
+  registerGrade(program);
+  registerBench(program);
+  registerInspect(program);
+  registerSandbox(program);
 }

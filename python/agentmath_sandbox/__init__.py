@@ -1,0 +1,1 @@
+"""The in-jail runner of the AgentMath sandbox (see runner.py)."""

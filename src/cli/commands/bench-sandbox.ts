@@ -1,0 +1,36 @@
+/** `agentmath bench sandbox`: wiring to the sandbox benchmark. */
+import type { Command } from 'commander';
+import { formatSandboxBench, runSandboxBench } from '../../sandbox/sandbox-bench.ts';
+
+const integer = (value: string) => {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 0)
+    throw new Error(`expected a non-negative integer, got "${value}"`);
+  return parsed;
+};
+
+/** Adds `bench sandbox` to the `bench` group. */
+export function registerSandboxBench(bench: Command): void {
+  bench
+    .command('sandbox')
+    .description(
+      'sandbox latency (trivial call, SymPy, new session), throughput at 8/32, vs fresh python3 -c',
+    )
+    .option('--json', 'print the figures as JSON')
+    .option('--trivial-calls <n>', 'samples of the trivial call', integer, 500)
+    .option('--sympy-calls <n>', 'samples of the SymPy snippet', integer, 60)
+    .option('--baseline-calls <n>', 'samples of the fresh-python baseline', integer, 12)
+    .action(
+      async (flags: { json?: boolean; trivialCalls: number; sympyCalls: number; baselineCalls: number }) => {
+        const result = await runSandboxBench({
+          trivialCalls: flags.trivialCalls,
+          sympyCalls: flags.sympyCalls,
+          baselineCalls: flags.baselineCalls,
+          log: (line) => process.stderr.write(`${line}\n`),
+        });
+        process.stdout.write(
+          flags.json ? `${JSON.stringify(result, null, 2)}\n` : formatSandboxBench(result),
+        );
+      },
+    );
+}

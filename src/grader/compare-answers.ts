@@ -1,0 +1,319 @@
+/**
+ * The comparison rules, tried in order, each naming itself in the decision:
+ *   exact     — identical normalised text, or equal exact rationals;
+ *   numeric   — a rounded decimal against an exact value it rounds to (≥ 3 significant digits);
+ *   structural— tuples/intervals (brackets must match), unions, sets and lists (order-free),
+ *               matrices (shape, then entries), relations;
+ *   symbolic  — the sandboxed SymPy check, for expressions the fast path cannot settle.
+ * A float evaluation with error bounds may only reject (certainly different), never accept.
+ */
+import { exactValue } from './exact-value.ts';
+import { certainlyDifferent, floatValue } from './float-value.ts';
+import { freeSymbols, type MathNode, usesConstant } from './math-node.ts';
+import type { Answer } from './parse-answer.ts';
+import { equals, parseDecimal, type Rational, subtract } from './rational.ts';
+import type { SymbolicQuery, SymbolicVerdict } from './symbolic-query.ts';
+import { toSympy } from './to-sympy.ts';
+import type { GradeReason } from './types.ts';
+
+export type Decision =
+  | { outcome: 'equal'; reason: 'exact' | 'numeric' | 'structural' | 'symbolic' }
+  | { outcome: 'different'; reason: 'mismatch' }
+  | { outcome: 'undecided'; reason: Extract<GradeReason, 'timeout' | 'parse-error' | 'mismatch'> };
+
+export type CompareContext = {
+  /** The sandboxed check, or null to skip the symbolic step. */
+  symbolic: ((query: SymbolicQuery) => Promise<SymbolicVerdict>) | null;
+};
+
+const EQUAL_EXACT: Decision = { outcome: 'equal', reason: 'exact' };
+const DIFFERENT: Decision = { outcome: 'different', reason: 'mismatch' };
+const STRUCTURAL: Decision = { outcome: 'equal', reason: 'structural' };
+/** Sample points for symbols (positive, irregular), shared by the float rejection. */
+const SAMPLE_POINTS = [0.7318, 1.6180339, 2.4142, 3.3166];
+
+/** Compares a prediction with a reference (both parsed). */
+export async function compareAnswers(
+  prediction: Answer,
+  reference: Answer,
+  context: CompareContext,
+): Promise<Decision> {
+  if (prediction.source === reference.source) return EQUAL_EXACT;
+  if (prediction.kind === 'text' || reference.kind === 'text') {
+    if (textKey(prediction.source) === textKey(reference.source)) return EQUAL_EXACT;
+    // `52` for the base-8 numeral `52_8`: the digits are the answer the question asked for.
+    const numeral = /^([0-9A-Fa-f]+)_\d+$/.exec(reference.source);
+    return numeral && prediction.source === numeral[1] ? EQUAL_EXACT : DIFFERENT;
+  }
+  if (prediction.kind === 'unparsed' || reference.kind === 'unparsed') {
+    return { outcome: 'undecided', reason: 'parse-error' };
+  }
+  if (prediction.kind === 'expression' && reference.kind === 'expression') {
+    return compareExpressions(prediction.node, reference.node, context);
+  }
+  if (prediction.kind === 'collection' && reference.kind === 'collection') {
+    return compareUnordered(prediction.items, reference.items, context);
+  }
+  // One value against a one-item collection (`\{5\}` vs `5`).
+  if (prediction.kind === 'collection' && prediction.items.length === 1) {
+    return compareAnswers(prediction.items[0]!, reference, context);
+  }
+  if (reference.kind === 'collection' && reference.items.length === 1) {
+    return compareAnswers(prediction, reference.items[0]!, context);
+  }
+  if (prediction.kind === 'tuple' && reference.kind === 'tuple') {
+    if (prediction.open !== reference.open || prediction.close !== reference.close) return DIFFERENT;
+    return compareOrdered(prediction.items, reference.items, context);
+  }
+  if (prediction.kind === 'union' && reference.kind === 'union') {
+    return compareUnordered(prediction.parts, reference.parts, context);
+  }
+  if (prediction.kind === 'matrix' && reference.kind === 'matrix') {
+    const shape = (rows: Answer[][]) => rows.map((row) => row.length).join('x');
+    if (shape(prediction.rows) !== shape(reference.rows)) return DIFFERENT;
+    return compareOrdered(prediction.rows.flat(), reference.rows.flat(), context);
+  }
+  if (prediction.kind === 'relation' && reference.kind === 'relation') {
+    return compareRelations(prediction, reference, context);
+  }
+  return DIFFERENT;
+}
+
+function textKey(source: string): string {
+  const bare = source.replace(/^\((.*)\)$/, '$1').replace(/[\s.]/g, '');
+  return bare.length > 1 ? bare.toLowerCase() : bare;
+}
+
+/** All-equal → structural; the first certain difference → mismatch; else the first undecided. */
+async function compareOrdered(left: Answer[], right: Answer[], context: CompareContext): Promise<Decision> {
+  if (left.length !== right.length) return DIFFERENT;
+  let pending: Decision | null = null;
+  for (let index = 0; index < left.length; index++) {
+    const decision = await compareAnswers(left[index]!, right[index]!, context);
+    if (decision.outcome === 'different') return DIFFERENT;
+    if (decision.outcome === 'undecided') pending ??= decision;
+  }
+  return pending ?? STRUCTURAL;
+}
+
+/** A perfect matching between two order-free lists, found by backtracking over memoised pairs. */
+async function compareUnordered(left: Answer[], right: Answer[], context: CompareContext): Promise<Decision> {
+  if (left.length !== right.length) return DIFFERENT;
+  const memo = new Map<string, Decision>();
+  const pair = async (i: number, j: number): Promise<Decision> => {
+    const key = `${i},${j}`;
+    let decision = memo.get(key);
+    if (decision === undefined) {
+      decision = await compareAnswers(left[i]!, right[j]!, context);
+      memo.set(key, decision);
+    }
+    return decision;
+  };
+  const used = new Array<boolean>(right.length).fill(false);
+  let pending: Decision | null = null;
+  const match = async (i: number): Promise<boolean> => {
+    if (i === left.length) return true;
+    for (let j = 0; j < right.length; j++) {
+      if (used[j]) continue;
+      const decision = await pair(i, j);
+      if (decision.outcome === 'undecided') pending ??= decision;
+      if (decision.outcome !== 'equal') continue;
+      used[j] = true;
+      if (await match(i + 1)) return true;
+      used[j] = false;
+    }
+    return false;
+  };
+  if (await match(0)) return STRUCTURAL;
+  return pending ?? DIFFERENT;
+}
+
+const FLIPPED: Record<string, string> = {
+  '<': '>',
+  '>': '<',
+  '\\le': '\\ge',
+  '\\ge': '\\le',
+  '=': '=',
+  '\\ne': '\\ne',
+};
+
+async function compareRelations(
+  prediction: Extract<Answer, { kind: 'relation' }>,
+  reference: Extract<Answer, { kind: 'relation' }>,
+  context: CompareContext,
+): Promise<Decision> {
+  const same = prediction.operators.join(' ') === reference.operators.join(' ');
+  const flipped = [...prediction.operators]
+    .reverse()
+    .map((operator) => FLIPPED[operator])
+    .join(' ');
+  const candidates: Answer[][] = [];
+  if (same) candidates.push(prediction.sides);
+  if (flipped === reference.operators.join(' ')) candidates.push([...prediction.sides].reverse());
+  for (const sides of candidates) {
+    const decision = await compareOrdered(sides, reference.sides, context);
+    if (decision.outcome === 'equal') return STRUCTURAL;
+  }
+  // One equation against another: the same solution set when the two differences are proportional.
+  const [left1, right1] = prediction.sides;
+  const [left2, right2] = reference.sides;
+  if (
+    prediction.operators.length === 1 &&
+    reference.operators.length === 1 &&
+    prediction.operators[0] === '=' &&
+    reference.operators[0] === '=' &&
+    left1?.kind === 'expression' &&
+    right1?.kind === 'expression' &&
+    left2?.kind === 'expression' &&
+    right2?.kind === 'expression'
+  ) {
+    return symbolicDecision(
+      [left1.node, right1.node, left2.node, right2.node],
+      (strings, symbols) => ({
+        kind: 'equation',
+        left: [strings[0]!, strings[1]!],
+        right: [strings[2]!, strings[3]!],
+        symbols,
+      }),
+      context,
+    );
+  }
+  return DIFFERENT;
+}
+
+/** The leaf rule chain for two expressions. */
+async function compareExpressions(
+  prediction: MathNode,
+  reference: MathNode,
+  context: CompareContext,
+): Promise<Decision> {
+  const exactPrediction = exactValue(prediction);
+  const exactReference = exactValue(reference);
+  if (exactPrediction.kind === 'overflow' || exactReference.kind === 'overflow') {
+    // A value beyond the size guards is never equal to one inside them.
+    const other = exactPrediction.kind === 'overflow' ? exactReference : exactPrediction;
+    return other.kind === 'value' ? DIFFERENT : { outcome: 'undecided', reason: 'timeout' };
+  }
+  if (exactPrediction.kind === 'value' && exactReference.kind === 'value') {
+    if (equals(exactPrediction.value, exactReference.value)) return EQUAL_EXACT;
+    return (
+      roundedDecimalRule(prediction, reference, exactPrediction.value, exactReference.value) ?? DIFFERENT
+    );
+  }
+  if (sameTree(prediction, reference)) return EQUAL_EXACT;
+  const rounded =
+    roundedAgainstIrrational(prediction, reference) ?? roundedAgainstIrrational(reference, prediction);
+  if (rounded !== null) return rounded;
+  if (floatRejects(prediction, reference)) return DIFFERENT;
+  return symbolicDecision(
+    [prediction, reference],
+    (strings, symbols) => ({
+      kind: 'expression',
+      left: strings[0]!,
+      right: strings[1]!,
+      symbols,
+    }),
+    context,
+  );
+}
+
+/** Identical trees (`\\sqrt2` and `\\sqrt{2}` parse the same). */
+function sameTree(left: MathNode, right: MathNode): boolean {
+  return JSON.stringify(left) === JSON.stringify(right);
+}
+
+/** A decimal literal (`0.333`, `-1.25`) and its digits after the point, or null. */
+function decimalLiteral(node: MathNode): { text: string; places: number; significant: number } | null {
+  const inner = node.type === 'negate' ? node.argument : node;
+  if (inner.type !== 'number' || !inner.text.includes('.')) return null;
+  const places = inner.text.split('.')[1]!.length;
+  const significant = inner.text.replace('.', '').replace(/^0+/, '').length;
+  return places === 0 ? null : { text: inner.text, places, significant };
+}
+
+const isLiteral = (node: MathNode): boolean =>
+  node.type === 'number' || (node.type === 'negate' && node.argument.type === 'number');
+
+/** `0.333` vs `\frac13`: equal when the exact side rounds to the decimal at its precision. */
+function roundedDecimalRule(
+  prediction: MathNode,
+  reference: MathNode,
+  a: Rational,
+  b: Rational,
+): Decision | null {
+  for (const [decimalSide, otherSide, decimalValue, otherValue] of [
+    [prediction, reference, a, b],
+    [reference, prediction, b, a],
+  ] as const) {
+    const decimal = decimalLiteral(decimalSide);
+    if (decimal === null || isLiteral(otherSide) || decimal.significant < 3) continue;
+    const difference = subtract(decimalValue, otherValue);
+    if (difference === null) continue;
+    // |d − v| ≤ ½·10^-places  ⇔  2·|num|·10^places ≤ den
+    const magnitude = difference.num < 0n ? -difference.num : difference.num;
+    const within = 2n * magnitude * 10n ** BigInt(decimal.places) <= difference.den;
+    return within ? { outcome: 'equal', reason: 'numeric' } : DIFFERENT;
+  }
+  return null;
+}
+
+/** `3.1416` vs `\pi`: the decimal side must be what the constant rounds to. */
+function roundedAgainstIrrational(decimalSide: MathNode, otherSide: MathNode): Decision | null {
+  const decimal = decimalLiteral(decimalSide);
+  if (decimal === null || decimal.significant < 3 || freeSymbols(otherSide).length > 0) return null;
+  const value = floatValue(otherSide, new Map());
+  const decimalValue = parseDecimal(decimal.text);
+  if (value === null || decimalValue === null) return null;
+  const sign = decimalSide.type === 'negate' ? -1 : 1;
+  const target = (sign * Number(decimalValue.num)) / Number(decimalValue.den);
+  const half = 0.5 * 10 ** -decimal.places;
+  const distance = Math.abs(target - value.value);
+  if (distance + value.error < half * (1 - 1e-9)) return { outcome: 'equal', reason: 'numeric' };
+  if (distance - value.error > half) return DIFFERENT;
+  return null;
+}
+
+/** Certain difference at a constant point or at any sample point of the symbols. */
+function floatRejects(prediction: MathNode, reference: MathNode): boolean {
+  if (usesConstant(prediction, 'i') || usesConstant(reference, 'i')) return false;
+  const symbols = [...new Set([...freeSymbols(prediction), ...freeSymbols(reference)])];
+  const rounds = symbols.length === 0 ? 1 : 3;
+  for (let round = 0; round < rounds; round++) {
+    const bindings = new Map(
+      symbols.map((name, index) => [
+        name,
+        SAMPLE_POINTS[(index + round) % SAMPLE_POINTS.length]! + index * 0.1,
+      ]),
+    );
+    if (certainlyDifferent(floatValue(prediction, bindings), floatValue(reference, bindings))) return true;
+  }
+  return false;
+}
+
+async function symbolicDecision(
+  nodes: MathNode[],
+  build: (strings: string[], symbols: string[]) => SymbolicQuery,
+  context: CompareContext,
+): Promise<Decision> {
+  if (context.symbolic === null) return { outcome: 'undecided', reason: 'mismatch' };
+  let strings: string[];
+  try {
+    strings = nodes.map(toSympy);
+  } catch {
+    return { outcome: 'undecided', reason: 'parse-error' };
+  }
+  const symbols = [...new Set(nodes.flatMap(freeSymbols))];
+  const verdict = await context.symbolic(build(strings, symbols));
+  switch (verdict.outcome) {
+    case 'equal':
+      return { outcome: 'equal', reason: verdict.method };
+    case 'different':
+      return DIFFERENT;
+    case 'unknown':
+      return { outcome: 'undecided', reason: 'mismatch' };
+    case 'timeout':
+      return { outcome: 'undecided', reason: 'timeout' };
+    case 'error':
+      return { outcome: 'undecided', reason: 'parse-error' };
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * `gradeAnswer`: extraction, normalisation, structure, then the rule chain of
+ * `compareAnswers`, with the symbolic step in the sandbox when one is given. Every result
+ * names the rule that decided. `answersEquivalent` applies the same rules to two answers
+ * (for grouping samples in majority voting).
+ */
+import { type CompareContext, compareAnswers } from './compare-answers.ts';
+import { extractAnswer } from './extract-answer.ts';
+import { normalizeAnswer } from './normalize-answer.ts';
+import { type Answer, parseAnswer } from './parse-answer.ts';
+import { symbolicCheckerFor } from './symbolic-checker.ts';
+import type { GradeOptions, GradeResult, Grader } from './types.ts';
+
+/** Answers longer than this are not parsed (reason `parse-error`). */
+export const MAX_ANSWER_CHARS = 1_000;
+/** The default time budget of the symbolic step, per grade. */
+export const DEFAULT_SYMBOLIC_TIMEOUT_MS = 5_000;
+
+/** Parses one bare answer (normalise, then structure); null when it is too long. */
+export function prepareAnswer(answer: string): Answer | null {
+  if (answer.length > MAX_ANSWER_CHARS) return null;
+  return parseAnswer(normalizeAnswer(answer));
+}
+
+function contextFor(options: GradeOptions): CompareContext {
+  const { sandbox, timeoutMs = DEFAULT_SYMBOLIC_TIMEOUT_MS } = options;
+  if (sandbox === undefined) return { symbolic: null };
+  const checker = symbolicCheckerFor(sandbox);
+  const deadline = Date.now() + timeoutMs;
+  return {
+    symbolic: (query) => {
+      const remainingMs = deadline - Date.now();
+      return remainingMs <= 0 ? Promise.resolve({ outcome: 'timeout' }) : checker.check(query, remainingMs);
+    },
+  };
+}
+
+/** Grades a prediction (a full response or a bare answer) against a reference answer. */
+export const gradeAnswer: Grader = async (prediction, reference, options = {}) => {
+  const extraction = extractAnswer(prediction);
+  if (extraction === null) return { correct: false, extracted: null, reason: 'no-answer' };
+  const extracted = extraction.answer;
+  const predicted = prepareAnswer(extracted);
+  const expected = prepareAnswer(extractAnswer(reference)?.answer ?? reference.trim());
+  if (predicted === null || expected === null) return { correct: false, extracted, reason: 'parse-error' };
+  if (predicted.source === '') return { correct: false, extracted, reason: 'no-answer' };
+  const decision = await compareAnswers(predicted, expected, contextFor(options));
+  return { correct: decision.outcome === 'equal', extracted, reason: decision.reason } satisfies GradeResult;
+};
+
+/** Whether two answers (bare or in full responses) are equivalent under the grader's rules. */
+export async function answersEquivalent(
+  first: string,
+  second: string,
+  options: GradeOptions = {},
+): Promise<boolean> {
+  const left = prepareAnswer(extractAnswer(first)?.answer ?? first.trim());
+  const right = prepareAnswer(extractAnswer(second)?.answer ?? second.trim());
+  if (left === null || right === null || left.source === '' || right.source === '') return false;
+  return (await compareAnswers(left, right, contextFor(options))).outcome === 'equal';
+}

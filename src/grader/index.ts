@@ -1,0 +1,30 @@
+/** The grader: answer extraction, normalisation, equivalence rules and reward functions. */
+export {
+  benchGrader,
+  type GraderBenchOptions,
+  type GraderBenchReport,
+  loadGraderCorpus,
+} from './bench-grader.ts';
+export { type CompareContext, compareAnswers, type Decision } from './compare-answers.ts';
+export { type Extraction, extractAnswer } from './extract-answer.ts';
+export {
+  answersEquivalent,
+  DEFAULT_SYMBOLIC_TIMEOUT_MS,
+  gradeAnswer,
+  MAX_ANSWER_CHARS,
+  prepareAnswer,
+} from './grade-answer.ts';
+export { type GradeLineResult, gradeLines } from './grade-lines.ts';
+export { normalizeAnswer } from './normalize-answer.ts';
+export { type Answer, parseAnswer } from './parse-answer.ts';
+export {
+  accuracyReward,
+  type CompositeRewardConfig,
+  compositeReward,
+  compositeRewardConfigSchema,
+  countExecutedCode,
+  trajectoryReward,
+} from './rewards.ts';
+export { releaseSymbolicSessions, SymbolicChecker, symbolicCheckerFor } from './symbolic-checker.ts';
+export type { SymbolicQuery, SymbolicVerdict } from './symbolic-query.ts';
+export type { GradeOptions, GradeReason, GradeResult, Grader } from './types.ts';

@@ -1,0 +1,93 @@
+/**
+ * String normalisation of one extracted answer before it is parsed: delimiters and spacing
+ * commands, \left/\right, \dfrac/\tfrac, units and unit words, degrees, percent, currency,
+ * thousands separators and trailing punctuation. It only removes notation that carries no
+ * mathematical value; structure (brackets, commas, relations) is left for the parser.
+ */
+
+/** Words that name a unit when they follow a quantity; removed with an optional ^2 / ^3. */
+const UNIT_WORDS =
+  'degrees|degree|deg|cents|cent|dollars|dollar|units|unit|sq|square|cubic|cm|mm|km|m|meters|meter|metres|metre|inches|inch|in|feet|foot|ft|yards|yard|yd|miles|mile|mph|seconds|second|s|minutes|minute|min|hours|hour|hr|days|day|weeks|week|years|year|pounds|pound|lbs|lb|ounces|ounce|oz|grams|gram|g|kg|liters|liter|litres|litre|gallons|gallon|percent|points|point|people|students|ways|times';
+
+const UNIT_TEXT = new RegExp(
+  String.raw`\\(?:text|textrm|textup|mbox|mathrm|textnormal)\s*\{\s*(?:(?:${UNIT_WORDS})\b\s*)+\}(?:\s*\^\s*\{?\s*[23]\s*\}?)?`,
+  'g',
+);
+const TRAILING_UNIT = new RegExp(
+  String.raw`(?<=[\d}\s)])\s*(?:(?:${UNIT_WORDS})(?:\s*\^\s*\{?[23]\}?)?\s*)+$`,
+);
+
+const UNICODE: [RegExp, string][] = [
+  [/[−–—]/g, '-'],
+  [/×/g, '\\times '],
+  [/[·⋅]/g, '\\cdot '],
+  [/÷/g, '\\div '],
+  [/π/g, '\\pi '],
+  [/∞/g, '\\infty '],
+  [/√/g, '\\sqrt '],
+  [/≤/g, '\\le '],
+  [/≥/g, '\\ge '],
+  [/≠/g, '\\ne '],
+  [/∪/g, '\\cup '],
+  [/°/g, '^\\circ'],
+  [/\u00a0|\u2009|\u202f/g, ' '],
+];
+
+const REWRITES: [RegExp, string][] = [
+  // Delimiters and sizing.
+  [/\\\$/g, ''],
+  [/\$/g, ''],
+  [/\\[([]|\\[)\]]/g, ''],
+  [/\\(?:left|right|[bB]igg?[lr]?)\s*\./g, ''],
+  [/\\(?:left|right|[bB]igg?[lr]?)(?![A-Za-z])/g, ''],
+  [/\\(?:displaystyle|textstyle|limits|mathbf|boldsymbol)(?![A-Za-z])/g, ''],
+  // Spacing.
+  [/(?<!\\)\\[!,;:> ]/g, ' '],
+  [/\\q?quad(?![A-Za-z])/g, ' '],
+  [/~/g, ' '],
+  [/\{,\}/g, ','],
+  [/_\{(\w)\}/g, '_$1'],
+  // Command spellings.
+  [/\\[dtc]frac(?![A-Za-z])/g, '\\frac'],
+  [/\\leq?(?:slant)?(?![A-Za-z])/g, '\\le '],
+  [/\\geq?(?:slant)?(?![A-Za-z])/g, '\\ge '],
+  [/\\neq?(?![A-Za-z])/g, '\\ne '],
+  [/\\lt(?![A-Za-z])/g, '<'],
+  [/\\gt(?![A-Za-z])/g, '>'],
+  [/<=/g, '\\le '],
+  [/>=/g, '\\ge '],
+  [/!=/g, '\\ne '],
+  [/\\operatorname\s*\{\s*([A-Za-z]+)\s*\}/g, '\\$1'],
+  [/\\(?:mathrm|mathit|operatorname)\s*\{\s*([ei])\s*\}/g, '$1'],
+  // Degrees and percent.
+  [/\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree(?![A-Za-z])/g, ''],
+  [/\\?%/g, ''],
+];
+
+/** Normalises one answer string (already extracted); the result has single spaces only. */
+export function normalizeAnswer(answer: string): string {
+  let text = answer;
+  for (const [pattern, replacement] of UNICODE) text = text.replace(pattern, replacement);
+  for (const [pattern, replacement] of REWRITES) text = text.replace(pattern, replacement);
+  text = text.replace(UNIT_TEXT, ' ');
+  text = unwrapText(text);
+  text = text.replace(/\s+/g, ' ').trim();
+  text = text.replace(/[.,;:\s]+$/, '').replace(/^[=:\s]+/, '');
+  text = text.replace(TRAILING_UNIT, '').trim();
+  // Thousands separators, only when the whole answer is one number written that way.
+  if (/^[+-]?\d{1,3}(?:, ?\d{3})+(?:\.\d+)?$/.test(text)) text = text.replace(/, ?/g, '');
+  if (/^[+-]?\d{1,3}(?: \d{3})+(?:\.\d+)?$/.test(text)) text = text.replace(/ /g, '');
+  return text;
+}
+
+/** `\text{…}` and friends: "or"/"and" become list commas, other words stay as plain text. */
+function unwrapText(text: string): string {
+  return text.replace(
+    /\\(?:text|textrm|textup|textbf|textit|mbox|mathrm|textnormal)\s*\{([^{}]*)\}/g,
+    (_whole, content: string) => {
+      const trimmed = content.trim();
+      if (/^(?:or|and)$/i.test(trimmed)) return ',';
+      return content;
+    },
+  );
+}

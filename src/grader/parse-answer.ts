@@ -1,0 +1,197 @@
+/**
+ * From a normalised answer string to its structure: an expression, a word answer, a tuple or
+ * interval (brackets kept), a union, an order-free collection (a set, a list, `a \pm b`), a
+ * matrix, or a relation (`=`, `<`, `\le`, …). Each leaf expression is parsed once here.
+ */
+import { parseLatex } from './latex-parser.ts';
+import { freeSymbols, type MathNode } from './math-node.ts';
+
+export type Answer =
+  | { kind: 'expression'; source: string; node: MathNode }
+  /** Text that is not a parseable expression (kept for exact string comparison). */
+  | { kind: 'unparsed'; source: string; error: string }
+  | { kind: 'text'; source: string }
+  | { kind: 'tuple'; source: string; open: string; close: string; items: Answer[] }
+  | { kind: 'union'; source: string; parts: Answer[] }
+  /** Order-free: `\{…\}`, a bare list `a, b`, or the two values of `a \pm b`. */
+  | { kind: 'collection'; source: string; items: Answer[] }
+  | { kind: 'matrix'; source: string; rows: Answer[][] }
+  | { kind: 'relation'; source: string; operators: string[]; sides: Answer[] };
+
+const MAX_ITEMS = 64;
+const SCIENTIFIC = /^(?:\d+\.?\d*|\.\d+)[eE][+-]?\d{1,4}$/;
+const MIXED_NUMBER = /^(-?)(\d+)\s*\\frac\s*(?:\{(\d+)\}|(\d))\s*(?:\{(\d+)\}|(\d))$/;
+const RELATION = /^(?:=|<|>|\\le|\\ge|\\ne)$/;
+const CHOICE = /^\(([A-E])\)$|^([A-E])$/;
+const FUNCTION_WORDS = /^(?:sin|cos|tan|cot|sec|csc|log|ln|exp|sqrt|pi)$/;
+
+/** The answer's canonical source: normalised text without spaces. */
+function squeeze(text: string): string {
+  return text.replace(/\s+/g, '');
+}
+
+/** Splits at top-level separators (outside (), [], {} and \{ \}); intervals may mix brackets. */
+export function splitTopLevel(text: string, isSeparator: (token: string) => boolean): string[] | null {
+  const parts: string[] = [];
+  let depth = 0;
+  let start = 0;
+  let index = 0;
+  while (index < text.length) {
+    let token = text[index]!;
+    if (token === '\\') {
+      const match = /^\\(?:[A-Za-z]+|.)/.exec(text.slice(index, index + 32));
+      token = match ? match[0] : '\\';
+    }
+    if (token === '(' || token === '[' || token === '{' || token === '\\{') depth++;
+    else if (token === ')' || token === ']' || token === '}' || token === '\\}') depth--;
+    if (depth < 0) return null;
+    if (depth === 0 && isSeparator(token)) {
+      parts.push(text.slice(start, index));
+      parts.push(token);
+      start = index + token.length;
+    }
+    index += token.length;
+  }
+  if (depth !== 0) return null;
+  parts.push(text.slice(start));
+  return parts;
+}
+
+/** Parses a normalised answer into its structure. */
+export function parseAnswer(text: string, depth = 0): Answer {
+  const trimmed = text.trim();
+  const source = squeeze(trimmed);
+  if (depth > 8) return { kind: 'unparsed', source, error: 'structure too deep' };
+
+  const matrix = /^\\begin\{([pbBvV]?matrix|smallmatrix|array)\}(?:\{[lcr|]*\})?(.*)\\end\{\1\}$/s.exec(
+    trimmed,
+  );
+  if (matrix) return parseMatrix(matrix[2]!, source, depth);
+
+  const pieces = splitTopLevel(trimmed, (token) => token === ',' || token === ';');
+  if (pieces === null) return { kind: 'unparsed', source, error: 'unbalanced brackets' };
+  const listItems = pieces.filter((_, index) => index % 2 === 0);
+  if (listItems.length > 1) {
+    if (listItems.length > MAX_ITEMS) return { kind: 'unparsed', source, error: 'too many items' };
+    return { kind: 'collection', source, items: expandItems(listItems, depth) };
+  }
+
+  const union = splitTopLevel(trimmed, (token) => token === '\\cup');
+  if (union !== null && union.length > 1) {
+    const parts = union.filter((_, index) => index % 2 === 0).map((part) => parseAnswer(part, depth + 1));
+    return { kind: 'union', source, parts };
+  }
+
+  const relation = parseRelation(trimmed, source, depth);
+  if (relation !== null) return relation;
+
+  if (trimmed.startsWith('\\{') && trimmed.endsWith('\\}') && closesAtEnd(trimmed)) {
+    const inner = trimmed.slice(2, -2);
+    const items = splitTopLevel(inner, (token) => token === ',')?.filter((_, index) => index % 2 === 0) ?? [];
+    return { kind: 'collection', source, items: expandItems(items, depth) };
+  }
+
+  const bracketed = /^[([]/.test(trimmed) && /[)\]]$/.test(trimmed) && closesAtEnd(trimmed);
+  if (bracketed) {
+    const inner = trimmed.slice(1, -1);
+    const parts = splitTopLevel(inner, (token) => token === ',');
+    if (parts !== null && parts.length > 1) {
+      const items = parts.filter((_, index) => index % 2 === 0).map((part) => parseAnswer(part, depth + 1));
+      return { kind: 'tuple', source, open: trimmed[0]!, close: trimmed[trimmed.length - 1]!, items };
+    }
+  }
+
+  if (/\\(?:pm|mp)(?![A-Za-z])/.test(trimmed)) {
+    return { kind: 'collection', source, items: expandItems([trimmed], depth) };
+  }
+
+  // A numeral in another base (`52_8`, `4210_{5}`) is compared as written.
+  if (/^[0-9A-Fa-f]+_\{?\d+\}?$/.test(source)) return { kind: 'text', source: source.replace(/[{}]/g, '') };
+  const choice = CHOICE.exec(source);
+  if (choice) return { kind: 'text', source: choice[1] ?? choice[2]! };
+  if (isWords(trimmed)) return { kind: 'text', source: trimmed.toLowerCase().replace(/\s+/g, ' ') };
+
+  if (SCIENTIFIC.test(source)) return { kind: 'expression', source, node: { type: 'number', text: source } };
+  const mixed = MIXED_NUMBER.exec(trimmed);
+  if (mixed && BigInt(mixed[3] ?? mixed[4]!) < BigInt(mixed[5] ?? mixed[6]!)) {
+    // `1\frac{4}{5}` is the mixed number 9/5, not 1 · 4/5.
+    const sum = `(${mixed[2]}+\\frac{${mixed[3] ?? mixed[4]}}{${mixed[5] ?? mixed[6]}})`;
+    const parsedMixed = parseLatex(`${mixed[1]}${sum}`);
+    if (parsedMixed.ok) return { kind: 'expression', source, node: parsedMixed.node };
+  }
+  const parsed = parseLatex(trimmed);
+  return parsed.ok
+    ? { kind: 'expression', source, node: parsed.node }
+    : { kind: 'unparsed', source, error: parsed.error };
+}
+
+/** Whether the first bracket closes exactly at the end (so `(1,2)\cup(3,4)` is not one tuple). */
+function closesAtEnd(text: string): boolean {
+  const parts = splitTopLevel(text, () => false);
+  if (parts === null) return false;
+  let depth = 0;
+  for (let index = 0; index < text.length; index++) {
+    const character = text[index]!;
+    if (character === '\\') {
+      const next = text[index + 1];
+      if (next === '{') depth++;
+      else if (next === '}') depth--;
+      index++;
+    } else if ('([{'.includes(character)) depth++;
+    else if (')]}'.includes(character)) depth--;
+    if (depth === 0 && index < text.length - 1) return false;
+  }
+  return depth === 0;
+}
+
+/** Words, not mathematics: `Evelyn`, `east`, `no solution`. */
+function isWords(text: string): boolean {
+  if (!/^[A-Za-z][A-Za-z '-]*[A-Za-z]$/.test(text)) return false;
+  return text.split(/[\s'-]+/).some((word) => word.length >= 3 && !FUNCTION_WORDS.test(word));
+}
+
+/** Parses list items, expanding `a \pm b` into its two values. */
+function expandItems(items: string[], depth: number): Answer[] {
+  const answers: Answer[] = [];
+  for (const item of items) {
+    if (/\\(?:pm|mp)(?![A-Za-z])/.test(item)) {
+      const plus = item.replace(/\\pm(?![A-Za-z])/g, '+').replace(/\\mp(?![A-Za-z])/g, '-');
+      const minus = item.replace(/\\pm(?![A-Za-z])/g, '-').replace(/\\mp(?![A-Za-z])/g, '+');
+      answers.push(parseAnswer(plus, depth + 1), parseAnswer(minus, depth + 1));
+    } else answers.push(parseAnswer(item, depth + 1));
+  }
+  return answers;
+}
+
+/** `a = b`, `a < b \le c`; a leading `x =` / `x \in` before a value is dropped. */
+function parseRelation(text: string, source: string, depth: number): Answer | null {
+  const membership = /^[A-Za-z](?:_\{?\w+\}?)?\s*\\in\s*(.+)$/s.exec(text);
+  if (membership) return parseAnswer(membership[1]!, depth + 1);
+  const parts = splitTopLevel(text, (token) => RELATION.test(token));
+  if (parts === null || parts.length < 3) return null;
+  const sides = parts.filter((_, index) => index % 2 === 0);
+  const operators = parts.filter((_, index) => index % 2 === 1);
+  if (sides.some((side) => side.trim() === '')) return null;
+  if (operators.length === 1 && operators[0] === '=' && /^\s*[A-Za-z](?:_\{?\w+\}?)?\s*$/.test(sides[0]!)) {
+    // `x = 5`: the value is the answer, unless the right side mentions variables (`y = 2x + 3`).
+    const value = parseAnswer(sides[1]!, depth + 1);
+    if (value.kind !== 'expression' || freeSymbols(value.node).length === 0) return value;
+  }
+  return { kind: 'relation', source, operators, sides: sides.map((side) => parseAnswer(side, depth + 1)) };
+}
+
+function parseMatrix(body: string, source: string, depth: number): Answer {
+  const rows = splitTopLevel(body, (token) => token === '\\\\');
+  if (rows === null) return { kind: 'unparsed', source, error: 'unbalanced matrix' };
+  const cells = rows
+    .filter((_, index) => index % 2 === 0)
+    .filter((row) => row.trim() !== '')
+    .map((row) =>
+      (splitTopLevel(row, (token) => token === '&') ?? [row]).filter((_, index) => index % 2 === 0),
+    );
+  return {
+    kind: 'matrix',
+    source,
+    rows: cells.map((row) => row.map((cell) => parseAnswer(cell, depth + 1))),
+  };
+}

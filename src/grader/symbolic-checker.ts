@@ -1,0 +1,113 @@
+/**
+ * Runs SymbolicQuery checks in sandbox sessions. Sessions are opened lazily, primed once
+ * with the checker prelude (SymPy imported, so later checks are warm), reused, and dropped
+ * after a timeout or a crash. One checker per SandboxProvider, created on first use.
+ */
+import type { SandboxProvider, SandboxSession } from '../sandbox/types.ts';
+import { SYMBOLIC_PRELUDE, symbolicCallCode } from './symbolic-program.ts';
+import type { SymbolicQuery, SymbolicVerdict } from './symbolic-query.ts';
+
+/** Time allowed for priming a fresh session (importing SymPy). */
+const PRELUDE_TIMEOUT_MS = 60_000;
+const MAX_SESSIONS = 4;
+
+export class SymbolicChecker {
+  private readonly provider: SandboxProvider;
+  private readonly idle: SandboxSession[] = [];
+  private readonly waiting: ((session: SandboxSession | null) => void)[] = [];
+  private open = 0;
+  private closed = false;
+
+  constructor(provider: SandboxProvider) {
+    this.provider = provider;
+  }
+
+  /** Checks one query within timeoutMs (the prelude of a fresh session is not counted). */
+  async check(query: SymbolicQuery, timeoutMs: number): Promise<SymbolicVerdict> {
+    let session: SandboxSession | null;
+    try {
+      session = await this.acquire();
+    } catch (error) {
+      return { outcome: 'error', message: `sandbox unavailable: ${(error as Error).message}` };
+    }
+    if (session === null) return { outcome: 'error', message: 'checker closed' };
+    const outcome = await session.execute(symbolicCallCode(query), {
+      timeoutMs: Math.max(1, Math.ceil(timeoutMs)),
+    });
+    if (outcome.status !== 'ok') {
+      await this.discard(session);
+      if (outcome.status === 'error') return { outcome: 'error', message: outcome.exception };
+      return { outcome: 'timeout' };
+    }
+    this.release(session);
+    const line = outcome.stdout.trim().split('\n').pop() ?? '';
+    try {
+      return JSON.parse(line) as SymbolicVerdict;
+    } catch {
+      return { outcome: 'error', message: `unreadable checker output: ${line.slice(0, 200)}` };
+    }
+  }
+
+  /** Closes every session this checker opened. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const waiter of this.waiting.splice(0)) waiter(null);
+    await Promise.all(this.idle.splice(0).map((session) => session.close().catch(() => undefined)));
+  }
+
+  private async acquire(): Promise<SandboxSession | null> {
+    if (this.closed) return null;
+    const idle = this.idle.pop();
+    if (idle !== undefined) return idle;
+    if (this.open >= MAX_SESSIONS) return new Promise((resolve) => this.waiting.push(resolve));
+    this.open++;
+    try {
+      const session = await this.provider.openSession();
+      const primed = await session.execute(SYMBOLIC_PRELUDE, { timeoutMs: PRELUDE_TIMEOUT_MS });
+      if (primed.status !== 'ok') {
+        await session.close().catch(() => undefined);
+        throw new Error(
+          `checker prelude failed: ${primed.status === 'error' ? primed.exception : primed.status}`,
+        );
+      }
+      return session;
+    } catch (error) {
+      this.open--;
+      throw error;
+    }
+  }
+
+  private release(session: SandboxSession): void {
+    const waiter = this.waiting.shift();
+    if (waiter !== undefined) waiter(session);
+    else if (this.closed) void this.discard(session);
+    else this.idle.push(session);
+  }
+
+  private async discard(session: SandboxSession): Promise<void> {
+    this.open--;
+    await session.close().catch(() => undefined);
+    // A waiter gets a fresh session on its own next call; wake one so it can open one.
+    const waiter = this.waiting.shift();
+    if (waiter !== undefined) this.acquire().then(waiter, () => waiter(null));
+  }
+}
+
+const checkers = new WeakMap<SandboxProvider, SymbolicChecker>();
+
+/** The shared checker for a provider. */
+export function symbolicCheckerFor(provider: SandboxProvider): SymbolicChecker {
+  let checker = checkers.get(provider);
+  if (checker === undefined) {
+    checker = new SymbolicChecker(provider);
+    checkers.set(provider, checker);
+  }
+  return checker;
+}
+
+/** Closes the grader's sessions on a provider (call before closing the provider itself). */
+export async function releaseSymbolicSessions(provider: SandboxProvider): Promise<void> {
+  const checker = checkers.get(provider);
+  checkers.delete(provider);
+  await checker?.close();
+}
