@@ -96,9 +96,16 @@ describe('runEval', () => {
     const text = readFileSync(path, 'utf8');
     const kept = text.trim().split('\n').slice(0, 2).join('\n');
     writeFileSync(path, `${kept}\n{"id":"torn","probl`);
-    const result = await runEval({ ...base(), k: 1, resume: true });
+    const warnings: string[] = [];
+    const result = await runEval({
+      ...base(),
+      k: 1,
+      resume: true,
+      onWarning: (message) => warnings.push(message),
+    });
     expect(result.written).toBe(1);
     expect(lines()).toHaveLength(3);
+    expect(warnings.some((message) => /removed a truncated last line/.test(message))).toBe(true);
   });
 
   it('on abort, does not write in-flight trajectories and reports the run as interrupted', async () => {

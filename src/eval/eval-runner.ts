@@ -9,19 +9,14 @@
  * solved again on resume, so the file only ever holds complete, graded trajectories.
  */
 import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { GradeResult } from '../grader/types.ts';
+import { openTrajectoryWriter } from '../trajectory/index.ts';
 import type { Trajectory } from '../trajectory/trajectory.ts';
 import type { BenchmarkProblem } from './benchmark-problem.ts';
 import { EvalOutputExistsError, EvalResumeMismatchError } from './eval-errors.ts';
 import type { AnswerEquivalence } from './majority-vote.ts';
-import {
-  appendRunTrajectory,
-  folderHasEntries,
-  RUN_FILES,
-  readRunJson,
-  readRunTrajectories,
-  writeRunJson,
-} from './run-folder.ts';
+import { folderHasEntries, RUN_FILES, readRunJson, readRunTrajectories, writeRunJson } from './run-folder.ts';
 import { plannedTrajectories, type RunSummary, summarizeRun } from './run-summary.ts';
 import { attachGrade, readGrade } from './trajectory-grade.ts';
 
@@ -60,6 +55,8 @@ export type EvalRunOptions = {
   equivalent: AnswerEquivalence;
   signal?: AbortSignal;
   onProgress?: (progress: EvalProgress) => void;
+  /** Receives warnings (a truncated last line removed on resume); default `process.emitWarning`. */
+  onWarning?: (message: string) => void;
   now?: () => Date;
 };
 
@@ -123,7 +120,9 @@ export async function runEval(options: EvalRunOptions): Promise<EvalRunResult> {
   signal?.addEventListener('abort', onAbort, { once: true });
   let failure: { error: unknown } | null = null;
   let written = 0;
-  let writes = Promise.resolve();
+  const warn = options.onWarning === undefined ? {} : { onWarning: options.onWarning };
+  // The writer validates each record, appends it with one write and syncs it.
+  const writer = await openTrajectoryWriter(join(outDir, RUN_FILES.trajectories), warn);
 
   const worker = async () => {
     for (let next = queue.shift(); next !== undefined && !stop.signal.aborted; next = queue.shift()) {
@@ -135,8 +134,7 @@ export async function runEval(options: EvalRunOptions): Promise<EvalRunResult> {
         const trajectory = { ...solved, problemId: problem.id, sample };
         const graded = attachGrade(trajectory, await grade(trajectory, problem), problem.answer);
         if (stop.signal.aborted) continue;
-        writes = writes.then(() => appendRunTrajectory(outDir, graded));
-        await writes;
+        await writer.append(graded);
         written++;
         progress.done++;
         if (readGrade(graded)?.correct) progress.correct++;
@@ -156,10 +154,11 @@ export async function runEval(options: EvalRunOptions): Promise<EvalRunResult> {
     await Promise.all(Array.from({ length: Math.min(concurrency, Math.max(queue.length, 1)) }, worker));
   } finally {
     signal?.removeEventListener('abort', onAbort);
+    await writer.close();
   }
   if (failure !== null) throw (failure as { error: unknown }).error;
 
-  const all = await readRunTrajectories(outDir);
+  const all = await readRunTrajectories(outDir, warn);
   const summary = await summarizeRun({
     benchmark: benchmark.name,
     problems: benchmark.problems,
@@ -179,7 +178,8 @@ export async function runEval(options: EvalRunOptions): Promise<EvalRunResult> {
       };
 }
 
-async function prepareFolder({ outDir, resume, benchmark }: EvalRunOptions): Promise<Trajectory[]> {
+async function prepareFolder(options: EvalRunOptions): Promise<Trajectory[]> {
+  const { outDir, resume, benchmark } = options;
   if (!resume) {
     if (await folderHasEntries(outDir)) throw new EvalOutputExistsError(outDir);
     await mkdir(outDir, { recursive: true });
@@ -193,7 +193,7 @@ async function prepareFolder({ outDir, resume, benchmark }: EvalRunOptions): Pro
       `it was run on benchmark "${String(saved.benchmark)}", not "${benchmark.name}"`,
     );
   }
-  return readRunTrajectories(outDir, { repairTornTail: true });
+  return readRunTrajectories(outDir, options.onWarning === undefined ? {} : { onWarning: options.onWarning });
 }
 
 function pairKey(problemId: string, sample: number): string {

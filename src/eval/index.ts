@@ -51,7 +51,6 @@ export {
 } from './progress-reporter.ts';
 export { type ReportRun, renderReport } from './report-html.ts';
 export {
-  appendRunTrajectory,
   folderHasEntries,
   RUN_FILES,
   readRunJson,
@@ -71,4 +70,4 @@ export {
   type ToolUseStats,
   toolUseStats,
 } from './tool-use-stats.ts';
-export { attachGrade, gradingInput, readGrade, type StoredGrade } from './trajectory-grade.ts';
+export { attachGrade, gradeTrajectory, readGrade, type StoredGrade } from './trajectory-grade.ts';

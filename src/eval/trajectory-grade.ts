@@ -3,7 +3,7 @@
  * `reason` and `extracted`, beside whatever the solver put there. `readGrade` validates it back.
  */
 import { z } from 'zod';
-import type { GradeResult } from '../grader/types.ts';
+import type { GradeOptions, GradeResult, Grader } from '../grader/types.ts';
 import type { Trajectory } from '../trajectory/trajectory.ts';
 
 const gradeMetaSchema = z.object({
@@ -36,11 +36,17 @@ export function readGrade(trajectory: Trajectory): StoredGrade | null {
   return parsed.success ? parsed.data : null;
 }
 
-/** The text the grader reads: the extracted answer when the agent found one, else the response. */
-export function gradingInput(trajectory: Trajectory): string {
-  if (trajectory.answer !== null) return trajectory.answer;
-  return trajectory.segments
-    .filter((segment) => segment.kind === 'model')
-    .map((segment) => segment.text)
-    .join('');
+/**
+ * Grades a trajectory's final answer (the agent's last `\boxed{}`) against the reference. A
+ * trajectory without one is `no-answer` without asking the grader, which would otherwise read
+ * the whole response as a bare answer.
+ */
+export async function gradeTrajectory(
+  trajectory: Trajectory,
+  reference: string,
+  grader: Grader,
+  options?: GradeOptions,
+): Promise<GradeResult> {
+  if (trajectory.answer === null) return { correct: false, extracted: null, reason: 'no-answer' };
+  return grader(trajectory.answer, reference, options);
 }

@@ -3,6 +3,7 @@ import { registerBench } from './bench.ts';
 import { registerCheck } from './check.ts';
 import { registerGrade } from './grade.ts';
 import { registerInspect } from './inspect.ts';
+import { registerReport } from './report.ts';
 import { registerSandbox } from './sandbox.ts';
 
 /** Adds every subcommand to the program; one line per command file. */
@@ -12,4 +13,5 @@ export function registerCommands(program: Command): void {
   registerBench(program);
   registerInspect(program);
   registerSandbox(program);
+  registerReport(program);
 }
