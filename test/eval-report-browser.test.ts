@@ -4,7 +4,7 @@
  * rendering (checked for the SVG charts and bars).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inflateSync } from 'node:zlib';
@@ -24,9 +24,9 @@ beforeAll(async () => {
   await writeFixtureRun(join(root, 'baseline'), 0);
   await writeFixtureRun(join(root, 'tuned'), 1);
 });
+// AGENTMATH_KEEP_REPORT=DIR keeps the report and its screenshot for a person to look at.
 afterAll(() => {
-  if (process.env.AGENTMATH_KEEP_REPORT)
-    require('node:fs').cpSync(root, process.env.AGENTMATH_KEEP_REPORT, { recursive: true });
+  if (process.env.AGENTMATH_KEEP_REPORT) cpSync(root, process.env.AGENTMATH_KEEP_REPORT, { recursive: true });
   rmSync(root, { recursive: true, force: true });
 });
 
