@@ -1,23 +1,7 @@
-/**
- * The sandbox grader tests run against: the jailed local pool when the sandbox module is
- * present, else the plain-Python test double (grader checks only, never model text).
- */
-import { existsSync } from 'node:fs';
+/** The sandbox the grader tests run their symbolic checks in: the real jailed local pool. */
+import { createLocalSandbox } from '../src/sandbox/index.ts';
 import type { SandboxProvider } from '../src/sandbox/types.ts';
-import { createPythonTestProvider } from './grader-python-provider.ts';
 
 export async function openGraderTestSandbox(): Promise<{ sandbox: SandboxProvider; kind: string }> {
-  const moduleUrl = new URL('../src/sandbox/index.ts', import.meta.url);
-  if (existsSync(moduleUrl)) {
-    const sandboxModule = (await import(moduleUrl.href)) as {
-      createLocalSandbox?: (options: Record<string, unknown>) => SandboxProvider;
-    };
-    if (sandboxModule.createLocalSandbox) {
-      return {
-        sandbox: sandboxModule.createLocalSandbox({ maxWorkers: 2, warmWorkers: 1 }),
-        kind: 'local pool',
-      };
-    }
-  }
-  return { sandbox: createPythonTestProvider(), kind: 'python test double' };
+  return { sandbox: createLocalSandbox({ maxWorkers: 2, warmWorkers: 1 }), kind: 'local pool' };
 }

@@ -1,10 +1,12 @@
 import type { Command } from 'commander';
 import { registerGraderBench } from './bench-grader.ts';
 import { registerSandboxBench } from './bench-sandbox.ts';
+import { registerEngineBench } from './engine.ts';
 
 /** `agentmath bench <thing>`: speed figures, printed as a table or JSON. */
 export function registerBench(program: Command): void {
   const bench = program.command('bench').description('measure speed: p50/p99 and a baseline in the same run');
   registerGraderBench(bench);
   registerSandboxBench(bench);
+  registerEngineBench(bench);
 }

@@ -1,17 +1,21 @@
 import type { Command } from 'commander';
 import { registerBench } from './bench.ts';
 import { registerCheck } from './check.ts';
+import { registerEngine } from './engine.ts';
 import { registerGrade } from './grade.ts';
 import { registerInspect } from './inspect.ts';
 import { registerReport } from './report.ts';
 import { registerSandbox } from './sandbox.ts';
+import { registerTasks } from './tasks.ts';
 
 /** Adds every subcommand to the program; one line per command file. */
 export function registerCommands(program: Command): void {
   registerCheck(program);
+  registerEngine(program);
   registerGrade(program);
   registerBench(program);
   registerInspect(program);
   registerSandbox(program);
+  registerTasks(program);
   registerReport(program);
 }

@@ -1,0 +1,77 @@
+"""Command line: `python3 -m agentmath_worker --model tiny --port 30000`.
+
+Prints one JSON line `{"event": "listening", "port": N, ...}` on stdout once it serves, so a
+supervisor started with --port 0 learns the port; logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Threads that sleep when idle instead of spinning: on a shared machine a spinning OpenMP
+# thread steals the core another process (or our own HTTP threads) needs. Set before torch loads.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+
+from .app import WorkerOptions, build_worker
+from .server import serve
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="agentmath_worker", description="AgentMath PyTorch worker (engine + trainer)")
+    parser.add_argument("--model", default="tiny", help="preset (tiny, test), a saved model folder, or a Hugging Face folder")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=30000, help="0 picks a free port")
+    parser.add_argument("--seed", type=int, default=None, help="initialisation seed for a preset")
+    parser.add_argument("--max-running-requests", type=int, default=64)
+    parser.add_argument("--decode-threads", type=int, default=1, help="torch threads while generating")
+    parser.add_argument("--train-threads", type=int, default=0, help="torch threads while training (0: all cores)")
+    parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument("--weight-decay", type=float, default=0.01)
+    parser.add_argument("--max-grad-norm", type=float, default=1.0)
+    parser.add_argument("--micro-batch-tokens", type=int, default=8192)
+    parser.add_argument("--device", default="auto", help="Hugging Face models: auto, cpu or cuda")
+    parser.add_argument("--log-level", default="info")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper(), logging.INFO),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    options = WorkerOptions(
+        model=args.model, seed=args.seed, max_running_requests=args.max_running_requests, decode_threads=args.decode_threads, train_threads=args.train_threads,
+        learning_rate=args.learning_rate, weight_decay=args.weight_decay, max_grad_norm=args.max_grad_norm,
+        micro_batch_tokens=args.micro_batch_tokens, device=args.device,
+    )
+    try:
+        worker = build_worker(options)
+    except (ValueError, OSError, ImportError) as error:
+        print(f"agentmath_worker: {error}", file=sys.stderr)
+        return 2
+    server, port = serve(worker, args.host, args.port)
+
+    def stop(signum, frame) -> None:
+        del frame
+        logging.getLogger("agentmath_worker").info("signal %d: stopping", signum)
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print(json.dumps({"event": "listening", "host": args.host, "port": port, "model": args.model}), flush=True)
+    logging.getLogger("agentmath_worker").info("serving %s on http://%s:%d", args.model, args.host, port)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        worker.engine.shutdown()
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,286 @@
+"""The continuous-batching generation engine.
+
+One engine thread owns the model's slot KV cache. Each loop iteration it
+  1. admits waiting requests into free slots (prefill, then the first token is sampled), and
+  2. runs ONE batched decode step over every running sequence, each at its own position.
+A request that arrives while others run joins at the next step; finished sequences leave
+their slot at once. Per-step Python work is bookkeeping only (append, stop check); the model
+call and sampling are batched tensors.
+
+Weight changes (training steps, loading weights) run through `exclusive()`: they wait until
+the running sequences finish, new requests wait behind them, so every response comes from
+exactly one policy version (reported as meta_info.weight_version) and no KV cache mixes
+weights. This matches SGLang, whose weight updates also wait for in-flight requests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import threading
+import time
+import uuid
+from typing import Any, Callable, Dict, List, Optional, Set, TypeVar
+
+import torch
+
+from .threads import use_threads
+from .sampling import sample_tokens
+from .stop import StopChecker, trim_text
+
+T = TypeVar("T")
+logger = logging.getLogger("agentmath_worker.engine")
+_seed_source = itertools.count(0x5EED)
+
+
+@dataclasses.dataclass
+class SamplingParams:
+    max_new_tokens: int = 128
+    temperature: float = 1.0
+    top_p: float = 1.0
+    stop: List[str] = dataclasses.field(default_factory=list)
+    stop_token_ids: List[int] = dataclasses.field(default_factory=list)
+    no_stop_trim: bool = False
+    ignore_eos: bool = False
+    skip_special_tokens: bool = True
+    seed: Optional[int] = None
+
+
+@dataclasses.dataclass
+class Sequence:
+    request_id: str
+    prompt: List[int]
+    params: SamplingParams
+    return_logprob: bool
+    seed: int
+    stop_checker: StopChecker
+    created: float
+    output: List[int] = dataclasses.field(default_factory=list)
+    logprobs: List[float] = dataclasses.field(default_factory=list)
+    output_bytes: bytes = b""
+    slot: int = -1
+    finish: Optional[Dict[str, Any]] = None
+    result: Optional[Dict[str, Any]] = None
+    done: threading.Event = dataclasses.field(default_factory=threading.Event)
+
+
+class RequestError(ValueError):
+    """A request the engine cannot serve (reported to the client as HTTP 400)."""
+
+
+class Engine:
+    def __init__(self, backend, max_running: int, threads: int = 0) -> None:
+        self.backend = backend
+        self.threads = threads
+        self.max_running = max_running
+        self.policy_version = 0
+        self._condition = threading.Condition()
+        self._waiting: List[Sequence] = []
+        self._running: Dict[int, Sequence] = {}
+        self._aborted: Set[str] = set()
+        self._writers_waiting = 0
+        self._writer_active = False
+        self._in_step = False
+        self._stopped = False
+        n = backend.n_slots
+        self._tokens = torch.zeros(n, dtype=torch.long)
+        self._positions = torch.zeros(n, dtype=torch.long)
+        self._temperatures = torch.ones(n)
+        self._top_ps = torch.ones(n)
+        self._seeds = torch.zeros(n, dtype=torch.long)
+        self._counters = torch.zeros(n, dtype=torch.long)
+        self.steps = 0
+        self._thread = threading.Thread(target=self._loop, name="engine", daemon=True)
+        self._thread.start()
+
+    # Public ---------------------------------------------------------------------------------
+    def submit(self, prompt: List[int], params: SamplingParams, return_logprob: bool, request_id: Optional[str]) -> Sequence:
+        context = self.backend.context_length
+        if len(prompt) == 0:
+            raise RequestError("input_ids is empty")
+        if len(prompt) >= context:
+            raise RequestError(f"the input ({len(prompt)} tokens) is not shorter than the context length ({context})")
+        seed = params.seed if params.seed is not None else (next(_seed_source) * 2654435761 + time.time_ns()) & (2**62 - 1)
+        eos = set() if params.ignore_eos else set(self.backend.eos_token_ids)
+        sequence = Sequence(
+            request_id=request_id or uuid.uuid4().hex,
+            prompt=list(prompt),
+            params=params,
+            return_logprob=return_logprob,
+            seed=int(seed),
+            stop_checker=StopChecker(params.stop, eos | set(params.stop_token_ids)),
+            created=time.time(),
+        )
+        with self._condition:
+            if self._stopped:
+                raise RequestError("the engine is shutting down")
+            self._waiting.append(sequence)
+            self._condition.notify_all()
+        return sequence
+
+    def abort(self, request_id: Optional[str] = None) -> int:
+        """Aborts one request by id, or every request when id is None. Returns how many."""
+        with self._condition:
+            targets = [s for s in self._waiting + list(self._running.values()) if request_id in (None, s.request_id)]
+            for sequence in targets:
+                self._aborted.add(sequence.request_id)
+            self._condition.notify_all()
+        return len(targets)
+
+    def exclusive(self, action: Callable[[], T]) -> T:
+        """Runs `action` with no sequence in flight (see module comment)."""
+        with self._condition:
+            self._writers_waiting += 1
+            try:
+                while self._writer_active or self._running or self._in_step:
+                    self._condition.wait()
+                self._writer_active = True
+            finally:
+                self._writers_waiting -= 1
+        try:
+            return action()
+        finally:
+            with self._condition:
+                self._writer_active = False
+                self._condition.notify_all()
+
+    def stats(self) -> Dict[str, int]:
+        with self._condition:
+            return {"running": len(self._running), "waiting": len(self._waiting), "decode_steps": self.steps}
+
+    def shutdown(self) -> None:
+        self.abort()
+        with self._condition:
+            self._stopped = True
+            self._condition.notify_all()
+        self._thread.join(timeout=30)
+
+    # Engine thread --------------------------------------------------------------------------
+    def _loop(self) -> None:
+        while True:
+            with self._condition:
+                while not self._stopped and (
+                    self._writer_active
+                    or (not self._running and (not self._waiting or self._writers_waiting))
+                ):
+                    self._condition.wait()
+                if self._stopped and not self._running and not self._waiting:
+                    return
+                admit: List[Sequence] = []
+                if not self._writers_waiting:
+                    free = [slot for slot in range(self.backend.n_slots) if slot not in self._running]
+                    room = min(len(free), self.max_running - len(self._running))
+                    admit, self._waiting = self._waiting[:room], self._waiting[room:]
+                    for sequence, slot in zip(admit, free):
+                        sequence.slot = slot
+                        self._running[slot] = sequence
+                self._in_step = True
+            try:
+                use_threads(self.threads)
+                self._step(admit)
+            except Exception as error:  # a bug or exhausted memory: fail the batch, keep serving
+                logger.exception("decode step failed")
+                with self._condition:
+                    for sequence in list(self._running.values()):
+                        self._finish(sequence, {"type": "abort", "message": f"engine error: {error}"})
+            finally:
+                with self._condition:
+                    self._in_step = False
+                    self._condition.notify_all()
+
+    def _step(self, admit: List[Sequence]) -> None:
+        with self._condition:
+            aborted, self._aborted = self._aborted, set()
+            for sequence in list(self._running.values()):
+                if sequence.request_id in aborted:
+                    self._finish(sequence, {"type": "abort"})
+            for sequence in [s for s in self._waiting if s.request_id in aborted]:
+                self._waiting.remove(sequence)
+                self._finish(sequence, {"type": "abort"})
+        for sequence in admit:
+            if sequence.finish is None:
+                self._admit(sequence)
+        admitted = {sequence.slot for sequence in admit}
+        decoding = [s for s in self._running.values() if s.slot not in admitted]
+        if not decoding:
+            return
+        width = max(s.slot for s in decoding) + 1
+        active = torch.zeros(width, dtype=torch.bool)
+        active[[s.slot for s in decoding]] = True
+        # Idle slots in range decode a pad at position 0: harmless, their rows are ignored.
+        tokens = torch.where(active, self._tokens[:width], torch.zeros_like(self._tokens[:width]))
+        positions = torch.where(active, self._positions[:width], torch.zeros_like(self._positions[:width]))
+        logits = self.backend.decode_step(tokens, positions)
+        sampled, logprobs = sample_tokens(
+            logits, self._temperatures[:width], self._top_ps[:width], self._seeds[:width], self._counters[:width]
+        )
+        self.steps += 1
+        self._positions[:width] += active.long()
+        self._counters[:width] += active.long()
+        self._tokens[:width] = torch.where(active, sampled, self._tokens[:width])
+        sampled_list, logprob_list = sampled.tolist(), logprobs.tolist()
+        for sequence in decoding:
+            self._append(sequence, sampled_list[sequence.slot], logprob_list[sequence.slot])
+
+    def _admit(self, sequence: Sequence) -> None:
+        slot, params = sequence.slot, sequence.params
+        if params.max_new_tokens <= 0:
+            self._finish_locked(sequence, {"type": "length", "length": 0})
+            return
+        logits = self.backend.prefill(slot, sequence.prompt)
+        self._temperatures[slot] = float(params.temperature)
+        self._top_ps[slot] = float(params.top_p)
+        self._seeds[slot] = sequence.seed
+        self._counters[slot] = 0
+        token, logprob = sample_tokens(
+            logits[None], self._temperatures[slot : slot + 1], self._top_ps[slot : slot + 1],
+            self._seeds[slot : slot + 1], self._counters[slot : slot + 1],
+        )
+        self._counters[slot] = 1
+        self._positions[slot] = len(sequence.prompt)
+        self._tokens[slot] = token[0]
+        self._append(sequence, int(token[0]), float(logprob[0]))
+
+    def _append(self, sequence: Sequence, token: int, logprob: float) -> None:
+        """Records a token and checks the finish conditions in SGLang's order: length, then stop
+        token, then stop string."""
+        sequence.output.append(token)
+        sequence.logprobs.append(logprob)
+        sequence.output_bytes = self.backend.extend_bytes(sequence.output_bytes, sequence.output)
+        matched = sequence.stop_checker.check(token, sequence.output_bytes)
+        if len(sequence.output) >= sequence.params.max_new_tokens:
+            self._finish_locked(sequence, {"type": "length", "length": sequence.params.max_new_tokens})
+        elif matched is not None:
+            self._finish_locked(sequence, {"type": "stop", "matched": matched})
+        elif len(sequence.prompt) + len(sequence.output) >= self.backend.context_length:
+            self._finish_locked(sequence, {"type": "length", "length": len(sequence.output)})
+
+    def _finish_locked(self, sequence: Sequence, reason: Dict[str, Any]) -> None:
+        with self._condition:
+            self._finish(sequence, reason)
+
+    def _finish(self, sequence: Sequence, reason: Dict[str, Any]) -> None:
+        """Builds the SGLang-shaped result, frees the slot, wakes the waiting request. Holds the lock."""
+        if sequence.finish is not None:
+            return
+        sequence.finish = reason
+        if sequence.slot >= 0 and self._running.get(sequence.slot) is sequence:
+            del self._running[sequence.slot]
+            self.backend.release(sequence.slot)
+        matched = reason.get("matched")
+        text_ids = sequence.output[:-1] if isinstance(matched, int) and not sequence.params.no_stop_trim else sequence.output
+        text = trim_text(self.backend.decode(text_ids, sequence.params.skip_special_tokens), matched, sequence.params.no_stop_trim)
+        meta: Dict[str, Any] = {
+            "id": sequence.request_id,
+            "finish_reason": reason,
+            "prompt_tokens": len(sequence.prompt),
+            "completion_tokens": len(sequence.output),
+            "cached_tokens": 0,
+            "weight_version": str(self.policy_version),
+            "e2e_latency": time.time() - sequence.created,
+        }
+        if sequence.return_logprob:
+            meta["output_token_logprobs"] = [[lp, tok, None] for lp, tok in zip(sequence.logprobs, sequence.output)]
+        sequence.result = {"text": text, "output_ids": list(sequence.output), "meta_info": meta}
+        sequence.done.set()

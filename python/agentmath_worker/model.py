@@ -1,0 +1,174 @@
+"""The embedded policy: a byte-level decoder-only transformer with a slot KV cache.
+
+Pre-norm blocks (LayerNorm, causal self-attention with grouped-query heads and rotary position
+embeddings, GELU MLP), tied input/output embeddings. Two ways to run it:
+  - `forward(input_ids)`: full causal pass over a [batch, time] tensor (training, scoring,
+    reference generation without a cache);
+  - `prefill` / `decode` against a `SlotKVCache`: each running sequence owns a slot and its own
+    position, so sequences of different lengths decode together in one batched step
+    (continuous batching). Idle slots inside the decoded range are computed and ignored.
+Queries are laid out [batch, kv_heads, group·time, head_dim] so one matmul per layer serves all
+query heads that share a key/value head. Initialisation depends only on `config.seed`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .config import ModelConfig
+
+
+class SlotKVCache:
+    """Keys and values per layer, shaped [slots, kv_heads, context, head_dim]."""
+
+    def __init__(self, config: ModelConfig, n_slots: int, dtype: torch.dtype = torch.float32) -> None:
+        shape = (n_slots, config.n_kv_heads, config.context_length, config.head_dim)
+        self.n_slots = n_slots
+        self.keys = [torch.zeros(shape, dtype=dtype) for _ in range(config.n_layers)]
+        self.values = [torch.zeros(shape, dtype=dtype) for _ in range(config.n_layers)]
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary embedding on the last dim (halves convention): x·cos + rotate_half(x)·sin."""
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+
+
+class Block(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        d = config.d_model
+        self.n_kv_heads = config.n_kv_heads
+        self.group = config.group_size
+        self.head_dim = config.head_dim
+        self.scale = 1.0 / math.sqrt(config.head_dim)
+        self.norm_attention = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, d + 2 * config.n_kv_heads * config.head_dim)
+        self.attention_out = nn.Linear(d, d)
+        self.norm_mlp = nn.LayerNorm(d)
+        self.mlp_in = nn.Linear(d, config.mlp_ratio * d)
+        self.mlp_out = nn.Linear(config.mlp_ratio * d, d)
+
+    def project(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
+        """q: [batch, kv_heads, group, time, hd]; k, v: [batch, kv_heads, time, hd]; rotary applied.
+        cos/sin: [time, hd/2] (one sequence layout for all rows) or [batch, time, hd/2]."""
+        batch, time, _ = x.shape
+        fused = self.qkv(self.norm_attention(x)).view(batch, time, self.n_kv_heads, self.group + 2, self.head_dim)
+        q = _rotate(fused[:, :, :, : self.group], cos[..., None, None, :], sin[..., None, None, :])
+        k = _rotate(fused[:, :, :, self.group], cos[..., None, :], sin[..., None, :])
+        return q.permute(0, 2, 3, 1, 4), k.transpose(1, 2), fused[:, :, :, self.group + 1].transpose(1, 2)
+
+    def attend(self, x, q, keys, values, mask):
+        """Attention of q over keys/values ([batch, kv, T_k, hd]); mask additive, broadcastable to
+        [batch, kv, group·T_q, T_k]. Adds the output projection to the residual x."""
+        batch, time, d = x.shape
+        q = q.reshape(batch, self.n_kv_heads, self.group * time, self.head_dim)
+        scores = torch.matmul(q, keys.transpose(-1, -2)) * self.scale + mask
+        attended = torch.matmul(torch.softmax(scores, dim=-1), values)
+        attended = attended.view(batch, self.n_kv_heads, self.group, time, self.head_dim)
+        x = x + self.attention_out(attended.permute(0, 3, 1, 2, 4).reshape(batch, time, d))
+        return x + self.mlp_out(F.gelu(self.mlp_in(self.norm_mlp(x))))
+
+
+class ByteGPT(nn.Module):
+    """Decoder-only transformer over the 258-token byte vocabulary."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        generator_state = torch.random.get_rng_state()
+        torch.manual_seed(config.seed)
+        self.embedding = nn.Embedding(config.vocab_size, config.d_model)
+        self.blocks = nn.ModuleList([Block(config) for _ in range(config.n_layers)])
+        self.norm_final = nn.LayerNorm(config.d_model)
+        self._initialise()
+        torch.random.set_rng_state(generator_state)
+        half = config.head_dim // 2
+        inverse_frequency = 1.0 / (config.rope_base ** (torch.arange(half, dtype=torch.float32) / half))
+        angles = torch.outer(torch.arange(config.context_length, dtype=torch.float32), inverse_frequency)
+        self.register_buffer("rope_cos", torch.cos(angles), persistent=False)
+        self.register_buffer("rope_sin", torch.sin(angles), persistent=False)
+
+    def _initialise(self) -> None:
+        """GPT-2 style: N(0, 0.02), residual projections scaled by 1/sqrt(2·layers)."""
+        residual_std = 0.02 / math.sqrt(2 * self.config.n_layers)
+        for name, parameter in self.named_parameters():
+            if name.endswith("bias"):
+                nn.init.zeros_(parameter)
+            elif "norm" in name:
+                nn.init.ones_(parameter)
+            elif name.endswith("attention_out.weight") or name.endswith("mlp_out.weight"):
+                nn.init.normal_(parameter, 0.0, residual_std)
+            else:
+                nn.init.normal_(parameter, 0.0, 0.02)
+
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(self.norm_final(x), self.embedding.weight)
+
+    def _check_length(self, length: int) -> None:
+        if length > self.config.context_length:
+            raise ValueError(f"sequence of {length} tokens exceeds the context length {self.config.context_length}")
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Logits [batch, time, vocab] for every position of a [batch, time] id tensor."""
+        time = input_ids.shape[1]
+        self._check_length(time)
+        cos, sin = self.rope_cos[:time], self.rope_sin[:time]
+        # Query row g·time + i is position i of head g in its group: same causal row for every g.
+        mask = torch.full((time, time), float("-inf")).triu(1).repeat(self.config.group_size, 1)
+        x = self.embedding(input_ids)
+        for block in self.blocks:
+            q, k, v = block.project(x, cos, sin)
+            x = block.attend(x, q, k, v, mask)
+        return self._logits(x)
+
+    @torch.no_grad()
+    def prefill(self, cache: SlotKVCache, slot: int, input_ids: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """Runs 1-D ids into `slot` from position `start`; returns the last position's logits [vocab]."""
+        time = input_ids.shape[0]
+        end = start + time
+        self._check_length(end)
+        cos, sin = self.rope_cos[start:end], self.rope_sin[start:end]
+        # Row i (absolute position start+i) sees cached positions 0..start+i.
+        mask = torch.full((time, end), float("-inf")).triu(start + 1).repeat(self.config.group_size, 1)
+        x = self.embedding(input_ids[None])
+        for layer, block in enumerate(self.blocks):
+            q, k, v = block.project(x, cos, sin)
+            cache.keys[layer][slot, :, start:end] = k[0]
+            cache.values[layer][slot, :, start:end] = v[0]
+            keys = cache.keys[layer][slot : slot + 1, :, :end]
+            values = cache.values[layer][slot : slot + 1, :, :end]
+            x = block.attend(x, q, keys, values, mask)
+        return self._logits(x[0, -1])
+
+    @torch.no_grad()
+    def decode(
+        self,
+        cache: SlotKVCache,
+        tokens: torch.Tensor,
+        positions: torch.Tensor,
+        length: Optional[int] = None,
+    ) -> torch.Tensor:
+        """One step for slots 0..n-1: token i sits at positions[i] of slot i. Returns [n, vocab]."""
+        slots = tokens.shape[0]
+        if length is None:
+            length = int(positions.max().item()) + 1
+        slot_index = torch.arange(slots)
+        cos = self.rope_cos[positions][:, None, :]
+        sin = self.rope_sin[positions][:, None, :]
+        visible = torch.arange(length)[None, :] <= positions[:, None]
+        mask = torch.zeros(slots, length).masked_fill_(~visible, float("-inf"))[:, None, None, :]
+        x = self.embedding(tokens)[:, None, :]
+        for layer, block in enumerate(self.blocks):
+            q, k, v = block.project(x, cos, sin)
+            keys, values = cache.keys[layer], cache.values[layer]
+            keys[slot_index, :, positions] = k[:, :, 0]
+            values[slot_index, :, positions] = v[:, :, 0]
+            x = block.attend(x, q, keys[:slots, :, :length], values[:slots, :, :length], mask)
+        return self._logits(x[:, 0])

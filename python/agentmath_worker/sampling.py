@@ -1,0 +1,69 @@
+"""Batched next-token sampling with per-request reproducible randomness.
+
+Every running sequence carries its own seed and temperature/top-p. The uniform draw for the
+token at output index n of a sequence is a pure function of (seed, n) — a counter-based hash
+computed for the whole batch at once — so a seeded request gives the same tokens whatever else
+shares its batch, and no Python loop over sequences runs per step.
+
+Logprobs returned are of the sampled token under the distribution that was sampled from
+before top-p truncation: log_softmax(logits / temperature), or log_softmax(logits) when
+temperature is 0 (greedy).
+"""
+
+from __future__ import annotations
+
+from typing import Tuple
+
+import torch
+
+_MASK32 = 0xFFFFFFFF
+
+
+def _hash32(x: torch.Tensor) -> torch.Tensor:
+    """A 32-bit integer mix (PCG output permutation style) on int64 tensors holding uint32 values.
+    Products stay below 2^63, so int64 arithmetic is exact."""
+    x = (x * 747796405 + 2891336453) & _MASK32
+    shift = (x >> 28) + 4
+    x = (((x >> shift) ^ x) * 277803737) & _MASK32
+    return (x >> 22) ^ x
+
+
+def uniform_draws(seeds: torch.Tensor, counters: torch.Tensor) -> torch.Tensor:
+    """Uniform floats in [0, 1), one per row, from int64 `seeds` and `counters` (uint32 range)."""
+    mixed = _hash32(_hash32(seeds & _MASK32) ^ (counters & _MASK32))
+    mixed = _hash32(mixed ^ ((seeds >> 32) & _MASK32))
+    return (mixed >> 8).to(torch.float64) / float(1 << 24)
+
+
+def sample_tokens(
+    logits: torch.Tensor,
+    temperatures: torch.Tensor,
+    top_ps: torch.Tensor,
+    seeds: torch.Tensor,
+    counters: torch.Tensor,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Samples one token per row of logits [n, vocab]. Returns (token ids [n], logprobs [n])."""
+    greedy = temperatures <= 0
+    safe_temperature = torch.where(greedy, torch.ones_like(temperatures), temperatures)
+    log_probs = torch.log_softmax(logits.float() / safe_temperature[:, None], dim=-1)
+    draws = uniform_draws(seeds, counters)
+    # Rows with top_p = 1: inverse-CDF draw over the unsorted distribution (no sort needed).
+    cumulative = torch.cumsum(log_probs.exp().double(), dim=-1)
+    index = torch.searchsorted(cumulative, (draws * cumulative[:, -1])[:, None], right=True)
+    tokens = index.clamp_(max=logits.shape[-1] - 1)[:, 0]
+    truncated = top_ps < 1.0
+    if bool(truncated.any()):
+        # The choice of path depends on the row's own top_p only, so a seeded request draws the
+        # same token whatever shares its batch.
+        sorted_log_probs, order = torch.sort(log_probs, dim=-1, descending=True)
+        sorted_probs = sorted_log_probs.exp()
+        # Keep the smallest prefix whose mass reaches top_p (the first token always stays).
+        keep = (torch.cumsum(sorted_probs, dim=-1) - sorted_probs) < top_ps[:, None]
+        kept_cumulative = torch.cumsum((sorted_probs * keep).double(), dim=-1)
+        index = torch.searchsorted(kept_cumulative, (draws * kept_cumulative[:, -1])[:, None], right=True)
+        # A draw can land past the last kept token only through rounding; fold it back in.
+        index = torch.minimum(index, keep.sum(dim=-1, keepdim=True) - 1)
+        tokens = torch.where(truncated, order.gather(-1, index)[:, 0], tokens)
+    tokens = torch.where(greedy, log_probs.argmax(dim=-1), tokens)
+    chosen = log_probs.gather(-1, tokens[:, None])[:, 0]
+    return tokens, chosen

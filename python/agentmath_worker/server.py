@@ -1,0 +1,237 @@
+"""The worker's HTTP server: SGLang's native routes plus the training routes.
+
+Inference (SGLang names and shapes):
+  GET  /health                  200 when the engine thread is alive
+  GET  /get_model_info          model_path, tokenizer_path, is_generation, weight_version, …
+  POST /generate                input_ids (or text), sampling_params, return_logprob, rid
+  POST /update_weights_from_disk {model_path}
+  POST /abort_request           {rid} (or {} for all)
+Training (this worker's own; bodies in docs/embedded-model.md):
+  POST /train/sft_step  /train/grpo_step  /train/score
+  POST /train/save_checkpoint {path}  /train/load_checkpoint {path}
+  GET  /train/state
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from . import requests as parse
+from .engine import Engine, RequestError
+from .trainer import Trainer
+
+logger = logging.getLogger("agentmath_worker.server")
+
+
+class Worker:
+    """The engine and trainer over one backend, with the route logic (no HTTP here)."""
+
+    def __init__(self, backend, trainer: Trainer, engine: Engine, vocab_size: int) -> None:
+        self.backend = backend
+        self.trainer = trainer
+        self.engine = engine
+        self.vocab_size = vocab_size
+        self._train_lock = threading.Lock()
+
+    @property
+    def policy_version(self) -> int:
+        return self.engine.policy_version
+
+    def generate(self, body: Any) -> Any:
+        prompts, batched, sampling, return_logprob, request_ids = parse.parse_generate(body, self.vocab_size, self.backend.encode)
+        sequences = [
+            self.engine.submit(prompt, sampling, return_logprob, request_ids[i] if request_ids else None)
+            for i, prompt in enumerate(prompts)
+        ]
+        for sequence in sequences:
+            sequence.done.wait()
+        results = [sequence.result for sequence in sequences]
+        return results if batched else results[0]
+
+    def model_info(self) -> Dict[str, Any]:
+        return {
+            "model_path": self.backend.model_path,
+            "tokenizer_path": self.backend.model_path,
+            "is_generation": True,
+            "preferred_sampling_params": None,
+            "weight_version": str(self.policy_version),
+            "policy_version": self.policy_version,
+            "context_length": self.backend.context_length,
+            "max_running_requests": self.engine.max_running,
+            "backend": self.backend.kind,
+            "model": self.backend.describe(),
+        }
+
+    def update_weights_from_disk(self, body: Any) -> Dict[str, Any]:
+        path = parse.required_path(body, "model_path")
+
+        def load() -> Dict[str, Any]:
+            self.backend.load_weights(path)
+            version = _read_version(path)
+            self.engine.policy_version = version if version is not None else self.engine.policy_version + 1
+            return {"success": True, "message": f"loaded weights from {path}", "num_paused_requests": 0,
+                    "weight_version": str(self.engine.policy_version)}
+
+        try:
+            return self.engine.exclusive(load)
+        except (OSError, ValueError, RuntimeError) as error:
+            return {"success": False, "message": f"failed to load weights from {path}: {error}", "num_paused_requests": 0}
+
+    def train(self, kind: str, body: Any) -> Dict[str, Any]:
+        body = parse._object(body, "request body")
+        sequences = parse.parse_train_sequences(body, self.vocab_size, self.backend.context_length, grpo=kind == "grpo")
+        learning_rate = parse.optional_number(body, "learning_rate", None, 0.0)
+
+        def step() -> Dict[str, Any]:
+            if kind == "sft":
+                stats = self.trainer.sft_step(sequences, learning_rate)
+            else:
+                stats = self.trainer.grpo_step(
+                    sequences,
+                    clip_low=parse.optional_number(body, "clip_epsilon_low", 0.2, 0.0),
+                    clip_high=parse.optional_number(body, "clip_epsilon_high", 0.2, 0.0),
+                    kl_coef=parse.optional_number(body, "kl_coef", 0.0, 0.0),
+                    learning_rate=learning_rate,
+                )
+            self.engine.policy_version += 1
+            return {**stats, "policy_version": self.engine.policy_version}
+
+        with self._train_lock:
+            return self.engine.exclusive(step)
+
+    def score(self, body: Any) -> Dict[str, Any]:
+        body = parse._object(body, "request body")
+        raw = body.get("input_ids")
+        if not isinstance(raw, list) or not raw:
+            raise parse.BadRequest("input_ids must be a non-empty list of token id lists")
+        sequences = [parse._token_ids(ids, f"input_ids[{i}]", self.vocab_size) for i, ids in enumerate(raw)]
+        for index, ids in enumerate(sequences):
+            if not 1 <= len(ids) <= self.backend.context_length:
+                raise parse.BadRequest(f"input_ids[{index}] must hold 1..{self.backend.context_length} tokens")
+        logprobs = self.engine.exclusive(lambda: self.trainer.score(sequences))
+        return {"token_logprobs": logprobs, "policy_version": self.policy_version}
+
+    def save_checkpoint(self, body: Any) -> Dict[str, Any]:
+        path = parse.required_path(body, "path")
+
+        def save() -> Dict[str, Any]:
+            os.makedirs(path, exist_ok=True)
+            self.backend.save(path)
+            self.trainer.save_optimizer(path)
+            with open(os.path.join(path, "trainer_state.json"), "w", encoding="utf-8") as handle:
+                json.dump({"policy_version": self.policy_version, "optimizer_steps": self.trainer.optimizer_steps}, handle)
+            return {"success": True, "path": path, "policy_version": self.policy_version}
+
+        with self._train_lock:
+            return self.engine.exclusive(save)
+
+    def load_checkpoint(self, body: Any) -> Dict[str, Any]:
+        path = parse.required_path(body, "path")
+
+        def load() -> Dict[str, Any]:
+            self.backend.load_weights(path)
+            optimizer = self.trainer.load_optimizer(path)
+            version = _read_version(path)
+            self.engine.policy_version = version if version is not None else 0
+            return {"success": True, "path": path, "policy_version": self.policy_version, "optimizer_restored": optimizer}
+
+        with self._train_lock:
+            return self.engine.exclusive(load)
+
+    def train_state(self) -> Dict[str, Any]:
+        return {
+            "policy_version": self.policy_version,
+            "optimizer_steps": self.trainer.optimizer_steps,
+            "settings": self.trainer.settings.__dict__,
+            "engine": self.engine.stats(),
+        }
+
+
+def _read_version(folder: str) -> Optional[int]:
+    path = os.path.join(folder, "trainer_state.json")
+    if not os.path.isfile(path):
+        return None
+    with open(path, "r", encoding="utf-8") as handle:
+        return int(json.load(handle)["policy_version"])
+
+
+def make_handler(worker: Worker):
+    post_routes: Dict[str, Callable[[Any], Any]] = {
+        "/generate": worker.generate,
+        "/update_weights_from_disk": worker.update_weights_from_disk,
+        "/abort_request": lambda body: {"aborted": worker.engine.abort((body or {}).get("rid"))},
+        "/train/sft_step": lambda body: worker.train("sft", body),
+        "/train/grpo_step": lambda body: worker.train("grpo", body),
+        "/train/score": worker.score,
+        "/train/save_checkpoint": worker.save_checkpoint,
+        "/train/load_checkpoint": worker.load_checkpoint,
+    }
+    get_routes: Dict[str, Callable[[], Any]] = {
+        "/health": lambda: None,
+        "/get_model_info": worker.model_info,
+        "/train/state": worker.train_state,
+    }
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "agentmath-worker"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            logger.debug("%s " + format, self.address_string(), *args)
+
+        def _send(self, status: int, payload: Any) -> None:
+            body = b"" if payload is None else json.dumps(payload).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _error(self, status: int, message: str) -> None:
+            self._send(status, {"error": {"message": message, "code": status}})
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server naming)
+            route = get_routes.get(self.path.split("?")[0])
+            if route is None:
+                return self._error(HTTPStatus.NOT_FOUND, f"no route GET {self.path}")
+            self._run(route)
+
+        def do_POST(self) -> None:  # noqa: N802
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            route = post_routes.get(self.path.split("?")[0])
+            if route is None:
+                return self._error(HTTPStatus.NOT_FOUND, f"no route POST {self.path}")
+            try:
+                body = json.loads(raw) if raw else None
+            except json.JSONDecodeError as error:
+                return self._error(HTTPStatus.BAD_REQUEST, f"request body is not JSON: {error}")
+            self._run(lambda: route(body))
+
+        def _run(self, action: Callable[[], Any]) -> None:
+            started = time.perf_counter()
+            try:
+                payload = action()
+            except (parse.BadRequest, RequestError) as error:
+                return self._error(HTTPStatus.BAD_REQUEST, str(error))
+            except Exception as error:  # a bug: report it, keep serving
+                logger.exception("request %s failed", self.path)
+                return self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(error).__name__}: {error}")
+            self._send(HTTPStatus.OK, payload)
+            logger.debug("%s %s %.1f ms", self.command, self.path, (time.perf_counter() - started) * 1000)
+
+    return Handler
+
+
+def serve(worker: Worker, host: str, port: int) -> Tuple[ThreadingHTTPServer, int]:
+    """Binds (port 0 picks a free one) and returns the server and its port; call serve_forever()."""
+    server = ThreadingHTTPServer((host, port), make_handler(worker))
+    server.daemon_threads = True
+    return server, server.server_address[1]

@@ -1,0 +1,149 @@
+"""Cross-process tests of the worker's HTTP routes: starts `python3 -m agentmath_worker` with the
+small `test` model on a free port and speaks SGLang's wire format to it."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+import urllib.error
+import urllib.request
+
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def start_worker(*extra):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agentmath_worker", "--model", "test", "--port", "0", "--decode-threads", "1", "--train-threads", "1", *extra],
+        cwd=PYTHON_DIR, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )
+    line = process.stdout.readline()
+    if not line:
+        process.kill()
+        raise RuntimeError("worker exited before listening")
+    return process, f"http://127.0.0.1:{json.loads(line)['port']}"
+
+
+class ServerTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.process, cls.url = start_worker()
+        cls.temp = tempfile.mkdtemp(prefix="agentmath-worker-test-")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.process.send_signal(signal.SIGTERM)
+        try:
+            cls.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            cls.process.kill()
+            cls.process.wait()
+        cls.process.stdout.close()
+        shutil.rmtree(cls.temp, ignore_errors=True)
+
+    def call(self, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                raw = response.read()
+                return response.status, (json.loads(raw) if raw else None)
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+    def test_health_and_model_info(self):
+        self.assertEqual(self.call("/health")[0], 200)
+        status, info = self.call("/get_model_info")
+        self.assertEqual(status, 200)
+        self.assertTrue(info["is_generation"])
+        self.assertEqual(info["model"]["vocab_size"], 258)
+        self.assertIsInstance(info["weight_version"], str)
+
+    def test_generate_single_and_batched(self):
+        body = {
+            "input_ids": list(b"<|user|>\n1+1\n<|assistant|>\n"),
+            "sampling_params": {"max_new_tokens": 12, "temperature": 0.7, "top_p": 0.95, "seed": 5},
+            "return_logprob": True,
+        }
+        status, single = self.call("/generate", body)
+        self.assertEqual(status, 200)
+        self.assertEqual(set(single), {"text", "output_ids", "meta_info"})
+        meta = single["meta_info"]
+        self.assertEqual(meta["prompt_tokens"], len(body["input_ids"]))
+        self.assertEqual(meta["completion_tokens"], len(single["output_ids"]))
+        for logprob, token, text in meta["output_token_logprobs"]:
+            self.assertLessEqual(logprob, 0.0)
+            self.assertIsNone(text)
+        self.assertEqual([t for _, t, _ in meta["output_token_logprobs"]], single["output_ids"])
+        status, batch = self.call("/generate", {**body, "input_ids": [body["input_ids"], [65, 66]]})
+        self.assertEqual(status, 200)
+        self.assertEqual(len(batch), 2)
+        self.assertEqual(batch[0]["output_ids"], single["output_ids"])  # same seed, same tokens
+
+    def test_bad_requests_name_the_field(self):
+        status, body = self.call("/generate", {"input_ids": [1, 2, 999]})
+        self.assertEqual(status, 400)
+        self.assertIn("input_ids[2]", body["error"]["message"])
+        status, body = self.call("/generate", {"input_ids": [1], "sampling_params": {"temprature": 1}})
+        self.assertEqual(status, 400)
+        self.assertIn("temprature", body["error"]["message"])
+        status, body = self.call("/train/sft_step", {"sequences": [{"input_ids": [1, 2, 3], "loss_mask": [0, 1]}]})
+        self.assertEqual(status, 400)
+        self.assertIn("sequences[0].loss_mask", body["error"]["message"])
+        self.assertEqual(self.call("/nope", {})[0], 404)
+
+    def test_training_checkpoint_and_weight_update_round_trip(self):
+        ids = list(b"<|user|>\n2*3\n<|assistant|>\n6") + [256]
+        mask = [0] * 27 + [1, 1]
+        greedy = {"input_ids": ids[:27], "sampling_params": {"max_new_tokens": 8, "temperature": 0}}
+        status, stats = self.call("/train/sft_step", {"sequences": [{"input_ids": ids, "loss_mask": mask}], "learning_rate": 0.01})
+        self.assertEqual(status, 200)
+        version = stats["policy_version"]
+        self.assertEqual(stats["tokens"], 2)
+        folder = os.path.join(self.temp, "checkpoint")
+        self.assertEqual(self.call("/train/save_checkpoint", {"path": folder})[0], 200)
+        for name in ("config.json", "pytorch_model.bin", "tokenizer.json", "tokenizer_config.json", "trainer_state.json"):
+            self.assertTrue(os.path.isfile(os.path.join(folder, name)), name)
+        with open(os.path.join(folder, "tokenizer_config.json")) as handle:
+            self.assertEqual(json.load(handle)["eos_token"], "<|endoftext|>")
+        _, saved_output = self.call("/generate", greedy)
+        self.assertEqual(saved_output["meta_info"]["weight_version"], str(version))
+        _, logprobs = self.call("/train/score", {"input_ids": [ids]})
+        old = logprobs["token_logprobs"][0]
+        status, grpo = self.call("/train/grpo_step", {
+            "sequences": [{"input_ids": ids, "loss_mask": mask, "advantage": 1.0, "old_logprobs": old}],
+            "learning_rate": 0.05, "kl_coef": 0.01,
+        })
+        self.assertEqual(status, 200)
+        self.assertEqual(grpo["policy_version"], version + 1)
+        _, moved = self.call("/train/score", {"input_ids": [ids]})
+        self.assertGreater(sum(moved["token_logprobs"][0][27:]), sum(old[27:]))
+        status, update = self.call("/update_weights_from_disk", {"model_path": folder})
+        self.assertEqual((status, update["success"]), (200, True))
+        _, restored = self.call("/generate", greedy)
+        self.assertEqual(restored["output_ids"], saved_output["output_ids"])
+        self.assertEqual(restored["meta_info"]["weight_version"], str(version))
+        status, failed = self.call("/update_weights_from_disk", {"model_path": os.path.join(self.temp, "missing")})
+        self.assertEqual((status, failed["success"]), (200, False))
+
+    def test_served_folder_loads_in_a_fresh_worker(self):
+        folder = os.path.join(self.temp, "fresh")
+        self.call("/train/save_checkpoint", {"path": folder})
+        greedy = {"input_ids": [72, 105], "sampling_params": {"max_new_tokens": 6, "temperature": 0}}
+        _, expected = self.call("/generate", greedy)
+        process, url = start_worker("--model", folder)
+        try:
+            request = urllib.request.Request(url + "/generate", data=json.dumps(greedy).encode())
+            with urllib.request.urlopen(request, timeout=60) as response:
+                self.assertEqual(json.loads(response.read())["output_ids"], expected["output_ids"])
+        finally:
+            process.send_signal(signal.SIGTERM)
+            self.assertEqual(process.wait(timeout=20), 0)
+            process.stdout.close()
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,222 @@
+"""SFT and GRPO steps on the served weights (see losses.py for the exact objectives).
+
+A step takes a whole batch, splits it into micro-batches of at most `micro_batch_tokens`
+padded tokens, accumulates gradients with the batch-wide token count as the normaliser, clips
+the gradient norm and takes one AdamW step. Each step increments the policy version. The
+optimizer's state is saved beside the weights so a run resumes exactly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from typing import Any, Dict, List, Optional
+
+import torch
+
+from .threads import use_threads
+from .losses import grpo_loss_sum, sft_loss_sum, token_entropy, token_logprobs
+
+
+@dataclasses.dataclass
+class TrainSequence:
+    input_ids: List[int]
+    loss_mask: List[int]
+    advantage: float = 0.0
+    old_logprobs: Optional[List[float]] = None
+
+
+@dataclasses.dataclass
+class OptimizerSettings:
+    learning_rate: float = 1e-3
+    weight_decay: float = 0.01
+    beta1: float = 0.9
+    beta2: float = 0.95
+    max_grad_norm: float = 1.0
+
+
+class Trainer:
+    def __init__(self, backend, settings: OptimizerSettings, micro_batch_tokens: int = 8192, threads: int = 0) -> None:
+        self.backend = backend
+        self.threads = threads
+        self.settings = settings
+        self.micro_batch_tokens = micro_batch_tokens
+        self.optimizer_steps = 0
+        self._optimizer: Optional[torch.optim.Optimizer] = None
+        self._reference: Optional[torch.nn.Module] = None
+
+    # Steps ----------------------------------------------------------------------------------
+    def sft_step(self, sequences: List[TrainSequence], learning_rate: Optional[float] = None) -> Dict[str, Any]:
+        def loss_of(batch, logits, ids, mask, attention, count):
+            del batch, attention
+            logprobs = token_logprobs(logits, ids)
+            return sft_loss_sum(logprobs, mask) / count, {"logprob_sum": (logprobs * mask).sum().item()}
+
+        stats = self._step(sequences, loss_of, learning_rate)
+        stats["loss"] = -stats.pop("logprob_sum") / stats["tokens"]
+        return stats
+
+    def grpo_step(
+        self,
+        sequences: List[TrainSequence],
+        clip_low: float,
+        clip_high: float,
+        kl_coef: float,
+        learning_rate: Optional[float] = None,
+    ) -> Dict[str, Any]:
+        if kl_coef > 0 and self._reference is None:
+            self._reference = self.backend.frozen_copy()
+
+        def loss_of(batch, logits, ids, mask, attention, count):
+            logprobs = token_logprobs(logits, ids)
+            old = _pad_floats([s.old_logprobs or [] for s in batch], ids.shape[1])
+            advantages = torch.tensor([s.advantage for s in batch], dtype=torch.float32)
+            ref = None
+            if kl_coef > 0:
+                with torch.no_grad():
+                    ref = token_logprobs(self.backend.reference_logits(self._reference, ids, attention), ids)
+            parts = grpo_loss_sum(logprobs, old, advantages, mask, clip_low, clip_high, kl_coef, ref)
+            with torch.no_grad():
+                entropy = (token_entropy(logits) * mask).sum().item()
+            extra = {key: value.item() for key, value in parts.items() if key != "loss"}
+            extra["entropy_sum"] = entropy
+            extra["objective_sum"] = -parts["loss"].item()
+            return parts["loss"] / count, extra
+
+        stats = self._step(sequences, loss_of, learning_rate)
+        tokens = stats["tokens"]
+        result = {
+            "loss": -stats.pop("objective_sum") / tokens,
+            "clip_fraction": stats.pop("clipped_sum") / tokens,
+            "mean_ratio": stats.pop("ratio_sum") / tokens,
+            "approx_kl_old": stats.pop("approx_kl_old_sum") / tokens,
+            "entropy": stats.pop("entropy_sum") / tokens,
+        }
+        if "kl_sum" in stats:
+            result["kl_ref"] = stats.pop("kl_sum") / tokens
+        return {**stats, **result}
+
+    @torch.no_grad()
+    def score(self, sequences: List[List[int]]) -> List[List[float]]:
+        """log π_θ(x_t | x_<t) per token (0 at position 0) under the current weights."""
+        output: List[List[float]] = []
+        use_threads(self.threads)
+        for start in range(0, len(sequences), 8):
+            chunk = sequences[start : start + 8]
+            ids, _, attention = _collate([TrainSequence(s, [1] * len(s)) for s in chunk])
+            logprobs = token_logprobs(self.backend.logits(ids, attention), ids)
+            output.extend(row[: len(s)] for row, s in zip(logprobs.tolist(), chunk))
+        return output
+
+    # Checkpoint state -----------------------------------------------------------------------
+    def state_dict(self) -> Dict[str, Any]:
+        return {"optimizer_steps": self.optimizer_steps, "optimizer": self._optimizer.state_dict() if self._optimizer else None}
+
+    def save_optimizer(self, folder: str) -> None:
+        torch.save(self.state_dict(), os.path.join(folder, "optimizer.pt"))
+
+    def load_optimizer(self, folder: str) -> bool:
+        path = os.path.join(folder, "optimizer.pt")
+        if not os.path.isfile(path):
+            self._optimizer = None
+            return False
+        state = torch.load(path, map_location="cpu")
+        self.optimizer_steps = int(state["optimizer_steps"])
+        self._optimizer = None
+        if state["optimizer"] is not None:
+            self._optimizer_for().load_state_dict(state["optimizer"])
+        return True
+
+    # Internals ------------------------------------------------------------------------------
+    def _optimizer_for(self) -> torch.optim.Optimizer:
+        if self._optimizer is None:
+            module = self.backend.trainable()
+            decay = [p for n, p in module.named_parameters() if p.requires_grad and p.dim() >= 2]
+            no_decay = [p for n, p in module.named_parameters() if p.requires_grad and p.dim() < 2]
+            self._optimizer = torch.optim.AdamW(
+                [{"params": decay, "weight_decay": self.settings.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+                lr=self.settings.learning_rate,
+                betas=(self.settings.beta1, self.settings.beta2),
+            )
+        return self._optimizer
+
+    def _step(self, sequences: List[TrainSequence], loss_of, learning_rate: Optional[float]) -> Dict[str, Any]:
+        started = time.perf_counter()
+        use_threads(self.threads)
+        count = float(sum(sum(1 for m in s.loss_mask[1:] if m) for s in sequences))
+        if count == 0:
+            raise ValueError("the batch has no trained tokens (every loss_mask entry after position 0 is 0)")
+        module = self.backend.trainable()
+        module.train()
+        optimizer = self._optimizer_for()
+        lr = self.settings.learning_rate if learning_rate is None else learning_rate
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        optimizer.zero_grad(set_to_none=True)
+        totals: Dict[str, float] = {}
+        try:
+            for batch in _micro_batches(sequences, self.micro_batch_tokens):
+                ids, mask, attention = _collate(batch)
+                logits = self.backend.logits(ids, attention)
+                loss, extra = loss_of(batch, logits, ids, mask, attention, count)
+                loss.backward()
+                for key, value in extra.items():
+                    totals[key] = totals.get(key, 0.0) + value
+            parameters = [p for p in module.parameters() if p.grad is not None]
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(parameters, self.settings.max_grad_norm))
+            if math.isfinite(grad_norm):
+                optimizer.step()
+        finally:
+            optimizer.zero_grad(set_to_none=True)
+            module.eval()
+        self.optimizer_steps += 1
+        return {
+            **totals,
+            "tokens": int(count),
+            "sequences": len(sequences),
+            "grad_norm": grad_norm,
+            "learning_rate": lr,
+            "skipped": not math.isfinite(grad_norm),
+            "step_ms": (time.perf_counter() - started) * 1000.0,
+        }
+
+
+def _micro_batches(sequences: List[TrainSequence], budget: int) -> List[List[TrainSequence]]:
+    """Groups sequences (by length, to limit padding) so rows × longest ≤ budget tokens."""
+    ordered = sorted(sequences, key=lambda s: len(s.input_ids))
+    batches: List[List[TrainSequence]] = []
+    current: List[TrainSequence] = []
+    for sequence in ordered:
+        if current and (len(current) + 1) * len(sequence.input_ids) > budget:
+            batches.append(current)
+            current = []
+        current.append(sequence)
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _collate(batch: List[TrainSequence]):
+    """Right-padded ids [B, T], float loss mask [B, T] (0 on padding and position 0) and the
+    attention mask [B, T] (1 on real tokens). Padding uses token 0: causal attention keeps
+    right padding from influencing real tokens, and the loss mask drops it."""
+    width = max(len(s.input_ids) for s in batch)
+    ids = torch.zeros((len(batch), width), dtype=torch.long)
+    mask = torch.zeros(len(batch), width)
+    attention = torch.zeros((len(batch), width), dtype=torch.long)
+    for row, sequence in enumerate(batch):
+        ids[row, : len(sequence.input_ids)] = torch.tensor(sequence.input_ids, dtype=torch.long)
+        mask[row, : len(sequence.loss_mask)] = torch.tensor(sequence.loss_mask, dtype=torch.float32)
+        attention[row, : len(sequence.input_ids)] = 1
+    mask[:, 0] = 0.0
+    return ids, mask, attention
+
+
+def _pad_floats(rows: List[List[float]], width: int) -> torch.Tensor:
+    out = torch.zeros(len(rows), width)
+    for index, row in enumerate(rows):
+        if row:
+            out[index, : len(row)] = torch.tensor(row[:width], dtype=torch.float32)
+    return out

@@ -1,0 +1,144 @@
+/**
+ * `bench engine` figures for a running worker: generation tokens/s at several batch sizes
+ * (B concurrent `/generate` requests of `newTokens` tokens each, EOS ignored so every
+ * request runs its full length) and SFT step time. The baseline, measured in the same run,
+ * is batch 1: the ratio says what continuous batching buys.
+ */
+import { TrainerClient } from '../../train/index.ts';
+
+export type EngineBenchOptions = {
+  url: string;
+  batchSizes?: number[];
+  promptTokens?: number;
+  newTokens?: number;
+  rounds?: number;
+  sftSteps?: number;
+  sftSequences?: number;
+  sftSequenceTokens?: number;
+  onProgress?: (message: string) => void;
+};
+
+export type GenerationFigures = {
+  batchSize: number;
+  tokensPerSecondP50: number;
+  tokensPerSecondMin: number;
+  requestSecondsP50: number;
+  requestSecondsP99: number;
+  /** tokens/s at this batch size ÷ tokens/s at batch 1. */
+  ratioToBatch1: number | null;
+};
+
+export type EngineBenchReport = {
+  url: string;
+  promptTokens: number;
+  newTokens: number;
+  rounds: number;
+  generation: GenerationFigures[];
+  sft: {
+    sequences: number;
+    tokensPerStep: number;
+    stepMsP50: number;
+    stepMsP99: number;
+    tokensPerSecondP50: number;
+  } | null;
+};
+
+/** Runs the benchmark against the worker at `url` (which it trains: use a throwaway worker). */
+export async function benchEngine(options: EngineBenchOptions): Promise<EngineBenchReport> {
+  const {
+    url,
+    batchSizes = [1, 16, 64],
+    promptTokens = 100,
+    newTokens = 256,
+    rounds = 3,
+    sftSteps = 5,
+    sftSequences = 32,
+    sftSequenceTokens = 300,
+    onProgress = () => {},
+  } = options;
+  const prompt = Array.from({ length: promptTokens }, (_, index) => 48 + (index % 10));
+  await generate(url, prompt, 8, 0); // warm-up
+  const measured: Omit<GenerationFigures, 'ratioToBatch1'>[] = [];
+  for (const batchSize of batchSizes) {
+    const rates: number[] = [];
+    const latencies: number[] = [];
+    for (let round = 0; round < rounds; round++) {
+      const started = performance.now();
+      const seconds = await Promise.all(
+        Array.from({ length: batchSize }, async (_, index) => {
+          const requestStart = performance.now();
+          await generate(url, prompt, newTokens, round * 1000 + index);
+          return (performance.now() - requestStart) / 1000;
+        }),
+      );
+      rates.push((batchSize * newTokens) / ((performance.now() - started) / 1000));
+      latencies.push(...seconds);
+    }
+    onProgress(`batch ${batchSize}: ${percentile(rates, 50).toFixed(0)} tokens/s`);
+    measured.push({
+      batchSize,
+      tokensPerSecondP50: percentile(rates, 50),
+      tokensPerSecondMin: Math.min(...rates),
+      requestSecondsP50: percentile(latencies, 50),
+      requestSecondsP99: percentile(latencies, 99),
+    });
+  }
+  const baseline = measured.find((figures) => figures.batchSize === 1)?.tokensPerSecondP50 ?? null;
+  const generation = measured.map((figures) => ({
+    ...figures,
+    ratioToBatch1: baseline ? figures.tokensPerSecondP50 / baseline : null,
+  }));
+  let sft: EngineBenchReport['sft'] = null;
+  if (sftSteps > 0) {
+    const trainer = new TrainerClient({ baseUrl: url });
+    const sequences = Array.from({ length: sftSequences }, (_, row) => {
+      const inputIds = Array.from({ length: sftSequenceTokens }, (_, index) => (row * 31 + index * 7) % 256);
+      const lossMask = inputIds.map((_, index) => (index < 60 ? 0 : 1));
+      return { inputIds, lossMask };
+    });
+    await trainer.sftStep({ sequences: sequences.slice(0, 2) }); // warm-up: optimizer state
+    const stepMs: number[] = [];
+    for (let step = 0; step < sftSteps; step++) {
+      const started = performance.now();
+      await trainer.sftStep({ sequences });
+      stepMs.push(performance.now() - started);
+    }
+    const tokensPerStep = sftSequences * sftSequenceTokens;
+    sft = {
+      sequences: sftSequences,
+      tokensPerStep,
+      stepMsP50: percentile(stepMs, 50),
+      stepMsP99: percentile(stepMs, 99),
+      tokensPerSecondP50: tokensPerStep / (percentile(stepMs, 50) / 1000),
+    };
+    onProgress(`sft: ${sft.stepMsP50.toFixed(0)} ms/step`);
+  }
+  return { url, promptTokens, newTokens, rounds, generation, sft };
+}
+
+async function generate(url: string, inputIds: number[], maxNewTokens: number, seed: number): Promise<void> {
+  const response = await fetch(`${url}/generate`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({
+      input_ids: inputIds,
+      sampling_params: {
+        max_new_tokens: maxNewTokens,
+        temperature: 1.0,
+        ignore_eos: true,
+        sampling_seed: seed,
+      },
+    }),
+  });
+  const body = (await response.json()) as { output_ids?: number[] };
+  if (!response.ok || body.output_ids?.length !== maxNewTokens) {
+    throw new Error(`/generate answered HTTP ${response.status} with ${body.output_ids?.length} tokens`);
+  }
+}
+
+/** Nearest-rank percentile. */
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank] ?? Number.NaN;
+}

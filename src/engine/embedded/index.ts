@@ -1,0 +1,18 @@
+/**
+ * The embedded engine: supervision of the PyTorch worker process (the default policy's
+ * engine and trainer) and its benchmark.
+ */
+export {
+  benchEngine,
+  type EngineBenchOptions,
+  type EngineBenchReport,
+  type GenerationFigures,
+} from './engine-bench.ts';
+export {
+  defaultPython,
+  type EmbeddedWorker,
+  type EmbeddedWorkerOptions,
+  startEmbeddedWorker,
+  type WorkerEvent,
+  WorkerStartError,
+} from './worker-supervisor.ts';

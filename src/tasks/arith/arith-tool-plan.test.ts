@@ -1,0 +1,45 @@
+import { execFileSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { arithEvalProblems, arithTrainProblems } from './arith-problems.ts';
+import { arithToolPlan } from './arith-tool-plan.ts';
+
+describe('arith tool plans', () => {
+  it('code is one or two short lines', () => {
+    for (const problem of arithTrainProblems({ seed: 4, count: 64 })) {
+      const { code, lead } = arithToolPlan(problem.spec);
+      expect(code.split('\n').length).toBeLessThanOrEqual(2);
+      expect(code).toMatch(/print\(/);
+      expect(lead.length).toBeLessThan(80);
+    }
+  });
+
+  it('each program prints exactly the reference answer (plain Python, every kind and level)', () => {
+    const problems = [...arithTrainProblems({ seed: 11, count: 64 }), ...arithEvalProblems({ count: 32 })];
+    // Each program runs in a fresh namespace; outputs are separated by a marker line.
+    const script = [
+      'import io, contextlib, json, sys',
+      `programs = json.loads(sys.stdin.read())`,
+      'for code in programs:',
+      '    buffer = io.StringIO()',
+      '    with contextlib.redirect_stdout(buffer):',
+      '        exec(code, {})',
+      '    print(json.dumps(buffer.getvalue()))',
+    ].join('\n');
+    const input = JSON.stringify(problems.map((problem) => arithToolPlan(problem.spec).code));
+    const lines = execFileSync('/usr/bin/python3', ['-c', script], {
+      input,
+      encoding: 'utf8',
+      timeout: 60_000,
+    })
+      .trim()
+      .split('\n');
+    problems.forEach((problem, index) => {
+      expect(JSON.parse(lines[index]!), problem.problem).toBe(`${problem.answer}\n`);
+    });
+  });
+
+  it('the conclusion repeats the output it is given', () => {
+    const [problem] = arithTrainProblems({ seed: 1, count: 1, kinds: ['mod-power'] });
+    expect(arithToolPlan(problem!.spec).conclusion('1234')).toContain('1234');
+  });
+});

@@ -1,0 +1,75 @@
+/**
+ * What a tool-augmented solution says around its code, per kind: a short lead-in, one or two
+ * lines of Python that print the answer, and a conclusion that repeats the interpreter's
+ * output. Pure data; running the code and rendering its output is arith-tool-solution.ts.
+ */
+import type { ArithSpec } from './arith-spec.ts';
+
+export type ArithToolPlan = {
+  /** Reasoning before the code block. */
+  lead: string;
+  /** Python that prints the answer alone on one line. */
+  code: string;
+  /** Reasoning after the interpreter output, given that output. */
+  conclusion: (output: string) => string;
+};
+
+/** Python source for an integer, negatives in parentheses so `b * (-3)` stays valid. */
+const py = (value: bigint): string => (value < 0n ? `(${value})` : String(value));
+
+/** The plan for one problem. */
+export function arithToolPlan(spec: ArithSpec): ArithToolPlan {
+  switch (spec.kind) {
+    case 'product':
+      return {
+        lead: 'Multiply exactly in Python.',
+        code: `print(${spec.a} * ${spec.b})`,
+        conclusion: (output) => `The product is ${output}.`,
+      };
+    case 'sum':
+      return {
+        lead: 'Add the numbers in Python.',
+        code: `print(${spec.terms.join(' + ')})`,
+        conclusion: (output) => `The sum is ${output}.`,
+      };
+    case 'mod-power':
+      return {
+        lead: 'Use modular exponentiation.',
+        code: `print(pow(${spec.base}, ${spec.exponent}, ${spec.modulus}))`,
+        conclusion: (output) => `So ${spec.base}^${spec.exponent} mod ${spec.modulus} = ${output}.`,
+      };
+    case 'power-digit-sum':
+      return {
+        lead: 'Compute the power exactly and add its digits.',
+        code: `print(sum(int(d) for d in str(${spec.base}**${spec.exponent})))`,
+        conclusion: (output) => `The digit sum is ${output}.`,
+      };
+    case 'gcd':
+      return {
+        lead: 'Use math.gcd.',
+        code: `import math\nprint(math.gcd(${spec.a}, ${spec.b}))`,
+        conclusion: (output) => `So gcd(${spec.a}, ${spec.b}) = ${output}.`,
+      };
+    case 'lcm':
+      return {
+        lead: 'Use math.lcm.',
+        code: `import math\nprint(math.lcm(${spec.a}, ${spec.b}))`,
+        conclusion: (output) => `So lcm(${spec.a}, ${spec.b}) = ${output}.`,
+      };
+    case 'linear-equation':
+      return {
+        lead: 'x = (c - b) / a; compute it exactly.',
+        code: `from fractions import Fraction\nprint(Fraction(${py(spec.c)} - ${py(spec.b)}, ${spec.a}))`,
+        conclusion: (output) => `So x = ${output}.`,
+      };
+    case 'linear-system':
+      return {
+        lead: "By Cramer's rule, x = (c1*b2 - b1*c2) / (a1*b2 - b1*a2).",
+        code:
+          'from fractions import Fraction\n' +
+          `print(Fraction(${py(spec.c1)}*${py(spec.b2)} - ${py(spec.b1)}*${py(spec.c2)}, ` +
+          `${spec.a1}*${py(spec.b2)} - ${py(spec.b1)}*${spec.a2}))`,
+        conclusion: (output) => `So x = ${output}.`,
+      };
+  }
+}

@@ -1,0 +1,261 @@
+/**
+ * Client for the trainer routes of the embedded PyTorch worker: SFT and GRPO steps on the
+ * served weights, per-token scoring, checkpoints, and SGLang's `/update_weights_from_disk`.
+ * Requests are typed in camelCase and sent in the worker's snake_case wire format; every
+ * response is validated with zod, so a mismatched worker fails loudly with the route named.
+ * The losses themselves are documented in docs/embedded-model.md.
+ */
+import { z } from 'zod';
+import { AgentMathError } from '../shared/agentmath-error.ts';
+
+/** The trainer answered with an error, an unexpected body, or not at all. */
+export class TrainerRequestError extends AgentMathError {
+  readonly status: number | null;
+  constructor(route: string, message: string, status: number | null, options?: { cause?: unknown }) {
+    super('TRAINER_REQUEST_FAILED', `${route}: ${message}`, options);
+    this.status = status;
+  }
+}
+
+/** One training sequence: prompt + response ids, loss mask 1 on model tokens, 0 elsewhere. */
+export type SftSequence = { inputIds: number[]; lossMask: number[] };
+/** A GRPO sequence adds the group-normalised advantage and the sampling policy's logprobs
+ * (one per input id; values where the loss mask is 0 are ignored). */
+export type GrpoSequence = SftSequence & { advantage: number; oldLogprobs: number[] };
+
+export type SftStepRequest = { sequences: SftSequence[]; learningRate?: number };
+export type GrpoStepRequest = {
+  sequences: GrpoSequence[];
+  learningRate?: number;
+  /** ε_low and ε_high of the clipped ratio (default 0.2 each). */
+  clipEpsilonLow?: number;
+  clipEpsilonHigh?: number;
+  /** β of the KL penalty to the frozen initial policy (default 0: no reference). */
+  klCoef?: number;
+};
+
+const stepCommon = {
+  loss: z.number(),
+  tokens: z.number().int(),
+  sequences: z.number().int(),
+  grad_norm: z.number(),
+  learning_rate: z.number(),
+  skipped: z.boolean(),
+  step_ms: z.number(),
+  policy_version: z.number().int(),
+};
+
+const sftStepSchema = z.object(stepCommon);
+const grpoStepSchema = z.object({
+  ...stepCommon,
+  clip_fraction: z.number(),
+  mean_ratio: z.number(),
+  approx_kl_old: z.number(),
+  entropy: z.number(),
+  kl_ref: z.number().optional(),
+});
+const scoreSchema = z.object({
+  token_logprobs: z.array(z.array(z.number())),
+  policy_version: z.number().int(),
+});
+const checkpointSchema = z.object({
+  success: z.literal(true),
+  path: z.string(),
+  policy_version: z.number().int(),
+  optimizer_restored: z.boolean().optional(),
+});
+const updateWeightsSchema = z.object({ success: z.boolean(), message: z.string() });
+const stateSchema = z.object({
+  policy_version: z.number().int(),
+  optimizer_steps: z.number().int(),
+  engine: z.object({ running: z.number().int(), waiting: z.number().int(), decode_steps: z.number().int() }),
+});
+
+export type SftStepResult = {
+  loss: number;
+  tokens: number;
+  sequences: number;
+  gradNorm: number;
+  learningRate: number;
+  skipped: boolean;
+  stepMs: number;
+  policyVersion: number;
+};
+export type GrpoStepResult = SftStepResult & {
+  clipFraction: number;
+  meanRatio: number;
+  approxKlOld: number;
+  entropy: number;
+  klRef: number | null;
+};
+export type TrainerState = {
+  policyVersion: number;
+  optimizerSteps: number;
+  running: number;
+  waiting: number;
+};
+
+/** Typed access to a worker's training routes. */
+export class TrainerClient {
+  readonly baseUrl: string;
+  readonly #timeoutMs: number;
+
+  constructor({ baseUrl, timeoutMs = 600_000 }: { baseUrl: string; timeoutMs?: number }) {
+    this.baseUrl = baseUrl.replace(/\/+$/, '');
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /** One SFT step: cross-entropy on tokens with loss mask 1. */
+  async sftStep(request: SftStepRequest): Promise<SftStepResult> {
+    const body = await this.#post('/train/sft_step', {
+      sequences: request.sequences.map(wireSequence),
+      learning_rate: request.learningRate,
+    });
+    return stepResult(parse(sftStepSchema, body, '/train/sft_step'));
+  }
+
+  /** One GRPO step (clipped policy gradient, token-level normalisation, optional KL). */
+  async grpoStep(request: GrpoStepRequest): Promise<GrpoStepResult> {
+    const body = await this.#post('/train/grpo_step', {
+      sequences: request.sequences.map((sequence) => ({
+        ...wireSequence(sequence),
+        advantage: sequence.advantage,
+        old_logprobs: sequence.oldLogprobs,
+      })),
+      learning_rate: request.learningRate,
+      clip_epsilon_low: request.clipEpsilonLow,
+      clip_epsilon_high: request.clipEpsilonHigh,
+      kl_coef: request.klCoef,
+    });
+    const parsed = parse(grpoStepSchema, body, '/train/grpo_step');
+    return {
+      ...stepResult(parsed),
+      clipFraction: parsed.clip_fraction,
+      meanRatio: parsed.mean_ratio,
+      approxKlOld: parsed.approx_kl_old,
+      entropy: parsed.entropy,
+      klRef: parsed.kl_ref ?? null,
+    };
+  }
+
+  /** log π(x_t | x_<t) for every token of each sequence (0 at position 0), current weights. */
+  async score(inputIds: number[][]): Promise<{ tokenLogprobs: number[][]; policyVersion: number }> {
+    const parsed = parse(
+      scoreSchema,
+      await this.#post('/train/score', { input_ids: inputIds }),
+      '/train/score',
+    );
+    return { tokenLogprobs: parsed.token_logprobs, policyVersion: parsed.policy_version };
+  }
+
+  /** Writes a model folder (weights, config, tokenizer files, optimizer, policy version). */
+  async saveCheckpoint(path: string): Promise<{ path: string; policyVersion: number }> {
+    const parsed = parse(
+      checkpointSchema,
+      await this.#post('/train/save_checkpoint', { path }),
+      '/train/save_checkpoint',
+    );
+    return { path: parsed.path, policyVersion: parsed.policy_version };
+  }
+
+  /** Restores weights, optimizer state and policy version from a saved folder. */
+  async loadCheckpoint(path: string): Promise<{ policyVersion: number; optimizerRestored: boolean }> {
+    const parsed = parse(
+      checkpointSchema,
+      await this.#post('/train/load_checkpoint', { path }),
+      '/train/load_checkpoint',
+    );
+    return { policyVersion: parsed.policy_version, optimizerRestored: parsed.optimizer_restored ?? false };
+  }
+
+  /** SGLang's weight sync route; a failed load is a value (`success: false`), as SGLang reports it. */
+  async updateWeightsFromDisk(modelPath: string): Promise<{ success: boolean; message: string }> {
+    const body = await this.#post('/update_weights_from_disk', { model_path: modelPath });
+    return parse(updateWeightsSchema, body, '/update_weights_from_disk');
+  }
+
+  async state(): Promise<TrainerState> {
+    const parsed = parse(stateSchema, await this.#request('GET', '/train/state'), '/train/state');
+    return {
+      policyVersion: parsed.policy_version,
+      optimizerSteps: parsed.optimizer_steps,
+      running: parsed.engine.running,
+      waiting: parsed.engine.waiting,
+    };
+  }
+
+  #post(route: string, body: unknown): Promise<unknown> {
+    return this.#request('POST', route, body);
+  }
+
+  async #request(method: 'GET' | 'POST', route: string, body?: unknown): Promise<unknown> {
+    let response: Response;
+    try {
+      response = await fetch(`${this.baseUrl}${route}`, {
+        method,
+        headers: { 'Content-Type': 'application/json' },
+        signal: AbortSignal.timeout(this.#timeoutMs),
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    } catch (error) {
+      throw new TrainerRequestError(
+        route,
+        `cannot reach ${this.baseUrl} (${(error as Error).message})`,
+        null,
+        {
+          cause: error,
+        },
+      );
+    }
+    const text = await response.text();
+    let parsed: unknown;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      throw new TrainerRequestError(
+        route,
+        `HTTP ${response.status}, body is not JSON: ${text.slice(0, 200)}`,
+        response.status,
+      );
+    }
+    if (!response.ok) {
+      const message = (parsed as { error?: { message?: unknown } } | null)?.error?.message;
+      throw new TrainerRequestError(
+        route,
+        `HTTP ${response.status}: ${String(message ?? text.slice(0, 200))}`,
+        response.status,
+      );
+    }
+    return parsed;
+  }
+}
+
+function wireSequence(sequence: SftSequence): { input_ids: number[]; loss_mask: number[] } {
+  return { input_ids: sequence.inputIds, loss_mask: sequence.lossMask };
+}
+
+function stepResult(parsed: z.infer<typeof sftStepSchema>): SftStepResult {
+  return {
+    loss: parsed.loss,
+    tokens: parsed.tokens,
+    sequences: parsed.sequences,
+    gradNorm: parsed.grad_norm,
+    learningRate: parsed.learning_rate,
+    skipped: parsed.skipped,
+    stepMs: parsed.step_ms,
+    policyVersion: parsed.policy_version,
+  };
+}
+
+function parse<T>(schema: z.ZodType<T>, body: unknown, route: string): T {
+  const result = schema.safeParse(body);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    throw new TrainerRequestError(
+      route,
+      `unexpected response: ${issue?.path.join('.') || '(body)'}: ${issue?.message}`,
+      200,
+    );
+  }
+  return result.data;
+}
