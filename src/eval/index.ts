@@ -11,6 +11,7 @@ export {
   type FieldMapping,
   mapBenchmarkRow,
 } from './benchmark-problem.ts';
+export { BUILTIN_BENCHMARKS } from './builtin-benchmarks.ts';
 export { escapeHtml } from './escape-html.ts';
 export {
   BenchmarkFormatError,

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resolveDataDir } from './benchmark-data-dir.ts';
 import { parseBenchmarkJsonl } from './benchmark-jsonl.ts';
 import { parseBenchmarkParquet } from './benchmark-parquet.ts';
+import { BUILTIN_BENCHMARKS } from './builtin-benchmarks.ts';
 import { loadBenchmark } from './load-benchmark.ts';
 
 let folder: string;
@@ -130,6 +131,18 @@ describe('presets and the data folder', () => {
     expect((await loadBenchmark('toy', { builtins, env: {}, dataDir: folder })).problems).toHaveLength(1);
     await expect(loadBenchmark('aime99', { builtins, dataDir: folder })).rejects.toThrow(
       /no benchmark "aime99".*neither aime99\.jsonl nor aime99\.parquet is in .*known names: aime24, .*toy/,
+    );
+  });
+
+  it('loads the built-in arith benchmark from the tasks module, the same every time', async () => {
+    const loaded = await loadBenchmark('arith', { builtins: BUILTIN_BENCHMARKS, env: {}, dataDir: folder });
+    expect(loaded).toMatchObject({ name: 'arith', source: { kind: 'builtin' } });
+    expect(loaded.problems).toHaveLength(200);
+    expect(new Set(loaded.problems.map((problem) => problem.id)).size).toBe(200);
+    expect(new Set(loaded.problems.map((problem) => problem.level))).toEqual(new Set([1, 2, 3, 4]));
+    expect(loaded.problems.every((problem) => problem.answer !== '' && problem.problem !== '')).toBe(true);
+    expect((await loadBenchmark('arith', { builtins: BUILTIN_BENCHMARKS })).problems).toEqual(
+      loaded.problems,
     );
   });
 
