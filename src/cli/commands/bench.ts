@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { registerAgentBench } from './bench-agent.ts';
 import { registerGraderBench } from './bench-grader.ts';
 import { registerSandboxBench } from './bench-sandbox.ts';
 import { registerEngineBench } from './engine.ts';
@@ -8,5 +9,6 @@ export function registerBench(program: Command): void {
   const bench = program.command('bench').description('measure speed: p50/p99 and a baseline in the same run');
   registerGraderBench(bench);
   registerSandboxBench(bench);
+  registerAgentBench(bench);
   registerEngineBench(bench);
 }

@@ -6,6 +6,7 @@ import { registerGrade } from './grade.ts';
 import { registerInspect } from './inspect.ts';
 import { registerReport } from './report.ts';
 import { registerSandbox } from './sandbox.ts';
+import { registerSolve } from './solve.ts';
 import { registerTasks } from './tasks.ts';
 
 /** Adds every subcommand to the program; one line per command file. */
@@ -16,6 +17,7 @@ export function registerCommands(program: Command): void {
   registerBench(program);
   registerInspect(program);
   registerSandbox(program);
+  registerSolve(program);
   registerTasks(program);
   registerReport(program);
 }

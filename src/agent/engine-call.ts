@@ -1,0 +1,118 @@
+/**
+ * One turn's engine call with retries, a per-call time limit and the caller's abort signal.
+ * It never throws for engine failures: the result says whether the call succeeded, was
+ * aborted, or failed every attempt (with the last error as the cause), so a trajectory
+ * always finishes and never hangs on a dead engine.
+ */
+
+import { EngineTimeoutError } from '../engine/engine-errors.ts';
+import type { Engine, GenerateRequest, GenerateResult } from '../engine/types.ts';
+import { AgentMathError } from '../shared/agentmath-error.ts';
+import { EngineFailedError } from './agent-errors.ts';
+import type { AgentConfig } from './agent-options.ts';
+
+export type EngineCallResult =
+  | { status: 'ok'; result: GenerateResult; ms: number }
+  | { status: 'aborted'; ms: number }
+  | { status: 'failed'; error: EngineFailedError; ms: number };
+
+export type EngineCallOptions = {
+  retry: AgentConfig['retry'];
+  timeoutMs: number;
+  signal: AbortSignal | undefined;
+  onRetry?: (attempt: number, delayMs: number, error: unknown) => void;
+};
+
+/** Calls the engine until it answers, the attempts run out, or the caller aborts. */
+export async function callEngine(
+  engine: Engine,
+  request: GenerateRequest,
+  { retry, timeoutMs, signal, onRetry }: EngineCallOptions,
+): Promise<EngineCallResult> {
+  const started = performance.now();
+  const elapsed = () => performance.now() - started;
+  let lastError: unknown = null;
+  let attempts = 0;
+  for (let attempt = 1; attempt <= retry.attempts; attempt++) {
+    attempts = attempt;
+    if (signal?.aborted) return { status: 'aborted', ms: elapsed() };
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(new EngineTimeoutError(engine.name, timeoutMs)), timeoutMs);
+    const combined = signal === undefined ? timeout.signal : AbortSignal.any([signal, timeout.signal]);
+    try {
+      const result = await untilAborted(engine.generate(request, combined), combined);
+      if (signal?.aborted) return { status: 'aborted', ms: elapsed() };
+      // Clients answer an aborted request with an `abort` result; ours was a timeout.
+      if (timeout.signal.aborted) throw timeout.signal.reason;
+      return { status: 'ok', result, ms: elapsed() };
+    } catch (error) {
+      if (signal?.aborted) return { status: 'aborted', ms: elapsed() };
+      lastError = timeout.signal.aborted ? timeout.signal.reason : error;
+    } finally {
+      clearTimeout(timer);
+    }
+    if (!retryable(lastError)) break;
+    if (attempt < retry.attempts) {
+      const delayMs = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1));
+      onRetry?.(attempt, delayMs, lastError);
+      if (!(await sleep(delayMs, signal))) return { status: 'aborted', ms: elapsed() };
+    }
+  }
+  return {
+    status: 'failed',
+    error: new EngineFailedError(engine.name, attempts, { cause: lastError }),
+    ms: elapsed(),
+  };
+}
+
+/** Errors a retry cannot fix: the request itself was refused (HTTP 4xx, bad request or config). */
+const NOT_RETRYABLE = new Set(['ENGINE_HTTP_4XX', 'ENGINE_BAD_REQUEST', 'ENGINE_CONFIG_INVALID']);
+
+function retryable(error: unknown): boolean {
+  return !(error instanceof AgentMathError && NOT_RETRYABLE.has(error.code));
+}
+
+/** The error as `{ code, message }` for records and events. */
+export function describeError(error: unknown): { code: string; message: string } {
+  if (error instanceof AgentMathError) return { code: error.code, message: error.message };
+  if (error instanceof Error) return { code: 'UNEXPECTED', message: error.message };
+  return { code: 'UNEXPECTED', message: String(error) };
+}
+
+/**
+ * Settles with the promise, or rejects as soon as the signal aborts: an engine that ignores
+ * its signal cannot hold the loop.
+ */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** Waits; resolves false when the signal aborts first. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
+  if (signal?.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

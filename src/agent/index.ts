@@ -1,0 +1,43 @@
+/**
+ * The agent loop: one trajectory from a problem to a finish reason (answer, budgets, abort,
+ * error), its options, events, prompt builders and the park that keeps sessions between
+ * segments.
+ */
+
+export {
+  type AgentBenchOptions,
+  type AgentBenchReport,
+  benchTurns,
+  type Quantiles,
+  runAgentBench,
+} from './agent-bench.ts';
+export {
+  AgentConfigError,
+  EngineFailedError,
+  EngineTokensMissingError,
+  SandboxSessionError,
+  TrajectoryNotResumableError,
+} from './agent-errors.ts';
+export type { AgentEvent, AgentEventType } from './agent-event.ts';
+export {
+  type AgentConfig,
+  type AgentOptions,
+  agentConfigSchema,
+  type Budgets,
+  budgetsSchema,
+  type Problem,
+  resolveAgentConfig,
+  type SamplingOptions,
+  samplingSchema,
+} from './agent-options.ts';
+export { InstantEngine, type InstantEngineOptions } from './instant-engine.ts';
+export {
+  instructedPrompt,
+  type PromptBuilder,
+  type PromptBuilderName,
+  problemOnlyPrompt,
+  promptBuilders,
+  renderPrompt,
+} from './prompt-builder.ts';
+export { resumeAgent, runAgent } from './run-agent.ts';
+export { SessionPark } from './session-park.ts';

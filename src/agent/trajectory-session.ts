@@ -1,0 +1,117 @@
+/**
+ * The one sandbox session of a trajectory. It is opened at the first code block (a
+ * trajectory that never runs code never holds one) and released at the end: closed, or
+ * parked when the trajectory stopped at its segment budget and the caller gave a park.
+ *
+ * Restoring after a segment: a resumed trajectory whose session was closed gets a new one,
+ * into which the earlier calls' code is replayed (output discarded) before the next call.
+ * Only calls after the last reset are replayed (a `killed` outcome, which told the model its
+ * state was lost, or `memory-exceeded`, after which the local pool starts a fresh worker), and
+ * calls that timed out are skipped. Replay re-runs
+ * code, so state that depends on time or unseeded randomness may differ; park the session
+ * when that matters.
+ *
+ * A session that throws (a lost node, a crashed pool) is replaced by a new one and the call
+ * reports `killed`: the model is told its state is gone and the loop goes on.
+ */
+import type { ExecutionOutcome, SandboxProvider, SandboxSession } from '../sandbox/types.ts';
+import type { ToolCall } from '../trajectory/trajectory.ts';
+import { SandboxSessionError } from './agent-errors.ts';
+import { untilAborted } from './engine-call.ts';
+import type { SessionPark } from './session-park.ts';
+
+export type TrajectorySessionOptions = {
+  provider: SandboxProvider;
+  /** A parked session to continue in, or null. */
+  session: SandboxSession | null;
+  /** Calls made before this segment; replayed into a new session before the next call. */
+  priorCalls: readonly ToolCall[];
+  timeoutMs: number;
+  onRestore?: (replayedCalls: number, ms: number) => void;
+};
+
+export class TrajectorySession {
+  readonly #provider: SandboxProvider;
+  readonly #timeoutMs: number;
+  readonly #onRestore: TrajectorySessionOptions['onRestore'];
+  #session: SandboxSession | null;
+  #pendingReplay: readonly ToolCall[];
+
+  constructor({ provider, session, priorCalls, timeoutMs, onRestore }: TrajectorySessionOptions) {
+    this.#provider = provider;
+    this.#session = session;
+    this.#timeoutMs = timeoutMs;
+    this.#onRestore = onRestore;
+    this.#pendingReplay = session === null ? callsToReplay(priorCalls) : [];
+  }
+
+  /**
+   * Runs one code cell. Throws `SandboxSessionError` only when no session can be opened; the
+   * caller's abort rejects with the signal's reason.
+   */
+  async execute(code: string, signal: AbortSignal | undefined): Promise<ExecutionOutcome> {
+    // Empty code runs nothing: Python would print nothing, so no round trip is made.
+    if (code.trim() === '') return { status: 'ok', stdout: '', stderr: '', ms: 0 };
+    const session = await this.#ready();
+    try {
+      const running = session.execute(code, { timeoutMs: this.#timeoutMs });
+      return await (signal === undefined ? running : untilAborted(running, signal));
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      this.#session = null;
+      await closeQuietly(session);
+      const message = error instanceof Error ? error.message : String(error);
+      return { status: 'killed', reason: `sandbox session lost: ${message}` };
+    }
+  }
+
+  /** Closes the session, or parks it under the trajectory's id. */
+  async release(park: { park: SessionPark; trajectoryId: string } | null): Promise<void> {
+    const session = this.#session;
+    this.#session = null;
+    if (session === null) return;
+    if (park !== null) await park.park.put(park.trajectoryId, session);
+    else await closeQuietly(session);
+  }
+
+  async #ready(): Promise<SandboxSession> {
+    if (this.#session !== null) return this.#session;
+    let session: SandboxSession;
+    try {
+      session = await this.#provider.openSession();
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      throw new SandboxSessionError(`could not open a sandbox session: ${message}`, { cause: error });
+    }
+    this.#session = session;
+    const replay = this.#pendingReplay;
+    this.#pendingReplay = [];
+    if (replay.length > 0) {
+      const started = performance.now();
+      for (const call of replay) await session.execute(call.code, { timeoutMs: this.#timeoutMs });
+      this.#onRestore?.(replay.length, performance.now() - started);
+    }
+    return session;
+  }
+}
+
+/** The calls whose effects a fresh session needs, in order. */
+export function callsToReplay(calls: readonly ToolCall[]): ToolCall[] {
+  let start = 0;
+  calls.forEach((call, index) => {
+    if (call.outcome.status === 'killed' || call.outcome.status === 'memory-exceeded') start = index + 1;
+  });
+  return calls
+    .slice(start)
+    .filter(
+      (call) => call.code.trim() !== '' && (call.outcome.status === 'ok' || call.outcome.status === 'error'),
+    );
+}
+
+async function closeQuietly(session: SandboxSession): Promise<void> {
+  try {
+    await session.close();
+  } catch {
+    // The session is being discarded; reclaiming it is the provider's job.
+  }
+}

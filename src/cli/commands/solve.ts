@@ -1,0 +1,256 @@
+/**
+ * `agentmath solve "PROBLEM"`: one trajectory, printed as `inspect` prints one while it
+ * streams (turn by turn), then the final answer; `--json` prints the Trajectory record. The
+ * engine is `--engine URL` (SGLang, vLLM, OpenAI-compatible), or the embedded model when a
+ * checkpoint exists under `.agentmath/models/` (its PyTorch worker is started and stopped here); code runs in a local jailed pool unless
+ * `--sandbox URL` names a sandbox server.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { type AgentEvent, promptBuilders, runAgent } from '../../agent/index.ts';
+import { startEmbeddedWorker } from '../../engine/embedded/index.ts';
+import { createEngine, type HttpEngine, loadTokenizer } from '../../engine/index.ts';
+import type { Tokenizer } from '../../engine/tokenizer.ts';
+import { getDialect } from '../../protocol/index.ts';
+import { createLocalSandbox, SandboxClient } from '../../sandbox/index.ts';
+import type { SandboxProvider } from '../../sandbox/types.ts';
+import { AgentMathError } from '../../shared/agentmath-error.ts';
+import { createTrajectoryRenderer, shouldUseColor } from '../../trajectory/index.ts';
+
+type SolveFlags = {
+  engine?: string;
+  api: 'sglang' | 'vllm' | 'openai' | 'openai-chat';
+  model?: string;
+  tokenizer?: string;
+  dialect: string;
+  prompt?: string;
+  maxToolCalls: string;
+  maxTokens: string;
+  maxNewTokens: string;
+  temperature: string;
+  topP: string;
+  seed?: string;
+  json?: boolean;
+  sandbox?: string;
+};
+
+/** The flags as numbers, or an error naming the flag. */
+function numberFlag(name: string, value: string, check: (n: number) => boolean, what: string): number {
+  const parsed = Number(value);
+  if (value.trim() === '' || !Number.isFinite(parsed) || !check(parsed)) {
+    throw new AgentMathError('CLI_BAD_OPTION', `--${name} must be ${what} (got "${value}")`);
+  }
+  return parsed;
+}
+
+export function registerSolve(program: Command): void {
+  program
+    .command('solve')
+    .description('solve one problem with the agent loop, streaming the trajectory')
+    .argument('<problem>', 'the problem text')
+    .option('--engine <url>', 'engine URL (default: the embedded model under .agentmath/models/)')
+    .option('--api <api>', 'engine API: sglang | vllm | openai | openai-chat', 'sglang')
+    .option('--model <name>', 'served model name (required for openai and openai-chat)')
+    .option('--tokenizer <dir>', 'folder with tokenizer.json and tokenizer_config.json (token engines)')
+    .option('--dialect <name>', 'tags | markdown', 'tags')
+    .option('--prompt <builder>', 'instructed | problem-only (default: problem-only for the embedded model)')
+    .option('--max-tool-calls <n>', 'tool calls per trajectory', '16')
+    .option('--max-tokens <n>', 'context budget: prompt + response tokens', '16384')
+    .option('--max-new-tokens <n>', 'tokens per engine call', '4096')
+    .option('--temperature <t>', 'sampling temperature', '0.6')
+    .option('--top-p <p>', 'nucleus sampling', '0.95')
+    .option('--seed <s>', 'sampling seed')
+    .option('--sandbox <url>', 'sandbox server URL (default: a local jailed pool)')
+    .option('--json', 'print the Trajectory record as JSON')
+    .action(async (problemText: string, flags: SolveFlags) => {
+      const api = flags.api;
+      if (!['sglang', 'vllm', 'openai', 'openai-chat'].includes(api)) {
+        throw new AgentMathError(
+          'CLI_BAD_OPTION',
+          `--api must be sglang, vllm, openai or openai-chat (got "${api}")`,
+        );
+      }
+      const dialect = getDialect(flags.dialect);
+      const budgets = {
+        maxToolCalls: numberFlag(
+          'max-tool-calls',
+          flags.maxToolCalls,
+          (n) => Number.isInteger(n) && n >= 0,
+          'an integer >= 0',
+        ),
+        maxTotalTokens: numberFlag(
+          'max-tokens',
+          flags.maxTokens,
+          (n) => Number.isInteger(n) && n > 0,
+          'a positive integer',
+        ),
+        maxNewTokensPerTurn: numberFlag(
+          'max-new-tokens',
+          flags.maxNewTokens,
+          (n) => Number.isInteger(n) && n > 0,
+          'a positive integer',
+        ),
+      };
+      const sampling = {
+        temperature: numberFlag('temperature', flags.temperature, (n) => n >= 0, 'a number >= 0'),
+        topP: numberFlag('top-p', flags.topP, (n) => n > 0 && n <= 1, 'a number in (0, 1]'),
+        ...(flags.seed === undefined
+          ? {}
+          : { seed: numberFlag('seed', flags.seed, Number.isInteger, 'an integer') }),
+      };
+      const target = await resolveEngine(flags);
+      // The embedded model cannot read past its context length.
+      if (target.contextTokens !== null)
+        budgets.maxTotalTokens = Math.min(budgets.maxTotalTokens, target.contextTokens);
+      const promptName = flags.prompt ?? (target.embedded ? 'problem-only' : 'instructed');
+      if (!(promptName in promptBuilders)) {
+        throw new AgentMathError(
+          'CLI_BAD_OPTION',
+          `--prompt must be instructed or problem-only (got "${promptName}")`,
+        );
+      }
+      const prompt = promptBuilders[promptName as keyof typeof promptBuilders];
+      const sandbox: SandboxProvider = flags.sandbox
+        ? new SandboxClient({ url: flags.sandbox })
+        : createLocalSandbox({ maxWorkers: 1, warmWorkers: 1 });
+      const abort = new AbortController();
+      const onSigint = () => abort.abort();
+      process.once('SIGINT', onSigint);
+      const renderer = createTrajectoryRenderer({
+        dialect,
+        color: !flags.json && shouldUseColor(process.stdout),
+      });
+      const print = (text: string) => {
+        if (!flags.json && text !== '') process.stdout.write(text);
+      };
+      const onEvent = (event: AgentEvent) => {
+        if (event.type === 'trajectory-start') print(renderer.header(event.trajectory));
+        else if (event.type === 'turn-end') print(renderer.segment(event.segment));
+        else if (event.type === 'tool-result') print(renderer.segment(event.segment, event.toolCall));
+        else if (event.type === 'engine-retry') {
+          if (!flags.json)
+            process.stderr.write(
+              `engine retry ${event.attempt} in ${event.delayMs} ms: ${event.error.message}\n`,
+            );
+        } else if (event.type === 'trajectory-finish') print(renderer.footer(event.trajectory));
+      };
+      try {
+        const trajectory = await runAgent(
+          { id: 'cli', text: problemText },
+          {
+            engine: target.engine,
+            tokenizer: target.tokenizer,
+            sandbox,
+            dialect,
+            prompt,
+            budgets,
+            sampling,
+            onEvent,
+            signal: abort.signal,
+            meta: { engine: target.engine.name },
+          },
+        );
+        if (flags.json) process.stdout.write(`${JSON.stringify(trajectory)}\n`);
+        else process.stdout.write(`\nAnswer: ${trajectory.answer ?? '(none)'}\n`);
+        if (trajectory.finish?.reason === 'error') process.exitCode = 1;
+      } finally {
+        process.off('SIGINT', onSigint);
+        await target.close();
+        await sandbox.close();
+      }
+    });
+}
+
+type EngineTarget = {
+  engine: HttpEngine;
+  tokenizer: Tokenizer | null;
+  embedded: boolean;
+  /** The model's context length when known (the embedded model's config), else null. */
+  contextTokens: number | null;
+  close: () => Promise<void>;
+};
+
+async function resolveEngine(flags: SolveFlags): Promise<EngineTarget> {
+  if (flags.engine !== undefined) {
+    const engine = createEngine({
+      api: flags.api,
+      url: flags.engine,
+      ...(flags.model === undefined ? {} : { model: flags.model }),
+    });
+    const textApi = flags.api === 'openai' || flags.api === 'openai-chat';
+    if (flags.tokenizer === undefined && !textApi) {
+      engine.close();
+      throw new AgentMathError(
+        'CLI_BAD_OPTION',
+        `--api ${flags.api} works on token ids: pass --tokenizer DIR (the model folder with tokenizer.json and tokenizer_config.json)`,
+      );
+    }
+    const tokenizer = flags.tokenizer === undefined ? null : await loadTokenizer(flags.tokenizer);
+    return { engine, tokenizer, embedded: false, contextTokens: null, close: async () => engine.close() };
+  }
+  const checkpoint = findEmbeddedModel();
+  if (checkpoint === null) {
+    throw new AgentMathError(
+      'NO_ENGINE',
+      'no engine: pass --engine URL with --api sglang|vllm|openai|openai-chat (for example a running SGLang ' +
+        'server: --engine http://127.0.0.1:30000 --api sglang --tokenizer MODEL_DIR; or `agentmath engine serve ' +
+        '--model DIR` for the embedded model), or put an embedded-model checkpoint folder under .agentmath/models/',
+    );
+  }
+  return startEmbedded(checkpoint);
+}
+
+/** The newest checkpoint folder (one holding config.json) under `.agentmath/models/`, or null. */
+function findEmbeddedModel(root = resolve('.agentmath', 'models')): string | null {
+  if (!existsSync(root)) return null;
+  const folders = readdirSync(root, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && existsSync(join(root, entry.name, 'config.json')))
+    .map((entry) => join(root, entry.name))
+    .sort();
+  return folders.at(-1) ?? null;
+}
+
+/** `max_position_embeddings` from the checkpoint's config.json, or null. */
+function contextLength(checkpoint: string): number | null {
+  try {
+    const config = JSON.parse(readFileSync(join(checkpoint, 'config.json'), 'utf8')) as {
+      max_position_embeddings?: unknown;
+    };
+    const value = config.max_position_embeddings;
+    return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Starts the PyTorch worker on the checkpoint and speaks SGLang's `/generate` to it. */
+async function startEmbedded(checkpoint: string): Promise<EngineTarget> {
+  const log = (line: string) => process.stderr.write(`worker: ${line}\n`);
+  process.stderr.write(`starting the embedded model ${checkpoint} …\n`);
+  const worker = await startEmbeddedWorker({
+    model: checkpoint,
+    port: 0,
+    restart: false,
+    onLog: (line, stream) => {
+      if (stream === 'stderr' && /error|traceback/i.test(line)) log(line);
+    },
+  });
+  try {
+    const engine = createEngine({ api: 'sglang', url: worker.url, name: `embedded:${checkpoint}` });
+    const tokenizer = await loadTokenizer(checkpoint);
+    return {
+      engine,
+      tokenizer,
+      embedded: true,
+      contextTokens: contextLength(checkpoint),
+      close: async () => {
+        engine.close();
+        await worker.stop();
+      },
+    };
+  } catch (error) {
+    await worker.stop();
+    throw error;
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * `agentmath solve` end to end: a child process runs the CLI against a scripted server
+ * speaking SGLang's `/generate`, with code run in the real jailed sandbox.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createByteLevelTokenizer, writeByteLevelTokenizerFiles } from '../src/engine/index.ts';
+import { trajectorySchema } from '../src/trajectory/trajectory.ts';
+import { startScriptedSglangServer } from './agent-fixtures.ts';
+
+const root = dirname(dirname(fileURLToPath(import.meta.url)));
+const { NO_COLOR: _noColor, FORCE_COLOR: _forceColor, ...baseEnv } = process.env;
+
+function run(args: string[], cwd = root): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [join(root, 'bin', 'agentmath.js'), ...args],
+      { cwd, timeout: 60_000, env: { ...baseEnv, NO_COLOR: '1' } },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+let folder: string;
+let server: Awaited<ReturnType<typeof startScriptedSglangServer>>;
+
+beforeAll(async () => {
+  folder = await mkdtemp(join(tmpdir(), 'agentmath-solve-'));
+  await writeByteLevelTokenizerFiles(join(folder, 'tokenizer'));
+  server = await startScriptedSglangServer({
+    tokenizer: createByteLevelTokenizer(),
+    model: {
+      parts: [
+        '<think>Sum the squares.\n<code>\nprint(sum(k * k for k in range(1, 11)))\n</code>',
+        (output) => `That is ${output.trim()}.\n</think>\nThe answer is \\boxed{${output.trim()}}.`,
+      ],
+    },
+  });
+});
+
+afterAll(async () => {
+  await server.close();
+  await rm(folder, { recursive: true, force: true });
+});
+
+describe('agentmath solve', () => {
+  const engineFlags = () => [
+    '--engine',
+    server.url,
+    '--api',
+    'sglang',
+    '--tokenizer',
+    join(folder, 'tokenizer'),
+  ];
+
+  it('streams the trajectory and prints the answer', async () => {
+    const result = await run(['solve', 'Sum of the squares of 1..10?', ...engineFlags(), '--seed', '3']);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('print(sum(k * k for k in range(1, 11)))');
+    expect(result.stdout).toContain('385');
+    expect(result.stdout.trimEnd().endsWith('Answer: 385')).toBe(true);
+  });
+
+  it('prints the Trajectory record with --json', async () => {
+    const result = await run(['solve', 'Sum of the squares of 1..10?', ...engineFlags(), '--json']);
+    expect(result.code).toBe(0);
+    const trajectory = trajectorySchema.parse(JSON.parse(result.stdout));
+    expect(trajectory.finish).toEqual({ reason: 'answer' });
+    expect(trajectory.answer).toBe('385');
+    expect(trajectory.toolCalls[0]?.outcome).toMatchObject({ status: 'ok', stdout: '385\n' });
+  });
+
+  it('says how to get an engine when none is given and no embedded model exists', async () => {
+    const result = await run(['solve', 'anything'], folder);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/\[NO_ENGINE\] no engine: pass --engine URL/);
+  });
+
+  it('asks for a tokenizer with a token engine', async () => {
+    const result = await run(['solve', 'x', '--engine', server.url, '--api', 'sglang']);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/--tokenizer DIR/);
+  });
+});
