@@ -50,3 +50,15 @@ export class EvalRunFormatError extends AgentMathError {
     super('EVAL_RUN_FORMAT', message, options);
   }
 }
+
+/** Too many trajectories in a row ended in an engine or sandbox error: the run stops. */
+export class EvalInfrastructureError extends AgentMathError {
+  constructor(count: number, last: { code: string; message: string } | undefined) {
+    super(
+      'EVAL_INFRASTRUCTURE_FAILING',
+      `${count} trajectories in a row ended in an error, last: ${
+        last === undefined ? 'no detail' : `[${last.code}] ${last.message}`
+      }; check the engine and sandbox, then resume (failed trajectories are in errors.jsonl)`,
+    );
+  }
+}

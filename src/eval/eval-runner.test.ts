@@ -134,6 +134,64 @@ describe('runEval', () => {
     expect(existsSync(join(folder, 'summary.json'))).toBe(true);
   });
 
+  it('keeps error-finished trajectories out of the results and retries them on resume', async () => {
+    const broken = (problem: BenchmarkProblem, sample: number) => ({
+      ...fixtureTrajectory({ problemId: problem.id, sample, answer: null, finish: 'error' }),
+      finish: {
+        reason: 'error' as const,
+        error: { code: 'ENGINE_UNAVAILABLE', message: 'connection refused' },
+      },
+    });
+    const first = await runEval({
+      ...base(),
+      solve: async (problem, sample, signal) =>
+        problem.id === 'p2' ? broken(problem, sample) : solve(problem, sample, signal),
+    });
+    expect(first).toMatchObject({ status: 'incomplete', failed: 2, done: 4, total: 6, written: 4 });
+    expect(
+      lines()
+        .map((line) => line.problemId)
+        .sort(),
+    ).toEqual(['p1', 'p1', 'p3', 'p3']);
+    const errors = readFileSync(join(folder, 'errors.jsonl'), 'utf8').trim().split('\n');
+    expect(errors.map((line) => JSON.parse(line).problemId)).toEqual(['p2', 'p2']);
+    expect(first.summary.complete).toBe(false);
+
+    const retried: string[] = [];
+    const second = await runEval({
+      ...base(),
+      resume: true,
+      solve: async (problem, sample, signal) => {
+        retried.push(`${problem.id}/${sample}`);
+        return solve(problem, sample, signal);
+      },
+    });
+    expect(retried.sort()).toEqual(['p2/0', 'p2/1']);
+    expect(second).toMatchObject({ status: 'completed', failed: 0, done: 6 });
+  });
+
+  it('stops after too many error-finished trajectories in a row', async () => {
+    let calls = 0;
+    await expect(
+      runEval({
+        ...base(),
+        concurrency: 1,
+        maxConsecutiveErrors: 3,
+        solve: async (problem, sample) => {
+          calls++;
+          return {
+            ...fixtureTrajectory({ problemId: problem.id, sample, answer: null }),
+            finish: { reason: 'error' as const, error: { code: 'ENGINE_UNAVAILABLE', message: 'refused' } },
+          };
+        },
+      }),
+    ).rejects.toMatchObject({
+      code: 'EVAL_INFRASTRUCTURE_FAILING',
+      message: expect.stringMatching(/3 trajectories in a row.*ENGINE_UNAVAILABLE/),
+    });
+    expect(calls).toBe(3);
+  });
+
   it('stops the run and rethrows when the solver throws', async () => {
     await expect(
       runEval({

@@ -7,6 +7,11 @@
  * and early figures cover the whole benchmark. A resumed run skips the pairs already in the
  * file. When the signal aborts, in-flight trajectories are aborted and not written; they are
  * solved again on resume, so the file only ever holds complete, graded trajectories.
+ *
+ * A trajectory that ends with finish reason `error` (the engine or sandbox broke, after the
+ * agent's retries) is not a model's answer: it goes to `errors.jsonl` instead and is solved
+ * again on resume. After `maxConsecutiveErrors` such trajectories in a row the run stops, since
+ * the infrastructure is evidently down.
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -14,7 +19,7 @@ import type { GradeResult } from '../grader/types.ts';
 import { openTrajectoryWriter } from '../trajectory/index.ts';
 import type { Trajectory } from '../trajectory/trajectory.ts';
 import type { BenchmarkProblem } from './benchmark-problem.ts';
-import { EvalOutputExistsError, EvalResumeMismatchError } from './eval-errors.ts';
+import { EvalInfrastructureError, EvalOutputExistsError, EvalResumeMismatchError } from './eval-errors.ts';
 import type { AnswerEquivalence } from './majority-vote.ts';
 import { folderHasEntries, RUN_FILES, readRunJson, readRunTrajectories, writeRunJson } from './run-folder.ts';
 import { plannedTrajectories, type RunSummary, summarizeRun } from './run-summary.ts';
@@ -40,6 +45,8 @@ export type EvalProgress = {
   codeCalls: number;
   /** Trajectories in flight now. */
   running: number;
+  /** Trajectories that ended in an infrastructure error in this invocation (not written). */
+  failed: number;
 };
 
 export type EvalRunOptions = {
@@ -55,14 +62,25 @@ export type EvalRunOptions = {
   equivalent: AnswerEquivalence;
   signal?: AbortSignal;
   onProgress?: (progress: EvalProgress) => void;
+  /** Error-finished trajectories in a row that stop the run (default 2 × concurrency, at least 8). */
+  maxConsecutiveErrors?: number;
   /** Receives warnings (a truncated last line removed on resume); default `process.emitWarning`. */
   onWarning?: (message: string) => void;
   now?: () => Date;
 };
 
-export type EvalRunResult =
-  | { status: 'completed'; summary: RunSummary; written: number }
-  | { status: 'interrupted'; summary: RunSummary; written: number; done: number; total: number };
+/**
+ * `completed`: every pair is done. `interrupted`: the signal stopped it. `incomplete`: the queue
+ * ran out but some trajectories ended in errors (see errors.jsonl); resuming retries them.
+ */
+export type EvalRunResult = {
+  status: 'completed' | 'interrupted' | 'incomplete';
+  summary: RunSummary;
+  written: number;
+  failed: number;
+  done: number;
+  total: number;
+};
 
 /** Runs (or resumes) an evaluation and writes config.json, trajectories.jsonl and summary.json. */
 export async function runEval(options: EvalRunOptions): Promise<EvalRunResult> {
@@ -110,8 +128,11 @@ export async function runEval(options: EvalRunOptions): Promise<EvalRunResult> {
     correct: planned.filter((trajectory) => readGrade(trajectory)?.correct === true).length,
     codeCalls: planned.reduce((total, trajectory) => total + trajectory.toolCalls.length, 0),
     running: 0,
+    failed: 0,
   };
   onProgress?.({ ...progress });
+  const maxConsecutiveErrors = options.maxConsecutiveErrors ?? Math.max(8, 2 * concurrency);
+  let consecutiveErrors = 0;
 
   // One controller stops every worker: the caller's signal, or the first solver failure.
   const stop = new AbortController();
@@ -123,6 +144,7 @@ export async function runEval(options: EvalRunOptions): Promise<EvalRunResult> {
   const warn = options.onWarning === undefined ? {} : { onWarning: options.onWarning };
   // The writer validates each record, appends it with one write and syncs it.
   const writer = await openTrajectoryWriter(join(outDir, RUN_FILES.trajectories), warn);
+  let errorWriter: Awaited<ReturnType<typeof openTrajectoryWriter>> | null = null;
 
   const worker = async () => {
     for (let next = queue.shift(); next !== undefined && !stop.signal.aborted; next = queue.shift()) {
@@ -132,6 +154,17 @@ export async function runEval(options: EvalRunOptions): Promise<EvalRunResult> {
         const solved = await solve(problem, sample, stop.signal);
         if (stop.signal.aborted) continue; // in flight at the stop: not written, redone on resume
         const trajectory = { ...solved, problemId: problem.id, sample };
+        if (trajectory.finish?.reason === 'error') {
+          errorWriter ??= await openTrajectoryWriter(join(outDir, RUN_FILES.errors), warn);
+          await errorWriter.append(trajectory);
+          progress.failed++;
+          if (++consecutiveErrors >= maxConsecutiveErrors && !stop.signal.aborted) {
+            failure = { error: new EvalInfrastructureError(consecutiveErrors, trajectory.finish.error) };
+            stop.abort(failure.error);
+          }
+          continue;
+        }
+        consecutiveErrors = 0;
         const graded = attachGrade(trajectory, await grade(trajectory, problem), problem.answer);
         if (stop.signal.aborted) continue;
         await writer.append(graded);
@@ -155,6 +188,7 @@ export async function runEval(options: EvalRunOptions): Promise<EvalRunResult> {
   } finally {
     signal?.removeEventListener('abort', onAbort);
     await writer.close();
+    await (errorWriter as Awaited<ReturnType<typeof openTrajectoryWriter>> | null)?.close();
   }
   if (failure !== null) throw (failure as { error: unknown }).error;
 
@@ -167,15 +201,15 @@ export async function runEval(options: EvalRunOptions): Promise<EvalRunResult> {
     equivalent: options.equivalent,
   });
   await writeRunJson(outDir, RUN_FILES.summary, summary);
-  return summary.complete
-    ? { status: 'completed', summary, written }
-    : {
-        status: 'interrupted',
-        summary,
-        written,
-        done: summary.trajectories,
-        total: summary.expectedTrajectories,
-      };
+  const status = summary.complete ? 'completed' : stop.signal.aborted ? 'interrupted' : 'incomplete';
+  return {
+    status,
+    summary,
+    written,
+    failed: progress.failed,
+    done: summary.trajectories,
+    total: summary.expectedTrajectories,
+  };
 }
 
 async function prepareFolder(options: EvalRunOptions): Promise<Trajectory[]> {

@@ -16,6 +16,7 @@ export { escapeHtml } from './escape-html.ts';
 export {
   BenchmarkFormatError,
   BenchmarkNotFoundError,
+  EvalInfrastructureError,
   EvalOutputExistsError,
   EvalResumeMismatchError,
   EvalRunFormatError,

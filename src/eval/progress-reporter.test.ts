@@ -8,6 +8,7 @@ const progress = (done: number, extra: Partial<Parameters<typeof formatProgress>
   correct: Math.floor(done / 2),
   codeCalls: done * 3,
   running: 2,
+  failed: 0,
   ...extra,
 });
 
@@ -18,6 +19,7 @@ describe('formatProgress', () => {
     // 10 resumed, 5 new in 50 s: 10 s each, 5 left.
     expect(formatProgress(progress(15, { doneAtStart: 10, correct: 6 }), 50_000, 10)).toContain('ETA 50s');
     expect(formatProgress(progress(0), 0, 10)).toContain('acc – | code/traj – | running 2 | ETA ?');
+    expect(formatProgress(progress(4, { failed: 3 }), 1000, 10)).toContain('| running 2 | failed 3 | ETA');
   });
 
   it('formats durations', () => {

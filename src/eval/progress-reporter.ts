@@ -1,6 +1,6 @@
 /**
  * Progress display for an evaluation run, on stderr: on a terminal, one bar redrawn in place
- * (done/total, running accuracy, code calls per trajectory, ETA); elsewhere, a plain line each
+ * (done/total, running accuracy, code calls per trajectory, failures, ETA); elsewhere, a plain line each
  * time another `everyPercent` of the work is done, so logs stay short.
  */
 import type { EvalProgress } from './eval-runner.ts';
@@ -13,7 +13,7 @@ export type ProgressReporter = {
 
 /** The one-line progress text; `elapsedMs` counts only this invocation. */
 export function formatProgress(progress: EvalProgress, elapsedMs: number, barWidth = 24): string {
-  const { done, total, doneAtStart, correct, codeCalls, running } = progress;
+  const { done, total, doneAtStart, correct, codeCalls, running, failed } = progress;
   const fraction = total === 0 ? 1 : done / total;
   const filled = Math.round(fraction * barWidth);
   const bar = `${'█'.repeat(filled)}${'░'.repeat(barWidth - filled)}`;
@@ -22,7 +22,8 @@ export function formatProgress(progress: EvalProgress, elapsedMs: number, barWid
   const newlyDone = done - doneAtStart;
   const eta =
     done >= total ? '0s' : newlyDone === 0 ? '?' : formatDuration((elapsedMs / newlyDone) * (total - done));
-  return `${bar} ${done}/${total} ${(100 * fraction).toFixed(0)}% | acc ${accuracy} | code/traj ${tools} | running ${running} | ETA ${eta}`;
+  const errors = failed > 0 ? ` | failed ${failed}` : '';
+  return `${bar} ${done}/${total} ${(100 * fraction).toFixed(0)}% | acc ${accuracy} | code/traj ${tools} | running ${running}${errors} | ETA ${eta}`;
 }
 
 /** "1h02m", "3m05s", "42s". */

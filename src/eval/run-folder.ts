@@ -1,7 +1,7 @@
 /**
  * The files of an evaluation run folder: `config.json` (resolved configuration, saved at the
  * start), `trajectories.jsonl` (one graded trajectory per line, appended as each finishes) and
- * `summary.json` (metrics). Trajectory lines are read and written by `src/trajectory`.
+ * `summary.json` (metrics), and `errors.jsonl` for trajectories that infrastructure broke. Trajectory lines are read and written by `src/trajectory`.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
@@ -12,6 +12,8 @@ import { EvalRunFormatError } from './eval-errors.ts';
 export const RUN_FILES = {
   config: 'config.json',
   trajectories: 'trajectories.jsonl',
+  /** Trajectories that ended in an engine or sandbox error; redone on resume. */
+  errors: 'errors.jsonl',
   summary: 'summary.json',
   report: 'report.html',
 } as const;

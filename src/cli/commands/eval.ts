@@ -4,7 +4,7 @@
  * folder (resumable). This file only wires options to `src/eval`, `src/agent`, `src/engine`,
  * `src/sandbox` and `src/grader`.
  */
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { type AgentOptions, type PromptBuilderName, promptBuilders, runAgent } from '../../agent/index.ts';
 import { createEngine, loadTokenizer } from '../../engine/index.ts';
@@ -14,6 +14,7 @@ import {
   type FieldMapping,
   gradeTrajectory,
   loadBenchmark,
+  RUN_FILES,
   runEval,
 } from '../../eval/index.ts';
 import { answersEquivalent, gradeAnswer } from '../../grader/index.ts';
@@ -247,6 +248,13 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
         `interrupted after ${result.done}/${result.total}; resume with:\n  ${resumeCommand(outDir)}\n`,
       );
       return 130;
+    }
+    if (result.status === 'incomplete') {
+      process.stderr.write(
+        `${result.failed} trajectories ended in an engine or sandbox error (see ${join(outDir, RUN_FILES.errors)}); ` +
+          `${result.done}/${result.total} done. Retry them with:\n  ${resumeCommand(outDir)}\n`,
+      );
+      return 1;
     }
     return 0;
   } catch (error) {
