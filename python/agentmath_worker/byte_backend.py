@@ -76,8 +76,8 @@ class ByteBackend:
     def prefill(self, slot: int, token_ids: List[int]) -> torch.Tensor:
         return self.model.prefill(self.cache, slot, torch.tensor(token_ids, dtype=torch.long))
 
-    def decode_step(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        return self.model.decode(self.cache, tokens, positions)
+    def decode_step(self, tokens: torch.Tensor, positions: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+        return self.model.decode(self.cache, tokens, positions, active=active)
 
     def release(self, slot: int) -> None:
         """Nothing to free: a slot's stale keys sit beyond the next owner's positions."""

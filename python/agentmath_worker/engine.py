@@ -208,10 +208,11 @@ class Engine:
         width = max(s.slot for s in decoding) + 1
         active = torch.zeros(width, dtype=torch.bool)
         active[[s.slot for s in decoding]] = True
-        # Idle slots in range decode a pad at position 0: harmless, their rows are ignored.
+        # Idle rows (free slots, and slots admitted this step, whose first decode comes next
+        # step) compute a pad at position 0 and write nothing: their rows are ignored.
         tokens = torch.where(active, self._tokens[:width], torch.zeros_like(self._tokens[:width]))
         positions = torch.where(active, self._positions[:width], torch.zeros_like(self._positions[:width]))
-        logits = self.backend.decode_step(tokens, positions)
+        logits = self.backend.decode_step(tokens, positions, active)
         sampled, logprobs = sample_tokens(
             logits, self._temperatures[:width], self._top_ps[:width], self._seeds[:width], self._counters[:width]
         )

@@ -75,11 +75,11 @@ class HuggingFaceBackend:
         return output.logits[0, -1].float().cpu()
 
     @torch.no_grad()
-    def decode_step(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    def decode_step(self, tokens: torch.Tensor, positions: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         rows = []
         for slot in range(tokens.shape[0]):
             past = self._past.get(slot)
-            if past is None:  # an idle slot inside the decoded range
+            if past is None or not bool(active[slot]):  # an idle row inside the decoded range
                 rows.append(torch.zeros(self.vocab_size))
                 continue
             position = int(positions[slot])

@@ -171,12 +171,16 @@ class ByteGPT(nn.Module):
         tokens: torch.Tensor,
         positions: torch.Tensor,
         length: Optional[int] = None,
+        active: Optional[torch.Tensor] = None,
     ) -> torch.Tensor:
-        """One step for slots 0..n-1: token i sits at positions[i] of slot i. Returns [n, vocab]."""
+        """One step for slots 0..n-1: token i sits at positions[i] of slot i. Returns [n, vocab].
+        Only rows where `active` is true (all by default) write their keys and values to the
+        cache; the others must leave their slot's cache as it is."""
         slots = tokens.shape[0]
         if length is None:
             length = int(positions.max().item()) + 1
         slot_index = torch.arange(slots)
+        written = slot_index if active is None else slot_index[active]
         cos = self.rope_cos[positions][:, None, :]
         sin = self.rope_sin[positions][:, None, :]
         visible = torch.arange(length)[None, :] <= positions[:, None]
@@ -187,7 +191,7 @@ class ByteGPT(nn.Module):
         for layer, block in enumerate(self.blocks):
             q, k, v = block.project(x, cos, sin)
             keys, values = cache.keys[layer], cache.values[layer]
-            keys[slot_index, :, positions] = k[:, :, 0]
-            values[slot_index, :, positions] = v[:, :, 0]
+            keys[written, :, positions[written]] = k[written, :, 0]
+            values[written, :, positions[written]] = v[written, :, 0]
             x = block.attend(x, q, keys[:slots, :, :length], values[:slots, :, :length], mask)
         return self._logits(x[:, 0])

@@ -58,12 +58,18 @@ def sample_tokens(
         sorted_log_probs, order = torch.sort(log_probs, dim=-1, descending=True)
         sorted_probs = sorted_log_probs.exp()
         # Keep the smallest prefix whose mass reaches top_p (the first token always stays).
-        keep = (torch.cumsum(sorted_probs, dim=-1) - sorted_probs) < top_ps[:, None]
-        kept_cumulative = torch.cumsum((sorted_probs * keep).double(), dim=-1)
+        keep_sorted = (torch.cumsum(sorted_probs, dim=-1) - sorted_probs) < top_ps[:, None]
+        # Draw over the kept tokens in vocabulary order, not sorted order: near-tied
+        # probabilities may sort differently when the batch changes the rounding, and the
+        # draw must not depend on that order.
+        keep = torch.zeros_like(keep_sorted).scatter_(-1, order, keep_sorted)
+        kept_cumulative = torch.cumsum((log_probs.exp() * keep).double(), dim=-1)
         index = torch.searchsorted(kept_cumulative, (draws * kept_cumulative[:, -1])[:, None], right=True)
-        # A draw can land past the last kept token only through rounding; fold it back in.
-        index = torch.minimum(index, keep.sum(dim=-1, keepdim=True) - 1)
-        tokens = torch.where(truncated, order.gather(-1, index)[:, 0], tokens)
+        index = index.clamp_(max=logits.shape[-1] - 1)[:, 0]
+        # A draw can land on a dropped token only through rounding; take the last kept one.
+        last_kept = logits.shape[-1] - 1 - keep.flip(-1).to(torch.int64).argmax(dim=-1)
+        index = torch.where(keep.gather(-1, index[:, None])[:, 0], index, last_kept)
+        tokens = torch.where(truncated, index, tokens)
     tokens = torch.where(greedy, log_probs.argmax(dim=-1), tokens)
     chosen = log_probs.gather(-1, tokens[:, None])[:, 0]
     return tokens, chosen

@@ -49,13 +49,13 @@ class ScriptedBackend:
         self.scripts[slot] = (list(text[4:]), len(ids))
         return self._logits(slot, 0)
 
-    def decode_step(self, tokens, positions):
+    def decode_step(self, tokens, positions, active):
         time.sleep(self.step_seconds)
-        live = [slot for slot in range(tokens.shape[0]) if slot in self.scripts]
+        live = [slot for slot in range(tokens.shape[0]) if slot in self.scripts and bool(active[slot])]
         self.decoded_slots.append(set(live))
         rows = []
         for slot in range(tokens.shape[0]):
-            if slot in self.scripts:
+            if slot in live:
                 rows.append(self._logits(slot, int(positions[slot]) - self.scripts[slot][1] + 1))
             else:
                 rows.append(torch.zeros(258))

@@ -89,6 +89,18 @@ class ModelTest(unittest.TestCase):
             step = model.decode(cache, tokens, positions)
             self.assertTrue(torch.allclose(step[1], full[position], atol=1e-4), position)
 
+    def test_inactive_rows_leave_their_slot_cache_untouched(self):
+        # A slot admitted (prefilled) in the same step as others decode sits idle in that
+        # step's batch; its cached position 0 must survive the idle row's pad computation.
+        model = ByteGPT(CONFIG)
+        cache = SlotKVCache(model.config, n_slots=2)
+        model.prefill(cache, 1, torch.tensor([5, 6, 7]))
+        model.prefill(cache, 0, torch.tensor([8, 9]))
+        before = [keys[1].clone() for keys in cache.keys]
+        model.decode(cache, torch.tensor([3, 0]), torch.tensor([2, 0]), active=torch.tensor([True, False]))
+        for layer, keys in enumerate(cache.keys):
+            self.assertTrue(torch.equal(keys[1], before[layer]), layer)
+
     def test_rejects_sequences_longer_than_context(self):
         model = ByteGPT(CONFIG)
         with self.assertRaisesRegex(ValueError, "context length"):

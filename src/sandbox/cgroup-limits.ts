@@ -3,8 +3,12 @@
  * cgroups (detected once; when it does not, the pool logs a note and relies on rlimits).
  * Groups are created under this process's own cgroup, named `agentmath-<pid>-<n>`, and
  * removed when their worker ends; groups left by a dead process are swept on start.
+ * Detection runs once, synchronously, when a pool is created; everything on a session's path
+ * (creating, querying for an OOM kill, removing) is asynchronous, so a slow cgroup rmdir
+ * (tens of milliseconds in the kernel) never holds the event loop.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
+import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** One worker's cgroups. */
@@ -12,15 +16,15 @@ export type WorkerCgroup = {
   /** Files the jail prologue writes its pid into. */
   procsFiles: string[];
   /** True when the kernel's OOM killer acted inside the group. */
-  oomKilled(): boolean;
-  /** Current memory charge of the group, or null when unknown. */
+  oomKilled(): Promise<boolean>;
+  /** Current memory charge of the group, or null when unknown (a synchronous read, for stats). */
   memoryBytes(): number | null;
   /** Removes the groups once empty (waits briefly for dying processes). */
   remove(): Promise<void>;
 };
 
 export type CgroupSupport = {
-  create(limits: { memoryBytes: number; pids: number }): WorkerCgroup;
+  create(limits: { memoryBytes: number; pids: number }): Promise<WorkerCgroup>;
 };
 
 let groupCounter = 0;
@@ -44,6 +48,11 @@ function sweepStale(base: string): void {
       // still busy or already gone
     }
   }
+}
+
+/** Ignores "already removed"; rethrows anything else (a busy group). */
+function absent(error: NodeJS.ErrnoException): void {
+  if (error.code !== 'ENOENT') throw error;
 }
 
 function isAlive(pid: number): boolean {
@@ -70,30 +79,32 @@ export function detectCgroupSupport(log: (line: string) => void): CgroupSupport 
       sweepStale(base);
     }
     return {
-      create(limits) {
+      async create(limits) {
         groupCounter += 1;
         const name = `agentmath-${process.pid}-${groupCounter}`;
         const memoryDir = join(memoryBase, name);
         const pidsDir = join(pidsBase, name);
-        mkdirSync(memoryDir);
-        mkdirSync(pidsDir);
-        writeFileSync(join(memoryDir, 'memory.limit_in_bytes'), String(limits.memoryBytes));
-        if (existsSync(join(memoryDir, 'memory.memsw.limit_in_bytes'))) {
-          try {
-            writeFileSync(join(memoryDir, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes));
-          } catch {
-            // swap accounting disabled: the memory limit alone applies
-          }
+        await Promise.all([mkdir(memoryDir), mkdir(pidsDir)]);
+        try {
+          await writeFile(join(pidsDir, 'pids.max'), String(limits.pids));
+          await writeFile(join(memoryDir, 'memory.limit_in_bytes'), String(limits.memoryBytes));
+          // After the memory limit (memsw may not be below it); absent or refused when swap
+          // accounting is off, and then the memory limit alone applies.
+          await writeFile(join(memoryDir, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes)).catch(
+            () => {},
+          );
+        } catch (error) {
+          await Promise.all([rmdir(memoryDir).catch(() => {}), rmdir(pidsDir).catch(() => {})]);
+          throw error;
         }
-        writeFileSync(join(pidsDir, 'pids.max'), String(limits.pids));
         return {
           procsFiles: [join(memoryDir, 'cgroup.procs'), join(pidsDir, 'cgroup.procs')],
-          oomKilled() {
+          async oomKilled() {
             try {
-              const control = readFileSync(join(memoryDir, 'memory.oom_control'), 'utf8');
+              const control = await readFile(join(memoryDir, 'memory.oom_control'), 'utf8');
               const kills = /oom_kill (\d+)/.exec(control);
               if (kills) return Number(kills[1]) > 0;
-              return Number(readFileSync(join(memoryDir, 'memory.failcnt'), 'utf8')) > 0;
+              return Number(await readFile(join(memoryDir, 'memory.failcnt'), 'utf8')) > 0;
             } catch {
               return false;
             }
@@ -108,8 +119,7 @@ export function detectCgroupSupport(log: (line: string) => void): CgroupSupport 
           async remove() {
             for (let attempt = 0; attempt < 100; attempt += 1) {
               try {
-                if (existsSync(memoryDir)) rmdirSync(memoryDir);
-                if (existsSync(pidsDir)) rmdirSync(pidsDir);
+                await Promise.all([rmdir(memoryDir).catch(absent), rmdir(pidsDir).catch(absent)]);
                 return;
               } catch {
                 await new Promise((resolve) => setTimeout(resolve, 20));

@@ -28,12 +28,22 @@ export type JailCommandOptions = {
   runnerConfig: unknown;
 };
 
-/** Builds `[command, ...args]` for `child_process.spawn`; the runner's control socket is fd 3. */
+let systemBinds: string[] | null = null;
+
+/** The bind arguments for the host's system paths, looked up once per process. */
+function systemBindArgs(): string[] {
+  if (systemBinds === null) {
+    systemBinds = [];
+    for (const path of READ_ONLY_PATHS) if (existsSync(path)) systemBinds.push('--ro-bind', path, path);
+    for (const name of USR_SYMLINKS) systemBinds.push('--symlink', `usr/${name}`, `/${name}`);
+  }
+  return systemBinds;
+}
+
+/** Builds `[command, ...args]` for the launcher; the runner's control socket is fd 3. */
 export function buildJailCommand(options: JailCommandOptions): { command: string; args: string[] } {
   const { pythonPath, runnerDir, uid, tmpBytes, cgroupProcsFiles, runnerConfig } = options;
-  const bind: string[] = [];
-  for (const path of READ_ONLY_PATHS) if (existsSync(path)) bind.push('--ro-bind', path, path);
-  for (const name of USR_SYMLINKS) bind.push('--symlink', `usr/${name}`, `/${name}`);
+  const bind = systemBindArgs();
   const bwrap = [
     '/usr/bin/bwrap',
     '--unshare-all',

@@ -3,8 +3,9 @@
  * time over the framed control socket, enforces the hard deadline from outside (SIGKILL of
  * the whole jail when the code resists the in-runner timer), and turns every way the process
  * can end into an `ExecutionOutcome`. A worker never outlives or serves more than one session.
+ * The process is started and killed by the pool's launcher helper (worker-launcher.ts), so
+ * nothing here forks or waits on the event loop; cgroup files are written asynchronously.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import type { CgroupSupport, WorkerCgroup } from './cgroup-limits.ts';
@@ -12,6 +13,7 @@ import { encodeFrame, FrameDecoder } from './frame-codec.ts';
 import { allocateWorkerUid, buildJailCommand } from './jail-command.ts';
 import { SandboxStartError } from './sandbox-errors.ts';
 import type { ExecutionOutcome } from './types.ts';
+import type { LaunchedProcess, LaunchedProcessEnd, WorkerLauncher } from './worker-launcher.ts';
 
 /** rlimits applied by the runner to itself before any user code, plus the cgroup/tmpfs sizes. */
 export type WorkerLimits = {
@@ -24,6 +26,7 @@ export type WorkerLimits = {
 };
 
 export type JailedWorkerOptions = {
+  launcher: WorkerLauncher;
   pythonPath: string;
   runnerDir: string;
   preload: readonly string[];
@@ -46,34 +49,33 @@ const RUNNER_STATUSES = new Set(['ok', 'error', 'timeout', 'memory-exceeded']);
 /** A running jail with one Python runner inside. */
 export class JailedWorker {
   readonly uid: number;
-  readonly pid: number;
-  readonly #child: ChildProcess;
-  readonly #control: Socket;
+  /** Host pid of the jail's outermost process (-1 until the launcher reports it). */
+  pid = -1;
+  readonly #process: LaunchedProcess;
+  readonly #decoder: FrameDecoder;
   readonly #cgroup: WorkerCgroup | null;
   readonly #limits: WorkerLimits;
   readonly #exited: Promise<void>;
+  #control: Socket | null = null;
   #nextId = 1;
   #pending: Pending | null = null;
   #killReason: string | null = null;
   #alive = true;
+  #killRequested = false;
   #onReady: ((error: Error | null) => void) | null = null;
-  #stderrTail = '';
   calls = 0;
 
-  private constructor(options: JailedWorkerOptions) {
+  private constructor(options: JailedWorkerOptions, cgroup: WorkerCgroup | null) {
     this.uid = allocateWorkerUid();
     this.#limits = options.limits;
-    this.#cgroup =
-      options.cgroups?.create({
-        memoryBytes: options.limits.memoryBytes,
-        pids: options.limits.processes + 8,
-      }) ?? null;
+    this.#cgroup = cgroup;
+    this.#decoder = new FrameDecoder(16 * options.outputLimitBytes + 1024 * 1024);
     const { command, args } = buildJailCommand({
       pythonPath: options.pythonPath,
       runnerDir: options.runnerDir,
       uid: this.uid,
       tmpBytes: options.limits.tmpBytes,
-      cgroupProcsFiles: this.#cgroup?.procsFiles ?? [],
+      cgroupProcsFiles: cgroup?.procsFiles ?? [],
       runnerConfig: {
         preload: options.preload,
         outputLimitBytes: options.outputLimitBytes,
@@ -87,49 +89,36 @@ export class JailedWorker {
         },
       },
     });
-    this.#child = spawn(command, args, {
-      stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
-      env: { PATH: '/usr/bin:/bin' },
-    });
-    this.pid = this.#child.pid ?? -1;
-    this.#control = this.#child.stdio[3] as Socket;
-    const decoder = new FrameDecoder(16 * options.outputLimitBytes + 1024 * 1024);
-    this.#control.on('data', (chunk: Buffer) => {
-      let messages: Record<string, unknown>[];
-      try {
-        messages = decoder.push(chunk);
-      } catch (error) {
-        this.#violation(error instanceof Error ? error.message : String(error));
-        return;
-      }
-      for (const message of messages) this.#onMessage(message);
-    });
-    this.#control.on('error', () => {});
-    this.#child.stderr?.on('data', (chunk: Buffer) => {
-      if (this.#stderrTail.length < 4096) this.#stderrTail += chunk.toString('utf8').slice(0, 4096);
-    });
+    let onExit: (end: LaunchedProcessEnd) => void = () => {};
     this.#exited = new Promise((resolve) => {
-      this.#child.on('exit', (code, signal) => {
-        this.#alive = false;
-        this.#control.destroy();
-        const how = signal ? `signal ${signal}` : `exit code ${code}`;
-        this.#onReady?.(
-          new SandboxStartError(`sandbox worker ended during startup (${how}): ${this.#stderrTail.trim()}`),
-        );
-        this.#settle(this.#outcomeOnExit(how));
-        void (this.#cgroup?.remove() ?? Promise.resolve()).then(resolve);
-      });
-      this.#child.on('error', (error) => {
-        this.#onReady?.(
-          new SandboxStartError(`cannot start the sandbox jail: ${error.message}`, { cause: error }),
-        );
-      });
+      onExit = (end) => void this.#onExit(end).then(resolve);
     });
+    this.#process = options.launcher.launch(
+      [command, ...args],
+      { PATH: '/usr/bin:/bin' },
+      {
+        onSpawn: (pid) => {
+          this.pid = pid;
+        },
+        onConnection: (socket, firstBytes) => this.#onConnection(socket, firstBytes),
+        onExit,
+      },
+    );
   }
 
   /** Starts a worker and resolves once its runner has preloaded its modules. */
   static async start(options: JailedWorkerOptions): Promise<JailedWorker> {
-    const worker = new JailedWorker(options);
+    const cgroup = options.cgroups
+      ? await options.cgroups.create({
+          memoryBytes: options.limits.memoryBytes,
+          pids: options.limits.processes + 8,
+        })
+      : null;
+    const worker = new JailedWorker(options, cgroup);
+    if (!worker.#alive) {
+      await worker.#exited;
+      throw new SandboxStartError('sandbox worker could not be launched: the launcher is closed');
+    }
     const ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
         () =>
@@ -154,6 +143,11 @@ export class JailedWorker {
     return worker;
   }
 
+  /** Settles once the jail is gone, however it ended. */
+  get exited(): Promise<void> {
+    return this.#exited;
+  }
+
   get alive(): boolean {
     return this.#alive;
   }
@@ -174,21 +168,17 @@ export class JailedWorker {
         void this.kill();
       }, timeoutMs + graceMs);
       this.#pending = { id, resolve, limitMs: timeoutMs, timer };
-      this.#control.write(encodeFrame({ id, op: 'execute', code, timeoutMs }));
+      this.#control?.write(encodeFrame({ id, op: 'execute', code, timeoutMs }));
     });
   }
 
   /** Kills the whole jail (every process in its pid namespace) and waits until it is gone. */
   async kill(): Promise<void> {
-    if (this.#alive) {
-      // Kill the namespace's init (bwrap's child) first: the kernel then kills every process in
-      // the jail and bwrap reaps it, so nothing is left as a zombie of the host's init.
-      const inits = childPids(this.pid);
-      for (const pid of inits) signalQuietly(pid);
-      if (inits.length === 0) signalQuietly(this.pid);
-      const fallback = setTimeout(() => signalQuietly(this.pid), 2_000);
-      await this.#exited;
-      clearTimeout(fallback);
+    if (this.#alive && !this.#killRequested) {
+      // The launcher kills the namespace's init (bwrap's child) first: the kernel then kills
+      // every process in the jail and bwrap reaps it, so nothing is left as a zombie.
+      this.#killRequested = true;
+      this.#process.kill();
     }
     await this.#exited;
   }
@@ -234,12 +224,40 @@ export class JailedWorker {
     void this.kill();
   }
 
-  #outcomeOnExit(how: string): ExecutionOutcome {
-    if (this.#cgroup?.oomKilled()) return { status: 'memory-exceeded', limitBytes: this.#limits.memoryBytes };
-    return {
-      status: 'killed',
-      reason: this.#killReason ?? `the Python process ended (${how}); the session's state was reset`,
+  #onConnection(socket: Socket, firstBytes: Buffer): void {
+    this.#control = socket;
+    const receive = (chunk: Buffer) => {
+      let messages: Record<string, unknown>[];
+      try {
+        messages = this.#decoder.push(chunk);
+      } catch (error) {
+        this.#violation(error instanceof Error ? error.message : String(error));
+        return;
+      }
+      for (const message of messages) this.#onMessage(message);
     };
+    socket.on('data', receive);
+    if (!this.#alive) socket.destroy();
+    else if (firstBytes.length > 0) receive(firstBytes);
+  }
+
+  async #onExit(end: LaunchedProcessEnd): Promise<void> {
+    this.#alive = false;
+    this.#control?.destroy();
+    const how = end.error ?? (end.signal ? `signal ${end.signal}` : `exit code ${end.code}`);
+    this.#onReady?.(
+      new SandboxStartError(`sandbox worker ended during startup (${how}): ${end.stderr.trim()}`),
+    );
+    const oomKilled = (await this.#cgroup?.oomKilled()) ?? false;
+    this.#settle(
+      oomKilled
+        ? { status: 'memory-exceeded', limitBytes: this.#limits.memoryBytes }
+        : {
+            status: 'killed',
+            reason: this.#killReason ?? `the Python process ended (${how}); the session's state was reset`,
+          },
+    );
+    await this.#cgroup?.remove();
   }
 
   #settle(outcome: ExecutionOutcome): void {
@@ -248,14 +266,6 @@ export class JailedWorker {
     this.#pending = null;
     clearTimeout(pending.timer);
     pending.resolve(outcome);
-  }
-}
-
-function signalQuietly(pid: number): void {
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    // already gone
   }
 }
 

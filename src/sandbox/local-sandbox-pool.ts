@@ -17,6 +17,7 @@ import {
 } from './local-sandbox-options.ts';
 import { SandboxPoolFullError, SandboxSessionClosedError, SandboxStartError } from './sandbox-errors.ts';
 import type { ExecuteOptions, ExecutionOutcome, SandboxProvider, SandboxSession } from './types.ts';
+import { WorkerLauncher } from './worker-launcher.ts';
 
 /** Counts a server or a benchmark reads. */
 export type LocalSandboxStats = {
@@ -29,7 +30,14 @@ export type LocalSandboxStats = {
   workerStartFailures: number;
 };
 
-type WorkerWaiter = { resolve: (worker: JailedWorker) => void; reject: (error: Error) => void };
+type WorkerWaiter = {
+  resolve: (worker: JailedWorker) => void;
+  reject: (error: Error) => void;
+  /** Starts begun before this waiter queued; their failures (say, the launcher died) are not its. */
+  startsBefore: number;
+  /** Failed starts charged to this waiter; the first is retried, the second rejects it. */
+  failures: number;
+};
 
 /** The pool. Create it with `createLocalSandbox(options)`. */
 export class LocalSandboxPool implements SandboxProvider {
@@ -37,6 +45,7 @@ export class LocalSandboxPool implements SandboxProvider {
   readonly #log: (line: string) => void;
   readonly #now: () => number;
   readonly #cgroups: CgroupSupport | null;
+  readonly #launcher: WorkerLauncher;
   readonly #idle: JailedWorker[] = [];
   readonly #workerWaiters: WorkerWaiter[] = [];
   readonly #slotWaiters: Array<() => void> = [];
@@ -44,6 +53,7 @@ export class LocalSandboxPool implements SandboxProvider {
   readonly #retiring = new Set<Promise<void>>();
   readonly #sweeper: NodeJS.Timeout;
   #starting = 0;
+  #startsBegun = 0;
   #bound = 0;
   #slotsUsed = 0;
   #closed = false;
@@ -58,6 +68,7 @@ export class LocalSandboxPool implements SandboxProvider {
     this.#log = environment.log ?? ((line) => process.stderr.write(`${line}\n`));
     this.#now = environment.now ?? Date.now;
     this.#cgroups = this.options.cgroups === 'auto' ? detectCgroupSupport(this.#log) : null;
+    this.#launcher = new WorkerLauncher({ pythonPath: this.options.pythonPath, log: this.#log });
     const sweepMs = Math.max(50, Math.min(5_000, Math.floor(this.options.idleTtlMs / 4)));
     this.#sweeper = setInterval(() => this.#expireIdle(), sweepMs);
     this.#sweeper.unref();
@@ -144,6 +155,7 @@ export class LocalSandboxPool implements SandboxProvider {
       await Promise.all([...this.#retiring]);
       if (this.#starting > 0) await new Promise((resolve) => setTimeout(resolve, 10));
     }
+    await this.#launcher.close();
   }
 
   /** @internal Reserves a session slot, waiting up to `acquireTimeoutMs`. */
@@ -185,7 +197,7 @@ export class LocalSandboxPool implements SandboxProvider {
     while (worker && !worker.alive) worker = this.#idle.shift();
     if (!worker) {
       worker = await new Promise<JailedWorker>((resolve, reject) => {
-        this.#workerWaiters.push({ resolve, reject });
+        this.#workerWaiters.push({ resolve, reject, startsBefore: this.#startsBegun, failures: 0 });
         if (this.#starting < this.#workerWaiters.length) this.#startWorker();
       });
     }
@@ -230,8 +242,11 @@ export class LocalSandboxPool implements SandboxProvider {
 
   #startWorker(): void {
     this.#starting += 1;
+    this.#startsBegun += 1;
+    const startNumber = this.#startsBegun;
     const { options } = this;
     JailedWorker.start({
+      launcher: this.#launcher,
       pythonPath: options.pythonPath,
       runnerDir: options.runnerDir,
       preload: options.preload,
@@ -258,13 +273,28 @@ export class LocalSandboxPool implements SandboxProvider {
         const waiter = this.#workerWaiters.shift();
         if (waiter) waiter.resolve(worker);
         else this.#idle.push(worker);
+        // A warm worker that dies while idle (its launcher ended, say) is replaced at once.
+        void worker.exited.then(() => {
+          const index = this.#idle.indexOf(worker);
+          if (index >= 0) this.#idle.splice(index, 1);
+          this.#refill();
+        });
         this.#refill();
       },
       (error: Error) => {
         this.#starting -= 1;
         this.#workerStartFailures += 1;
         this.#log(`sandbox: a worker failed to start: ${error.message}`);
-        this.#workerWaiters.shift()?.reject(error);
+        const waiter = this.#workerWaiters.shift();
+        if (waiter && !this.#closed) {
+          if (startNumber > waiter.startsBefore) waiter.failures += 1;
+          if (waiter.failures < 2) {
+            this.#workerWaiters.unshift(waiter);
+            this.#startWorker();
+            return;
+          }
+        }
+        waiter?.reject(error);
         // Retry the warm set later, not in a tight loop, when starts keep failing.
         setTimeout(() => this.#refill(), 1_000).unref();
       },

@@ -2,8 +2,10 @@ import type { Command } from 'commander';
 import { registerBench } from './bench.ts';
 import { registerCheck } from './check.ts';
 import { registerEngine } from './engine.ts';
+import { registerEval } from './eval.ts';
 import { registerGrade } from './grade.ts';
 import { registerInspect } from './inspect.ts';
+import { registerReport } from './report.ts';
 import { registerSandbox } from './sandbox.ts';
 import { registerSolve } from './solve.ts';
 import { registerTasks } from './tasks.ts';
@@ -20,4 +22,6 @@ export function registerCommands(program: Command): void {
   registerSolve(program);
   registerTasks(program);
   registerTrain(program);
+  registerEval(program);
+  registerReport(program);
 }

@@ -1,0 +1,25 @@
+/**
+ * `agentmath report DIR [--compare DIR2]`: writes a self-contained report.html for one run
+ * folder, or several side by side. Only wires options to `writeRunReport`.
+ */
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { writeRunReport } from '../../eval/index.ts';
+import { answersEquivalent } from '../../grader/index.ts';
+
+export function registerReport(program: Command): void {
+  program
+    .command('report')
+    .description('write report.html (tables and inline SVG charts) for an eval run, optionally beside others')
+    .argument('<dir>', 'eval output folder')
+    .option('--compare <dirs...>', 'other run folders to show side by side')
+    .option('--out <file>', 'where to write the page (default: <dir>/report.html)')
+    .action(async (dir: string, options: { compare?: string[]; out?: string }) => {
+      // Majority votes are recomputed only for a run killed before it wrote summary.json.
+      const path = await writeRunReport([dir, ...(options.compare ?? [])], {
+        equivalent: (left, right) => answersEquivalent(left, right),
+        ...(options.out === undefined ? {} : { outFile: resolve(options.out) }),
+      });
+      process.stdout.write(`${path}\n`);
+    });
+}
