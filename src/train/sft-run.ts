@@ -76,8 +76,11 @@ export class SftInterruptedError extends AgentMathError {
   }
 }
 
-/** Steps of calibration before a `maxMinutes` run fixes the schedule's length. */
-const CALIBRATION_STEPS = 10;
+/**
+ * Steps measured before a `maxMinutes` run fixes the schedule's length: enough that one slow
+ * step on a shared machine does not shorten the whole run.
+ */
+const CALIBRATION_STEPS = 50;
 
 /** Runs (or resumes) SFT in `dir` and returns the training report. */
 export async function runSft(options: SftRunOptions): Promise<TrainingReport> {
@@ -215,7 +218,9 @@ async function trainLoop({
   const budgetMs = config.maxMinutes === undefined ? Number.POSITIVE_INFINITY : config.maxMinutes * 60_000;
   while (current.step < current.totalSteps && current.trainWallMs < budgetMs) {
     if (signal?.aborted) {
-      current = await saveCheckpoint(dir, current, trainer, emit);
+      if (current.checkpoint !== checkpointFolder(current.step)) {
+        current = await saveCheckpoint(dir, current, trainer, emit);
+      }
       emit({ type: 'sft-interrupted', step: current.step, checkpoint: join(dir, current.checkpoint ?? '') });
       throw new SftInterruptedError(dir, current.step);
     }
