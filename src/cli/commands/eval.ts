@@ -7,7 +7,9 @@
 import { join, resolve } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { type AgentOptions, type PromptBuilderName, promptBuilders, runAgent } from '../../agent/index.ts';
-import { createEngine, loadTokenizer } from '../../engine/index.ts';
+import { findEmbeddedModel, startEmbeddedEngine } from '../../engine/embedded/index.ts';
+import { createEngine, type HttpEngine, loadTokenizer } from '../../engine/index.ts';
+import type { Tokenizer } from '../../engine/tokenizer.ts';
 import {
   BUILTIN_BENCHMARKS,
   createProgressReporter,
@@ -21,6 +23,7 @@ import { answersEquivalent, gradeAnswer } from '../../grader/index.ts';
 import { getDialect } from '../../protocol/index.ts';
 import { createLocalSandbox, SandboxClient } from '../../sandbox/index.ts';
 import type { SandboxProvider } from '../../sandbox/types.ts';
+import { AgentMathError } from '../../shared/agentmath-error.ts';
 
 type EvalCommandOptions = {
   bench: string;
@@ -31,13 +34,13 @@ type EvalCommandOptions = {
   concurrency: number;
   out?: string;
   resume?: boolean;
-  engine: string;
+  engine?: string;
   api: 'sglang' | 'vllm' | 'openai' | 'openai-chat';
   model?: string;
   apiKey?: string;
   tokenizer?: string;
   dialect: 'tags' | 'markdown';
-  prompt: PromptBuilderName;
+  prompt?: PromptBuilderName;
   maxToolCalls?: number;
   maxTokens?: number;
   maxNewTokens?: number;
@@ -98,7 +101,10 @@ export function registerEval(program: Command): void {
     .option('--concurrency <n>', 'trajectories in flight at once', integer(1), 8)
     .option('--out <dir>', 'output folder (default: runs/eval-<bench>-<time>)')
     .option('--resume', 'continue the run in --out, skipping finished (problem, sample) pairs')
-    .requiredOption('--engine <url>', 'inference server base URL')
+    .option(
+      '--engine <url>',
+      'inference server base URL (default: the embedded model under .agentmath/models/)',
+    )
     .addOption(
       new Option('--api <api>', 'server API')
         .choices(['sglang', 'vllm', 'openai', 'openai-chat'])
@@ -111,9 +117,10 @@ export function registerEval(program: Command): void {
       new Option('--dialect <name>', 'code-block markup').choices(['tags', 'markdown']).default('tags'),
     )
     .addOption(
-      new Option('--prompt <builder>', 'how a problem becomes messages')
-        .choices(Object.keys(promptBuilders))
-        .default('instructed'),
+      new Option(
+        '--prompt <builder>',
+        'how a problem becomes messages (default: instructed; problem-only for the embedded model)',
+      ).choices(Object.keys(promptBuilders)),
     )
     .option('--max-tool-calls <n>', "code calls per trajectory (default: the agent's, 16)", integer(0))
     .option(
@@ -145,14 +152,14 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     options.out ??
       `runs/eval-${benchmark.name}-${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}`,
   );
-  const tokenizer = options.tokenizer === undefined ? null : await loadTokenizer(options.tokenizer);
-  const engine = createEngine({
-    api: options.api,
-    url: options.engine,
-    ...(options.model === undefined ? {} : { model: options.model }),
-    ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
-    maxConcurrency: options.concurrency,
-  });
+  const target = await resolveEvalEngine(options);
+  const { engine, tokenizer } = target;
+  const promptName: PromptBuilderName = options.prompt ?? (target.embedded ? 'problem-only' : 'instructed');
+  // The embedded model cannot read past its context length.
+  const maxTokens =
+    target.contextTokens === null
+      ? options.maxTokens
+      : Math.min(options.maxTokens ?? target.contextTokens, target.contextTokens);
   const sandbox: SandboxProvider =
     options.sandbox === undefined
       ? createLocalSandbox({
@@ -163,7 +170,7 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
   const dialect = getDialect(options.dialect);
   const agentConfig = {
     budgets: {
-      ...(options.maxTokens === undefined ? {} : { maxTotalTokens: options.maxTokens }),
+      ...(maxTokens === undefined ? {} : { maxTotalTokens: maxTokens }),
       ...(options.maxToolCalls === undefined ? {} : { maxToolCalls: options.maxToolCalls }),
       ...(options.maxNewTokens === undefined ? {} : { maxNewTokensPerTurn: options.maxNewTokens }),
     },
@@ -176,16 +183,22 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     tokenizer,
     sandbox,
     dialect,
-    prompt: promptBuilders[options.prompt],
+    prompt: promptBuilders[promptName],
   };
   const config = {
     command: 'eval',
     benchmarkSource: benchmark.source,
     limit: options.limit ?? null,
-    engine: { api: options.api, url: options.engine, model: options.model ?? null, name: engine.name },
-    tokenizer: options.tokenizer === undefined ? null : resolve(options.tokenizer),
+    engine: target.embedded
+      ? { api: 'sglang', url: 'embedded', model: target.model, name: engine.name }
+      : { api: options.api, url: options.engine ?? null, model: options.model ?? null, name: engine.name },
+    tokenizer: target.embedded
+      ? target.model
+      : options.tokenizer === undefined
+        ? null
+        : resolve(options.tokenizer),
     dialect: options.dialect,
-    prompt: options.prompt,
+    prompt: promptName,
     agent: agentConfig,
     seed: options.seed ?? null,
     sandbox: options.sandbox ?? 'local',
@@ -266,9 +279,52 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    engine.close();
+    await target.close();
     await sandbox.close();
   }
+}
+
+type EvalEngine = {
+  engine: HttpEngine;
+  tokenizer: Tokenizer | null;
+  embedded: boolean;
+  /** The embedded model's folder, else null. */
+  model: string | null;
+  contextTokens: number | null;
+  close(): Promise<void>;
+};
+
+/** `--engine URL`, or the embedded model (its worker started here) when no URL is given. */
+async function resolveEvalEngine(options: EvalCommandOptions): Promise<EvalEngine> {
+  if (options.engine !== undefined) {
+    const tokenizer = options.tokenizer === undefined ? null : await loadTokenizer(options.tokenizer);
+    const engine = createEngine({
+      api: options.api,
+      url: options.engine,
+      ...(options.model === undefined ? {} : { model: options.model }),
+      ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+      maxConcurrency: options.concurrency,
+    });
+    return {
+      engine,
+      tokenizer,
+      embedded: false,
+      model: null,
+      contextTokens: null,
+      close: async () => engine.close(),
+    };
+  }
+  const model = findEmbeddedModel();
+  if (model === null) {
+    throw new AgentMathError(
+      'NO_ENGINE',
+      'no engine: pass --engine URL with --api sglang|vllm|openai|openai-chat, or train the embedded model first ' +
+        '(`agentmath quickstart` or `agentmath train sft --task arith`) so that .agentmath/models/ holds one',
+    );
+  }
+  process.stderr.write(`starting the embedded model ${model} …\n`);
+  const embedded = await startEmbeddedEngine({ model, maxConcurrency: options.concurrency });
+  return { ...embedded, embedded: true, model };
 }
 
 /** The same command line with `--resume` and an explicit `--out`. */

@@ -5,11 +5,9 @@
  * checkpoint exists under `.agentmath/models/` (its PyTorch worker is started and stopped here); code runs in a local jailed pool unless
  * `--sandbox URL` names a sandbox server.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { type AgentEvent, promptBuilders, runAgent } from '../../agent/index.ts';
-import { startEmbeddedWorker } from '../../engine/embedded/index.ts';
+import { findEmbeddedModel, startEmbeddedEngine } from '../../engine/embedded/index.ts';
 import { createEngine, type HttpEngine, loadTokenizer } from '../../engine/index.ts';
 import type { Tokenizer } from '../../engine/tokenizer.ts';
 import { getDialect } from '../../protocol/index.ts';
@@ -201,56 +199,20 @@ async function resolveEngine(flags: SolveFlags): Promise<EngineTarget> {
   return startEmbedded(checkpoint);
 }
 
-/** The newest checkpoint folder (one holding config.json) under `.agentmath/models/`, or null. */
-function findEmbeddedModel(root = resolve('.agentmath', 'models')): string | null {
-  if (!existsSync(root)) return null;
-  const folders = readdirSync(root, { withFileTypes: true })
-    .filter((entry) => entry.isDirectory() && existsSync(join(root, entry.name, 'config.json')))
-    .map((entry) => join(root, entry.name))
-    .sort();
-  return folders.at(-1) ?? null;
-}
-
-/** `max_position_embeddings` from the checkpoint's config.json, or null. */
-function contextLength(checkpoint: string): number | null {
-  try {
-    const config = JSON.parse(readFileSync(join(checkpoint, 'config.json'), 'utf8')) as {
-      max_position_embeddings?: unknown;
-    };
-    const value = config.max_position_embeddings;
-    return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : null;
-  } catch {
-    return null;
-  }
-}
-
 /** Starts the PyTorch worker on the checkpoint and speaks SGLang's `/generate` to it. */
 async function startEmbedded(checkpoint: string): Promise<EngineTarget> {
-  const log = (line: string) => process.stderr.write(`worker: ${line}\n`);
   process.stderr.write(`starting the embedded model ${checkpoint} …\n`);
-  const worker = await startEmbeddedWorker({
+  const embedded = await startEmbeddedEngine({
     model: checkpoint,
-    port: 0,
-    restart: false,
     onLog: (line, stream) => {
-      if (stream === 'stderr' && /error|traceback/i.test(line)) log(line);
+      if (stream === 'stderr' && /error|traceback/i.test(line)) process.stderr.write(`worker: ${line}\n`);
     },
   });
-  try {
-    const engine = createEngine({ api: 'sglang', url: worker.url, name: `embedded:${checkpoint}` });
-    const tokenizer = await loadTokenizer(checkpoint);
-    return {
-      engine,
-      tokenizer,
-      embedded: true,
-      contextTokens: contextLength(checkpoint),
-      close: async () => {
-        engine.close();
-        await worker.stop();
-      },
-    };
-  } catch (error) {
-    await worker.stop();
-    throw error;
-  }
+  return {
+    engine: embedded.engine,
+    tokenizer: embedded.tokenizer,
+    embedded: true,
+    contextTokens: embedded.contextTokens,
+    close: embedded.close,
+  };
 }

@@ -2,6 +2,19 @@
  * The embedded engine: supervision of the PyTorch worker process (the default policy's
  * engine and trainer) and its benchmark.
  */
+
+export {
+  type EmbeddedEngine,
+  type EmbeddedEngineOptions,
+  modelContextLength,
+  startEmbeddedEngine,
+} from './embedded-engine.ts';
+export {
+  type EmbeddedModelPaths,
+  embeddedModelPaths,
+  findEmbeddedModel,
+  isModelFolder,
+} from './embedded-model-paths.ts';
 export {
   benchEngine,
   type EngineBenchOptions,
