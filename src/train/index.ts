@@ -3,7 +3,6 @@
  * the embedded model (data, batches, schedule, checkpoints and resume, held-out evaluation
  * through the agent loop, training reports).
  */
-export { type EmbeddedModelPaths, embeddedModelPaths } from './embedded-model-paths.ts';
 export {
   evaluateHeldOut,
   type HeldOutEvalOptions,

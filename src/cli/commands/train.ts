@@ -5,9 +5,9 @@
  * the report goes to stdout.
  */
 import type { Command } from 'commander';
+import { embeddedModelPaths } from '../../engine/embedded/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import {
-  embeddedModelPaths,
   formatSftEvent,
   formatStepBar,
   readTrainingReport,
