@@ -5,6 +5,7 @@ import { registerEngine } from './engine.ts';
 import { registerEval } from './eval.ts';
 import { registerGrade } from './grade.ts';
 import { registerInspect } from './inspect.ts';
+import { registerQuickstart } from './quickstart.ts';
 import { registerReport } from './report.ts';
 import { registerSandbox } from './sandbox.ts';
 import { registerSolve } from './solve.ts';
@@ -13,6 +14,7 @@ import { registerTrain } from './train.ts';
 
 /** Adds every subcommand to the program; one line per command file. */
 export function registerCommands(program: Command): void {
+  registerQuickstart(program);
   registerCheck(program);
   registerEngine(program);
   registerGrade(program);

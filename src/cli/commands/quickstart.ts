@@ -1,0 +1,240 @@
+/**
+ * `agentmath quickstart`: the main job on the embedded default (see src/eval/quickstart.ts).
+ * This file only draws progress and the final table.
+ */
+import { resolve } from 'node:path';
+import { type Command, InvalidArgumentError } from 'commander';
+import {
+  type QuickstartEvent,
+  type QuickstartModelResult,
+  type QuickstartStyle,
+  runQuickstart,
+} from '../../eval/quickstart.ts';
+import { formatDuration, formatSftEvent } from '../../train/index.ts';
+
+type QuickstartFlags = {
+  out?: string;
+  retrain?: boolean;
+  count?: number;
+  concurrency: number;
+  trainMinutes?: number;
+  json?: boolean;
+};
+
+const positiveInteger = (value: string) => {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 1) {
+    throw new InvalidArgumentError(`expected a positive integer, got "${value}"`);
+  }
+  return parsed;
+};
+
+const positiveNumber = (value: string) => {
+  const parsed = Number(value);
+  if (!Number.isFinite(parsed) || parsed <= 0)
+    throw new InvalidArgumentError(`expected a number > 0, got "${value}"`);
+  return parsed;
+};
+
+export function registerQuickstart(program: Command): void {
+  program
+    .command('quickstart')
+    .description(
+      'train the embedded models if needed (tool-augmented and text-only), evaluate both on arith, write the report',
+    )
+    .option('--out <dir>', 'output folder for the two runs and report.html', 'runs/quickstart')
+    .option('--retrain', 'train both models again even when checkpoints exist')
+    .option('--count <n>', 'arith benchmark problems to evaluate (default: all 200)', positiveInteger)
+    .option('--concurrency <n>', 'trajectories in flight per model', positiveInteger, 32)
+    .option('--train-minutes <m>', 'cap on each training run (default: the SFT step count)', positiveNumber)
+    .option('--json', 'print the result as JSON')
+    .action(async (flags: QuickstartFlags) => {
+      process.exitCode = await quickstartCommand(flags);
+    });
+}
+
+async function quickstartCommand(flags: QuickstartFlags): Promise<number> {
+  const interrupt = new AbortController();
+  const onSignal = () => {
+    if (interrupt.signal.aborted) process.exit(130);
+    process.stderr.write(
+      '\nstopping: training saves a checkpoint and resumes next time (Ctrl-C again to quit now)\n',
+    );
+    interrupt.abort(new Error('interrupted'));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const progress = createQuickstartProgress(process.stderr);
+  try {
+    const result = await runQuickstart({
+      root: process.cwd(),
+      outDir: resolve(flags.out ?? 'runs/quickstart'),
+      concurrency: flags.concurrency,
+      signal: interrupt.signal,
+      onEvent: progress.onEvent,
+      ...(flags.retrain ? { retrain: true } : {}),
+      ...(flags.count === undefined ? {} : { benchmarkCount: flags.count }),
+      ...(flags.trainMinutes === undefined ? {} : { trainMinutes: flags.trainMinutes }),
+    });
+    progress.finish();
+    if (flags.json) {
+      process.stdout.write(
+        `${JSON.stringify(
+          {
+            wallMs: result.wallMs,
+            reportPath: result.reportPath,
+            models: result.models.map(({ summary, training, ...model }) => ({
+              ...model,
+              accuracy: summary.avgAtK,
+              codeCallsPerTrajectory: summary.toolUse.codeCallsPerTrajectory,
+              meanResponseLength: summary.length.mean,
+              trainingWallMs: training.training.wallMs,
+            })),
+          },
+          null,
+          2,
+        )}\n`,
+      );
+    } else {
+      process.stdout.write(`\n${renderQuickstartTable(result.models)}\n`);
+      process.stdout.write(
+        `report: ${result.reportPath}\nruns:   ${result.models.map((model) => model.runDir).join('  ')}\n` +
+          `took ${formatDuration(result.wallMs)}\n`,
+      );
+    }
+    return 0;
+  } catch (error) {
+    progress.finish();
+    if (interrupt.signal.aborted) {
+      process.stderr.write(
+        'quickstart interrupted; run `agentmath quickstart` again to continue where it stopped\n',
+      );
+      return 130;
+    }
+    throw error;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+/** The comparison table: accuracy overall and by level, tool use, response length. */
+export function renderQuickstartTable(models: readonly QuickstartModelResult[]): string {
+  const levels = [...new Set(models.flatMap((model) => model.levels.map((entry) => entry.level)))].sort(
+    (left, right) => left - right,
+  );
+  const header = [
+    'model',
+    'accuracy',
+    ...levels.map((level) => `level ${level}`),
+    'code/traj',
+    'tokens/traj',
+  ];
+  const rows = models.map((model) => [
+    model.style === 'tool' ? 'SFT with tools' : 'SFT text-only',
+    percent(model.summary.avgAtK),
+    ...levels.map((level) => {
+      const entry = model.levels.find((candidate) => candidate.level === level);
+      return entry === undefined ? '–' : percent(entry.accuracy);
+    }),
+    model.summary.toolUse.codeCallsPerTrajectory.toFixed(2),
+    model.summary.length.mean.toFixed(0),
+  ]);
+  const widths = header.map((cell, column) =>
+    Math.max(cell.length, ...rows.map((row) => row[column]?.length ?? 0)),
+  );
+  const line = (cells: readonly string[]) =>
+    `| ${cells.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join(' | ')} |`;
+  return [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join('\n');
+}
+
+function percent(value: number): string {
+  return `${(100 * value).toFixed(1)}%`;
+}
+
+/** Progress of both models: one redrawn status line on a terminal, plain lines otherwise. */
+function createQuickstartProgress(stream: NodeJS.WriteStream): {
+  onEvent: (event: QuickstartEvent) => void;
+  finish: () => void;
+} {
+  const tty = stream.isTTY === true;
+  const status = new Map<QuickstartStyle, string>();
+  const lastLoggedTenth = new Map<string, number>();
+  let drawn = false;
+  const clear = () => {
+    if (tty && drawn) stream.write('\r\x1b[2K');
+    drawn = false;
+  };
+  const log = (style: QuickstartStyle, text: string) => {
+    clear();
+    stream.write(`[${style}] ${text}\n`);
+    redraw();
+  };
+  const redraw = () => {
+    if (!tty || status.size === 0) return;
+    const text = [...status.entries()].map(([style, line]) => `${style}: ${line}`).join('  │  ');
+    stream.write(`\r\x1b[2K${text.slice(0, (stream.columns ?? 160) - 1)}`);
+    drawn = true;
+  };
+  /** On a log (no terminal), a line each tenth of the way. */
+  const periodic = (key: string, style: QuickstartStyle, done: number, total: number, text: string) => {
+    if (tty) return;
+    const tenth = Math.floor((10 * done) / Math.max(1, total));
+    if ((lastLoggedTenth.get(key) ?? -1) >= tenth) return;
+    lastLoggedTenth.set(key, tenth);
+    stream.write(`[${style}] ${text}\n`);
+  };
+  const onEvent = (event: QuickstartEvent) => {
+    switch (event.type) {
+      case 'model-cached':
+        log(event.style, `using the trained model in ${event.dir}`);
+        return;
+      case 'sft-event': {
+        const sft = event.event;
+        if (sft.type === 'train-step') {
+          const text =
+            `training ${sft.step}/${sft.totalSteps} loss ${sft.loss.toFixed(3)} ` +
+            `${Math.round(sft.tokensPerSecond)} tok/s ETA ${formatDuration(sft.etaMs)}`;
+          status.set(event.style, text);
+          periodic(`sft-${event.style}`, event.style, sft.step, sft.totalSteps, text);
+          redraw();
+        } else if (sft.type === 'sft-start') {
+          log(
+            event.style,
+            sft.resumedFromStep === null
+              ? `training from scratch in ${sft.dir}`
+              : `resuming training at step ${sft.resumedFromStep}`,
+          );
+        } else if (sft.type === 'sft-finish') {
+          log(
+            event.style,
+            `trained: ${sft.report.training.steps} steps in ${formatDuration(sft.report.training.wallMs)}`,
+          );
+        } else if (sft.type === 'data-ready' || sft.type === 'sft-interrupted') {
+          const line = formatSftEvent(sft);
+          if (line !== null) log(event.style, line);
+        }
+        return;
+      }
+      case 'eval-start':
+        status.delete(event.style);
+        log(event.style, `evaluating on ${event.problems} arith problems → ${event.outDir}`);
+        return;
+      case 'eval-progress': {
+        const { done, total, correct, codeCalls } = event.progress;
+        const text =
+          `eval ${done}/${total} accuracy ${done === 0 ? '–' : percent(correct / done)} ` +
+          `code/traj ${done === 0 ? '–' : (codeCalls / done).toFixed(2)}`;
+        status.set(event.style, text);
+        periodic(`eval-${event.style}`, event.style, done, total, text);
+        redraw();
+        return;
+      }
+      case 'eval-finish':
+        status.delete(event.style);
+        log(event.style, `accuracy ${percent(event.summary.avgAtK)} on ${event.summary.problems} problems`);
+        return;
+    }
+  };
+  return { onEvent, finish: clear };
+}

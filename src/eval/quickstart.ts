@@ -1,0 +1,257 @@
+/**
+ * The quickstart: the main job on the embedded default. It trains the two embedded models
+ * (tool-augmented and text-only SFT on the arith tasks) when no finished checkpoint exists,
+ * serves each with its PyTorch worker, evaluates both on the built-in `arith` benchmark through
+ * the real agent loop and jailed sandbox, and writes a side-by-side report.
+ *
+ * Training and evaluation of the two models run concurrently (one worker each, one core each
+ * on the 2-core default machine). Finished checkpoints are reused; an interrupted training run
+ * is resumed from its last checkpoint.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { problemOnlyPrompt, runAgent } from '../agent/index.ts';
+import { embeddedModelPaths, startEmbeddedEngine } from '../engine/embedded/index.ts';
+import { answersEquivalent, gradeAnswer } from '../grader/index.ts';
+import { getDialect } from '../protocol/index.ts';
+import { createLocalSandbox } from '../sandbox/index.ts';
+import type { SandboxProvider } from '../sandbox/types.ts';
+import { arithBenchmark } from '../tasks/index.ts';
+import {
+  readSftState,
+  readTrainingReport,
+  runSft,
+  type SftConfigInput,
+  type SftEvent,
+  TRAINING_REPORT_FILE,
+  type TrainingReport,
+} from '../train/index.ts';
+import type { BenchmarkProblem } from './benchmark-problem.ts';
+import { type EvalProgress, runEval } from './eval-runner.ts';
+import { readRunTrajectories } from './run-folder.ts';
+import { writeRunReport } from './run-report.ts';
+import type { RunSummary } from './run-summary.ts';
+import { gradeTrajectory, readGrade } from './trajectory-grade.ts';
+
+export type QuickstartStyle = 'tool' | 'text';
+
+export const QUICKSTART_STYLES: readonly QuickstartStyle[] = ['tool', 'text'];
+
+export type QuickstartOptions = {
+  /** The project folder whose `.agentmath/models/` holds the embedded models. */
+  root: string;
+  /** Where the two evaluation runs and report.html go. */
+  outDir: string;
+  /** Train again even when finished checkpoints exist. */
+  retrain?: boolean;
+  /** Problems of the arith benchmark evaluated (default: all of it). */
+  benchmarkCount?: number;
+  /** Trajectories in flight per model. */
+  concurrency?: number;
+  /** Cap on one training run's wall time, in minutes (default: the SFT defaults' step count). */
+  trainMinutes?: number;
+  /** Overrides of the SFT defaults for both models (tests use a tiny preset and a few steps). */
+  sftConfig?: Omit<SftConfigInput, 'style'>;
+  signal?: AbortSignal;
+  onEvent?: (event: QuickstartEvent) => void;
+};
+
+export type QuickstartEvent =
+  | { type: 'model-cached'; style: QuickstartStyle; dir: string; report: TrainingReport }
+  | { type: 'sft-event'; style: QuickstartStyle; event: SftEvent }
+  | { type: 'eval-start'; style: QuickstartStyle; problems: number; outDir: string }
+  | { type: 'eval-progress'; style: QuickstartStyle; progress: EvalProgress }
+  | { type: 'eval-finish'; style: QuickstartStyle; summary: RunSummary };
+
+/** Accuracy on the problems of one difficulty level. */
+export type LevelResult = { level: number; problems: number; correct: number; accuracy: number };
+
+export type QuickstartModelResult = {
+  style: QuickstartStyle;
+  modelDir: string;
+  runDir: string;
+  trainedNow: boolean;
+  training: TrainingReport;
+  summary: RunSummary;
+  levels: LevelResult[];
+};
+
+export type QuickstartResult = {
+  models: QuickstartModelResult[];
+  reportPath: string;
+  wallMs: number;
+};
+
+/** Runs the whole quickstart; see the module header. */
+export async function runQuickstart(options: QuickstartOptions): Promise<QuickstartResult> {
+  const started = Date.now();
+  const emit = options.onEvent ?? (() => {});
+  const paths = embeddedModelPaths(options.root);
+  const outDir = resolve(options.outDir);
+  const concurrency = options.concurrency ?? 32;
+
+  const trained = await Promise.all(
+    QUICKSTART_STYLES.map((style) => ensureModel(style, paths[style], options, emit)),
+  );
+  options.signal?.throwIfAborted();
+
+  const items = arithBenchmark(options.benchmarkCount === undefined ? {} : { count: options.benchmarkCount });
+  const problems: BenchmarkProblem[] = items.map(({ id, problem, answer }) => ({ id, problem, answer }));
+  const levelOf = new Map(items.map((item) => [item.id, item.level]));
+
+  await mkdir(outDir, { recursive: true });
+  const sandbox = createLocalSandbox({ maxWorkers: 2 * concurrency, warmWorkers: 4 });
+  try {
+    const summaries = await Promise.all(
+      QUICKSTART_STYLES.map((style) =>
+        evaluateModel(
+          style,
+          paths[style],
+          join(outDir, style),
+          problems,
+          concurrency,
+          sandbox,
+          options,
+          emit,
+        ),
+      ),
+    );
+    const models: QuickstartModelResult[] = [];
+    for (const [index, style] of QUICKSTART_STYLES.entries()) {
+      const runDir = join(outDir, style);
+      models.push({
+        style,
+        modelDir: paths[style],
+        runDir,
+        trainedNow: trained[index]?.trainedNow ?? false,
+        training: trained[index]?.report as TrainingReport,
+        summary: summaries[index] as RunSummary,
+        levels: await levelResults(runDir, levelOf),
+      });
+    }
+    const reportPath = await writeRunReport(
+      QUICKSTART_STYLES.map((style) => join(outDir, style)),
+      {
+        equivalent: (left, right) => answersEquivalent(left, right, { sandbox }),
+        outFile: join(outDir, 'report.html'),
+      },
+    );
+    return { models, reportPath, wallMs: Date.now() - started };
+  } finally {
+    await sandbox.close();
+  }
+}
+
+/** Reuses a finished model, resumes an interrupted run, or trains from scratch. */
+async function ensureModel(
+  style: QuickstartStyle,
+  dir: string,
+  options: QuickstartOptions,
+  emit: (event: QuickstartEvent) => void,
+): Promise<{ report: TrainingReport; trainedNow: boolean }> {
+  if (options.retrain) await rm(dir, { recursive: true, force: true });
+  if (existsSync(join(dir, TRAINING_REPORT_FILE))) {
+    const report = await readTrainingReport(dir);
+    emit({ type: 'model-cached', style, dir, report });
+    return { report, trainedNow: false };
+  }
+  const resume = (await readSftState(dir)) !== null;
+  const report = await runSft({
+    dir,
+    resume,
+    // The quickstart evaluates both models itself, on the whole benchmark, side by side.
+    config: {
+      ...options.sftConfig,
+      style,
+      evalProblems: 0,
+      ...(options.trainMinutes === undefined ? {} : { maxMinutes: options.trainMinutes }),
+    },
+    onEvent: (event) => emit({ type: 'sft-event', style, event }),
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  });
+  return { report, trainedNow: true };
+}
+
+/** One model's evaluation on the benchmark: greedy, problem-only prompt, tags dialect. */
+async function evaluateModel(
+  style: QuickstartStyle,
+  modelDir: string,
+  runDir: string,
+  problems: readonly BenchmarkProblem[],
+  concurrency: number,
+  sandbox: SandboxProvider,
+  options: QuickstartOptions,
+  emit: (event: QuickstartEvent) => void,
+): Promise<RunSummary> {
+  // Each quickstart evaluates afresh: the folder is the quickstart's own output.
+  await rm(runDir, { recursive: true, force: true });
+  emit({ type: 'eval-start', style, problems: problems.length, outDir: runDir });
+  const embedded = await startEmbeddedEngine({ model: modelDir, maxConcurrency: concurrency });
+  try {
+    const agentConfig = {
+      budgets: { maxTotalTokens: embedded.contextTokens ?? 768, maxToolCalls: 4 },
+      sampling: { temperature: 0, topP: 1 },
+    };
+    const result = await runEval({
+      benchmark: { name: 'arith', problems },
+      k: 1,
+      concurrency,
+      outDir: runDir,
+      resume: false,
+      config: {
+        command: 'quickstart',
+        benchmark: 'arith',
+        model: modelDir,
+        style,
+        dialect: 'tags',
+        prompt: 'problem-only',
+        agent: agentConfig,
+      },
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+      onProgress: (progress) => emit({ type: 'eval-progress', style, progress }),
+      solve: (problem, sample, signal) =>
+        runAgent(
+          { id: problem.id, text: problem.problem },
+          {
+            ...agentConfig,
+            engine: embedded.engine,
+            tokenizer: embedded.tokenizer,
+            sandbox,
+            dialect: getDialect('tags'),
+            prompt: problemOnlyPrompt,
+            sample,
+            signal,
+            meta: { engine: embedded.engine.name, style },
+          },
+        ),
+      grade: (trajectory, problem) => gradeTrajectory(trajectory, problem.answer, gradeAnswer, { sandbox }),
+      equivalent: (left, right) => answersEquivalent(left, right, { sandbox }),
+    });
+    emit({ type: 'eval-finish', style, summary: result.summary });
+    return result.summary;
+  } finally {
+    await embedded.close();
+  }
+}
+
+/** Accuracy by difficulty level, from the graded trajectories of a run folder. */
+async function levelResults(runDir: string, levelOf: ReadonlyMap<string, number>): Promise<LevelResult[]> {
+  const byLevel = new Map<number, { problems: number; correct: number }>();
+  for (const trajectory of await readRunTrajectories(runDir)) {
+    const level = trajectory.problemId === null ? undefined : levelOf.get(trajectory.problemId);
+    if (level === undefined) continue;
+    const entry = byLevel.get(level) ?? { problems: 0, correct: 0 };
+    entry.problems++;
+    if (readGrade(trajectory)?.correct) entry.correct++;
+    byLevel.set(level, entry);
+  }
+  return [...byLevel.entries()]
+    .sort(([left], [right]) => left - right)
+    .map(([level, { problems, correct }]) => ({
+      level,
+      problems,
+      correct,
+      accuracy: problems === 0 ? 0 : correct / problems,
+    }));
+}

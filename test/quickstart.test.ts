@@ -1,0 +1,68 @@
+/**
+ * The quickstart end to end on the `test` preset: both models trained from scratch (a few
+ * steps), served by their workers, evaluated on arith problems through the agent loop and the
+ * jailed sandbox, the report written; a second run reuses the trained models.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { type QuickstartEvent, runQuickstart } from '../src/eval/quickstart.ts';
+import { readRunTrajectories } from '../src/eval/run-folder.ts';
+
+const root = mkdtempSync(join(tmpdir(), 'agentmath-quickstart-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const sftConfig = {
+  model: 'test',
+  steps: 4,
+  batchSize: 4,
+  warmupSteps: 1,
+  trainProblems: 24,
+  checkpointEvery: 2,
+  levels: [1],
+};
+
+describe('quickstart', () => {
+  it('trains both models, evaluates them side by side, writes the report, then reuses the models', async () => {
+    const events: QuickstartEvent[] = [];
+    const first = await runQuickstart({
+      root,
+      outDir: join(root, 'runs'),
+      benchmarkCount: 6,
+      concurrency: 3,
+      sftConfig,
+      onEvent: (event) => events.push(event),
+    });
+    expect(first.models.map((model) => [model.style, model.trainedNow])).toEqual([
+      ['tool', true],
+      ['text', true],
+    ]);
+    for (const model of first.models) {
+      expect(existsSync(join(model.modelDir, 'config.json'))).toBe(true);
+      expect(model.training.training.steps).toBe(4);
+      expect(model.summary.trajectories).toBe(6);
+      const trajectories = await readRunTrajectories(model.runDir);
+      expect(new Set(trajectories.map((trajectory) => trajectory.problemId)).size).toBe(6);
+      // Every level present in the benchmark slice is reported, with counts adding up.
+      expect(model.levels.reduce((total, level) => total + level.problems, 0)).toBe(6);
+    }
+    expect(existsSync(first.reportPath)).toBe(true);
+    expect(events.some((event) => event.type === 'sft-event' && event.event.type === 'train-step')).toBe(
+      true,
+    );
+
+    const again: QuickstartEvent[] = [];
+    const second = await runQuickstart({
+      root,
+      outDir: join(root, 'runs'),
+      benchmarkCount: 6,
+      concurrency: 3,
+      sftConfig,
+      onEvent: (event) => again.push(event),
+    });
+    expect(second.models.every((model) => !model.trainedNow)).toBe(true);
+    expect(again.filter((event) => event.type === 'model-cached')).toHaveLength(2);
+    expect(again.some((event) => event.type === 'sft-event')).toBe(false);
+  });
+});
