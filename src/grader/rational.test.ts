@@ -18,4 +18,16 @@ describe('rational', () => {
     expect(factorial(rational(9n)!, 2)).toEqual({ num: 945n, den: 1n });
     expect(factorial(rational(362_880n)!)).toBeNull();
   });
+
+  it('computes large factorials and double factorials exactly (balanced product)', () => {
+    const running = (n: bigint, step: bigint) => {
+      let result = 1n;
+      for (let term = n; term > 1n; term -= step) result *= term;
+      return result;
+    };
+    for (const n of [0n, 1n, 2n, 3n, 16n, 17n, 33n, 34n, 100n, 2004n]) {
+      expect(factorial(rational(n)!)?.num, `${n}!`).toBe(running(n, 1n));
+      expect(factorial(rational(n)!, 2)?.num, `${n}!!`).toBe(running(n, 2n));
+    }
+  });
 });

@@ -75,9 +75,32 @@ export function power(base: Rational, exponent: Rational): Rational | null {
 /** n! (step 1) or n!! (step 2) for a non-negative integer n up to MAX_FACTORIAL; else null. */
 export function factorial(value: Rational, step: 1 | 2 = 1): Rational | null {
   if (!isInteger(value) || value.num < 0n || value.num > BigInt(MAX_FACTORIAL)) return null;
-  let result = 1n;
-  for (let n = value.num; n > 1n; n -= BigInt(step)) result *= n;
+  const key = `${value.num}:${step}`;
+  let result = factorialCache.get(key);
+  if (result === undefined) {
+    // Terms n, n-step, …, down to 1 or 2; multiplied as a balanced tree, whose cost is far
+    // below a running product's for thousands of terms.
+    const count = value.num <= 1n ? 0n : (value.num - 2n) / BigInt(step) + 1n;
+    result = productOfTerms(value.num, BigInt(step), count);
+    if (factorialCache.size >= FACTORIAL_CACHE_SIZE) factorialCache.clear();
+    factorialCache.set(key, result);
+  }
   return rational(result);
+}
+
+const FACTORIAL_CACHE_SIZE = 64;
+const factorialCache = new Map<string, bigint>();
+
+/** first · (first − step) · … over `count` terms. */
+function productOfTerms(first: bigint, step: bigint, count: bigint): bigint {
+  if (count <= 0n) return 1n;
+  if (count <= 16n) {
+    let result = 1n;
+    for (let index = 0n, term = first; index < count; index++, term -= step) result *= term;
+    return result;
+  }
+  const half = count / 2n;
+  return productOfTerms(first, step, half) * productOfTerms(first - half * step, step, count - half);
 }
 
 /** A float approximation (may be ±Infinity or 0 for extreme magnitudes). */
