@@ -7,6 +7,7 @@
 
 import { EngineTimeoutError } from '../engine/engine-errors.ts';
 import type { Engine, GenerateRequest, GenerateResult } from '../engine/types.ts';
+import { abortableSleep } from '../shared/abortable-sleep.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { EngineFailedError } from './agent-errors.ts';
 import type { AgentConfig } from './agent-options.ts';
@@ -55,7 +56,7 @@ export async function callEngine(
     if (attempt < retry.attempts) {
       const delayMs = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1));
       onRetry?.(attempt, delayMs, lastError);
-      if (!(await sleep(delayMs, signal))) return { status: 'aborted', ms: elapsed() };
+      if (!(await abortableSleep(delayMs, signal))) return { status: 'aborted', ms: elapsed() };
     }
   }
   return {
@@ -98,21 +99,5 @@ export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promi
         reject(error);
       },
     );
-  });
-}
-
-/** Waits; resolves false when the signal aborts first. */
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
-  if (signal?.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -6,6 +6,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import { abortableSleep } from '../shared/abortable-sleep.ts';
 import { ConcurrencyLimiter, LimiterAbortedError } from './concurrency-limiter.ts';
 import {
   EngineBadResponseError,
@@ -104,7 +105,7 @@ export class JsonHttpClient {
       if (attempt > 0) {
         const delayMs =
           Math.min(retryMaxDelayMs, retryBaseDelayMs * 2 ** (attempt - 1)) * (0.5 + this.#random() / 2);
-        if (!(await sleep(delayMs, signal))) return { status: 'aborted' };
+        if (!(await abortableSleep(delayMs, signal))) return { status: 'aborted' };
       }
       const result = await this.#sendOnce(url, payload, signal);
       if (result.kind === 'aborted') return { status: 'aborted' };
@@ -194,20 +195,4 @@ function isRetryableConnectionError(error: Error): boolean {
   const code = (error as NodeJS.ErrnoException).code;
   if (code !== undefined && RETRYABLE_CONNECTION_CODES.has(code)) return true;
   return error.message === 'socket hang up';
-}
-
-/** Resolves true after `ms`, or false as soon as `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
-  if (signal?.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

@@ -7,9 +7,6 @@
 import { join, resolve } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { type AgentOptions, type PromptBuilderName, promptBuilders, runAgent } from '../../agent/index.ts';
-import { findEmbeddedModel, startEmbeddedEngine } from '../../engine/embedded/index.ts';
-import { createEngine, type HttpEngine, loadTokenizer } from '../../engine/index.ts';
-import type { Tokenizer } from '../../engine/tokenizer.ts';
 import {
   BUILTIN_BENCHMARKS,
   createProgressReporter,
@@ -23,7 +20,7 @@ import { answersEquivalent, gradeAnswer } from '../../grader/index.ts';
 import { getDialect } from '../../protocol/index.ts';
 import { createLocalSandbox, SandboxClient } from '../../sandbox/index.ts';
 import type { SandboxProvider } from '../../sandbox/types.ts';
-import { AgentMathError } from '../../shared/agentmath-error.ts';
+import { resolveEngineTarget } from './engine-target.ts';
 
 type EvalCommandOptions = {
   bench: string;
@@ -152,9 +149,10 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     options.out ??
       `runs/eval-${benchmark.name}-${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}`,
   );
-  const target = await resolveEvalEngine(options);
+  const target = await resolveEngineTarget(options);
   const { engine, tokenizer } = target;
-  const promptName: PromptBuilderName = options.prompt ?? (target.embedded ? 'problem-only' : 'instructed');
+  const promptName: PromptBuilderName =
+    options.prompt ?? (target.embeddedModel !== null ? 'problem-only' : 'instructed');
   // The embedded model cannot read past its context length.
   const maxTokens =
     target.contextTokens === null
@@ -189,14 +187,16 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     command: 'eval',
     benchmarkSource: benchmark.source,
     limit: options.limit ?? null,
-    engine: target.embedded
-      ? { api: 'sglang', url: 'embedded', model: target.model, name: engine.name }
-      : { api: options.api, url: options.engine ?? null, model: options.model ?? null, name: engine.name },
-    tokenizer: target.embedded
-      ? target.model
-      : options.tokenizer === undefined
-        ? null
-        : resolve(options.tokenizer),
+    engine:
+      target.embeddedModel !== null
+        ? { api: 'sglang', url: 'embedded', model: target.embeddedModel, name: engine.name }
+        : { api: options.api, url: options.engine ?? null, model: options.model ?? null, name: engine.name },
+    tokenizer:
+      target.embeddedModel !== null
+        ? target.embeddedModel
+        : options.tokenizer === undefined
+          ? null
+          : resolve(options.tokenizer),
     dialect: options.dialect,
     prompt: promptName,
     agent: agentConfig,
@@ -284,49 +284,6 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
   }
 }
 
-type EvalEngine = {
-  engine: HttpEngine;
-  tokenizer: Tokenizer | null;
-  embedded: boolean;
-  /** The embedded model's folder, else null. */
-  model: string | null;
-  contextTokens: number | null;
-  close(): Promise<void>;
-};
-
-/** `--engine URL`, or the embedded model (its worker started here) when no URL is given. */
-async function resolveEvalEngine(options: EvalCommandOptions): Promise<EvalEngine> {
-  if (options.engine !== undefined) {
-    const tokenizer = options.tokenizer === undefined ? null : await loadTokenizer(options.tokenizer);
-    const engine = createEngine({
-      api: options.api,
-      url: options.engine,
-      ...(options.model === undefined ? {} : { model: options.model }),
-      ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
-      maxConcurrency: options.concurrency,
-    });
-    return {
-      engine,
-      tokenizer,
-      embedded: false,
-      model: null,
-      contextTokens: null,
-      close: async () => engine.close(),
-    };
-  }
-  const model = findEmbeddedModel();
-  if (model === null) {
-    throw new AgentMathError(
-      'NO_ENGINE',
-      'no engine: pass --engine URL with --api sglang|vllm|openai|openai-chat, or train the embedded model first ' +
-        '(`agentmath quickstart` or `agentmath train sft --task arith`) so that .agentmath/models/ holds one',
-    );
-  }
-  process.stderr.write(`starting the embedded model ${model} …\n`);
-  const embedded = await startEmbeddedEngine({ model, maxConcurrency: options.concurrency });
-  return { ...embedded, embedded: true, model };
-}
-
 /** The same command line with `--resume` and an explicit `--out`. */
 function resumeCommand(outDir: string): string {
   const args = process.argv.slice(2).filter((arg) => arg !== '--resume');
@@ -334,7 +291,6 @@ function resumeCommand(outDir: string): string {
   if (outIndex !== -1) args.splice(outIndex, args[outIndex] === '--out' ? 2 : 1);
   return ['agentmath', ...args, '--out', outDir, '--resume'].map(shellQuote).join(' ');
 }
-
 function shellQuote(arg: string): string {
   return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", "'\\''")}'`;
 }

@@ -7,14 +7,12 @@
  */
 import type { Command } from 'commander';
 import { type AgentEvent, promptBuilders, runAgent } from '../../agent/index.ts';
-import { findEmbeddedModel, startEmbeddedEngine } from '../../engine/embedded/index.ts';
-import { createEngine, type HttpEngine, loadTokenizer } from '../../engine/index.ts';
-import type { Tokenizer } from '../../engine/tokenizer.ts';
 import { getDialect } from '../../protocol/index.ts';
 import { createLocalSandbox, SandboxClient } from '../../sandbox/index.ts';
 import type { SandboxProvider } from '../../sandbox/types.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { createTrajectoryRenderer, shouldUseColor } from '../../trajectory/index.ts';
+import { resolveEngineTarget } from './engine-target.ts';
 
 type SolveFlags = {
   engine?: string;
@@ -97,11 +95,11 @@ export function registerSolve(program: Command): void {
           ? {}
           : { seed: numberFlag('seed', flags.seed, Number.isInteger, 'an integer') }),
       };
-      const target = await resolveEngine(flags);
+      const target = await resolveEngineTarget(flags);
       // The embedded model cannot read past its context length.
       if (target.contextTokens !== null)
         budgets.maxTotalTokens = Math.min(budgets.maxTotalTokens, target.contextTokens);
-      const promptName = flags.prompt ?? (target.embedded ? 'problem-only' : 'instructed');
+      const promptName = flags.prompt ?? (target.embeddedModel !== null ? 'problem-only' : 'instructed');
       if (!(promptName in promptBuilders)) {
         throw new AgentMathError(
           'CLI_BAD_OPTION',
@@ -158,61 +156,4 @@ export function registerSolve(program: Command): void {
         await sandbox.close();
       }
     });
-}
-
-type EngineTarget = {
-  engine: HttpEngine;
-  tokenizer: Tokenizer | null;
-  embedded: boolean;
-  /** The model's context length when known (the embedded model's config), else null. */
-  contextTokens: number | null;
-  close: () => Promise<void>;
-};
-
-async function resolveEngine(flags: SolveFlags): Promise<EngineTarget> {
-  if (flags.engine !== undefined) {
-    const engine = createEngine({
-      api: flags.api,
-      url: flags.engine,
-      ...(flags.model === undefined ? {} : { model: flags.model }),
-    });
-    const textApi = flags.api === 'openai' || flags.api === 'openai-chat';
-    if (flags.tokenizer === undefined && !textApi) {
-      engine.close();
-      throw new AgentMathError(
-        'CLI_BAD_OPTION',
-        `--api ${flags.api} works on token ids: pass --tokenizer DIR (the model folder with tokenizer.json and tokenizer_config.json)`,
-      );
-    }
-    const tokenizer = flags.tokenizer === undefined ? null : await loadTokenizer(flags.tokenizer);
-    return { engine, tokenizer, embedded: false, contextTokens: null, close: async () => engine.close() };
-  }
-  const checkpoint = findEmbeddedModel();
-  if (checkpoint === null) {
-    throw new AgentMathError(
-      'NO_ENGINE',
-      'no engine: pass --engine URL with --api sglang|vllm|openai|openai-chat (for example a running SGLang ' +
-        'server: --engine http://127.0.0.1:30000 --api sglang --tokenizer MODEL_DIR; or `agentmath engine serve ' +
-        '--model DIR` for the embedded model), or put an embedded-model checkpoint folder under .agentmath/models/',
-    );
-  }
-  return startEmbedded(checkpoint);
-}
-
-/** Starts the PyTorch worker on the checkpoint and speaks SGLang's `/generate` to it. */
-async function startEmbedded(checkpoint: string): Promise<EngineTarget> {
-  process.stderr.write(`starting the embedded model ${checkpoint} …\n`);
-  const embedded = await startEmbeddedEngine({
-    model: checkpoint,
-    onLog: (line, stream) => {
-      if (stream === 'stderr' && /error|traceback/i.test(line)) process.stderr.write(`worker: ${line}\n`);
-    },
-  });
-  return {
-    engine: embedded.engine,
-    tokenizer: embedded.tokenizer,
-    embedded: true,
-    contextTokens: embedded.contextTokens,
-    close: embedded.close,
-  };
 }
