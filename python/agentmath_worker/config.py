@@ -41,6 +41,10 @@ class ModelConfig:
     # head can then copy "digit i+1 of the k-th number of a recent line" directly.
     digit_index: bool = False
     number_index: bool = False
+    # Digit match (needs both digit positions): every attention head adds a learned multiple of
+    # "this key is the next digit of my number" (same number index, digit index one higher) to
+    # its scores, initialised so the first head of each key/value group starts out attending there.
+    digit_match: bool = False
     max_digit_index: int = 32
     max_number_index: int = 16
     seed: int = 0
@@ -56,6 +60,8 @@ class ModelConfig:
         for name in ("n_layers", "d_model", "n_heads", "context_length", "mlp_ratio", "max_digit_index", "max_number_index"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"config field {name} must be positive")
+        if self.digit_match and not (self.digit_index and self.number_index):
+            raise ValueError("digit_match needs digit_index and number_index")
         if self.vocab_size != VOCAB_SIZE:
             raise ValueError(f"vocab_size must be {VOCAB_SIZE} (bytes + EOS + PAD)")
 
@@ -83,6 +89,7 @@ class ModelConfig:
             "token_shift": self.token_shift,
             "digit_index": self.digit_index,
             "number_index": self.number_index,
+            "digit_match": self.digit_match,
             "max_digit_index": self.max_digit_index,
             "max_number_index": self.max_number_index,
             "eos_token_id": EOS_TOKEN_ID,
@@ -109,6 +116,7 @@ class ModelConfig:
                 token_shift=bool(body.get("token_shift", False)),
                 digit_index=bool(body.get("digit_index", False)),
                 number_index=bool(body.get("number_index", False)),
+                digit_match=bool(body.get("digit_match", False)),
                 max_digit_index=int(body.get("max_digit_index", 32)),
                 max_number_index=int(body.get("max_number_index", 16)),
                 seed=int(body.get("init_seed", 0)),
@@ -129,7 +137,7 @@ PRESETS: Dict[str, ModelConfig] = {
     # Two query heads sharing one key/value head: half the attention-score work of four heads
     # per step (training is bound by it at 250-token sequences) and a quarter of the KV cache;
     # token shift and the digit positions make copying numbers learnable within minutes.
-    "tiny": ModelConfig(n_heads=2, n_kv_heads=1, token_shift=True, digit_index=True, number_index=True),
+    "tiny": ModelConfig(n_heads=2, n_kv_heads=1, token_shift=True, digit_index=True, number_index=True, digit_match=True),
     # For unit tests: fast to build and step.
     "test": ModelConfig(n_layers=2, d_model=64, n_heads=4, context_length=256, mlp_ratio=4),
 }

@@ -29,6 +29,17 @@ from .config import PAD_TOKEN_ID, ModelConfig
 _ZERO = ord("0")
 _NINE = ord("9")
 _NEWLINE = ord("\n")
+# Initial digit-match weight (logit units): e^4 ≈ 55 times the weight of an unmatched key, so
+# copying heads exist from the first step and only the values' use has to be learned.
+DIGIT_MATCH_INIT = 4.0
+
+
+def digit_match(query_index, query_number, key_index, key_number) -> torch.Tensor:
+    """1.0 where the key is the next digit of the query's number: same number index (within its
+    line) and digit index one higher ([batch, T_q] and [batch, T_k] → [batch, T_q, T_k])."""
+    same = query_number[:, :, None] == key_number[:, None, :]
+    following = key_index[:, None, :] == query_index[:, :, None] + 1
+    return (same & following).float()
 
 
 def digit_features(ids: torch.Tensor, run_before: torch.Tensor, numbers_before: torch.Tensor):
@@ -73,6 +84,9 @@ class SlotKVCache:
         self.keys = [torch.zeros(shape, dtype=dtype) for _ in range(config.n_layers)]
         self.values = [torch.zeros(shape, dtype=dtype) for _ in range(config.n_layers)]
         self.last_tokens = torch.full((n_slots,), PAD_TOKEN_ID, dtype=torch.long)
+        # Digit positions of every cached position (keys of the digit match).
+        self.key_index = torch.zeros((n_slots, config.context_length), dtype=torch.long)
+        self.key_number = torch.zeros((n_slots, config.context_length), dtype=torch.long)
         self.digit_runs = torch.zeros(n_slots, dtype=torch.long)
         self.line_numbers = torch.zeros(n_slots, dtype=torch.long)
 
@@ -98,6 +112,16 @@ class Block(nn.Module):
         self.norm_mlp = nn.LayerNorm(d)
         self.mlp_in = nn.Linear(d, config.mlp_ratio * d)
         self.mlp_out = nn.Linear(config.mlp_ratio * d, d)
+        self.digit_match = nn.Parameter(torch.empty(config.n_heads)) if config.digit_match else None
+
+    def with_match(self, mask: torch.Tensor, match: Optional[torch.Tensor]) -> torch.Tensor:
+        """The additive mask plus this layer's digit-match scores (match [batch, T_q, T_k])."""
+        if self.digit_match is None or match is None:
+            return mask
+        batch, time, keys = match.shape
+        weights = self.digit_match.view(1, self.n_kv_heads, self.group, 1, 1)
+        scores = (weights * match[:, None, None]).reshape(batch, self.n_kv_heads, self.group * time, keys)
+        return scores + mask
 
     def project(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
         """q: [batch, kv_heads, group, time, hd]; k, v: [batch, kv_heads, time, hd]; rotary applied.
@@ -154,6 +178,11 @@ class ByteGPT(nn.Module):
                 nn.init.zeros_(parameter)
             elif "norm" in name:
                 nn.init.ones_(parameter)
+            elif name.endswith("digit_match"):
+                # The first head of each key/value group starts as a copying head; the others at 0.
+                nn.init.zeros_(parameter)
+                with torch.no_grad():
+                    parameter.view(self.config.n_kv_heads, self.config.group_size)[:, 0] = DIGIT_MATCH_INIT
             elif name.endswith("attention_out.weight") or name.endswith("mlp_out.weight"):
                 nn.init.normal_(parameter, 0.0, residual_std)
             else:
@@ -192,14 +221,16 @@ class ByteGPT(nn.Module):
         # Query row g·time + i is position i of head g in its group: same causal row for every g.
         mask = torch.full((time, time), float("-inf")).triu(1).repeat(self.config.group_size, 1)
         previous = F.pad(input_ids[:, :-1], (1, 0), value=PAD_TOKEN_ID)
-        digits = None
+        digits, match = None, None
         if self.uses_digit_features:
             zeros = torch.zeros(input_ids.shape[0], dtype=torch.long)
             digits = digit_features(input_ids, zeros, zeros)[:2]
+            if self.config.digit_match:
+                match = digit_match(digits[0], digits[1], digits[0], digits[1])
         x = self._embed(input_ids, previous, digits)
         for block in self.blocks:
             q, k, v = block.project(x, cos, sin)
-            x = block.attend(x, q, k, v, mask)
+            x = block.attend(x, q, k, v, block.with_match(mask, match))
         return self._logits(x)
 
     @torch.no_grad()
@@ -220,7 +251,11 @@ class ByteGPT(nn.Module):
         numbers_before = cache.line_numbers[state] if start > 0 else zero
         index, number, run_after, numbers_after = digit_features(input_ids[None], run_before, numbers_before)
         cache.digit_runs[state], cache.line_numbers[state] = run_after, numbers_after
+        cache.key_index[slot, start:end], cache.key_number[slot, start:end] = index[0], number[0]
         digits = (index, number) if self.uses_digit_features else None
+        match = None
+        if self.config.digit_match:
+            match = digit_match(index, number, cache.key_index[state, :end], cache.key_number[state, :end])
         x = self._embed(input_ids[None], previous[None], digits)
         for layer, block in enumerate(self.blocks):
             q, k, v = block.project(x, cos, sin)
@@ -228,7 +263,7 @@ class ByteGPT(nn.Module):
             cache.values[layer][slot, :, start:end] = v[0]
             keys = cache.keys[layer][slot : slot + 1, :, :end]
             values = cache.values[layer][slot : slot + 1, :, :end]
-            x = block.attend(x, q, keys, values, mask)
+            x = block.attend(x, q, keys, values, block.with_match(mask, match))
         return self._logits(x[0, -1])
 
     @torch.no_grad()
@@ -263,12 +298,18 @@ class ByteGPT(nn.Module):
         cache.last_tokens[written] = tokens[written]
         cache.digit_runs[written] = run_after[written]
         cache.line_numbers[written] = numbers_after[written]
+        cache.key_index[written, positions[written]] = index[written, 0]
+        cache.key_number[written, positions[written]] = number[written, 0]
         digits = (index[:, 0], number[:, 0]) if self.uses_digit_features else None
+        match = None
+        if self.config.digit_match:
+            # An idle row's match is computed against stale keys and ignored with the row.
+            match = digit_match(index, number, cache.key_index[:slots, :length], cache.key_number[:slots, :length])
         x = self._embed(tokens, previous, digits)[:, None, :]
         for layer, block in enumerate(self.blocks):
             q, k, v = block.project(x, cos, sin)
             keys, values = cache.keys[layer], cache.values[layer]
             keys[written, :, positions[written]] = k[written, :, 0]
             values[written, :, positions[written]] = v[written, :, 0]
-            x = block.attend(x, q, keys[:slots, :, :length], values[:slots, :, :length], mask)
+            x = block.attend(x, q, keys[:slots, :, :length], values[:slots, :, :length], block.with_match(mask, match))
         return self._logits(x[:, 0])

@@ -5,10 +5,10 @@ import unittest
 import torch
 
 from agentmath_worker.config import PRESETS, ModelConfig
-from agentmath_worker.model import ByteGPT, SlotKVCache, digit_features
+from agentmath_worker.model import DIGIT_MATCH_INIT, ByteGPT, SlotKVCache, digit_features, digit_match
 
 CONFIG = PRESETS["test"]
-DIGITS = ModelConfig(**{**CONFIG.__dict__, "token_shift": True, "digit_index": True, "number_index": True})
+DIGITS = ModelConfig(**{**CONFIG.__dict__, "token_shift": True, "digit_index": True, "number_index": True, "digit_match": True})
 
 
 def reference_digit_features(text: bytes):
@@ -184,6 +184,24 @@ class ModelTest(unittest.TestCase):
             self.assertTrue(torch.allclose(step[0], full0[positions[0]], atol=1e-4), positions)
             self.assertTrue(torch.allclose(step[1], full1[positions[1]], atol=1e-4), positions)
             positions = [positions[0] + 1, positions[1] + 1]
+
+    def test_digit_match_marks_the_next_digit_of_the_same_number(self):
+        ids = torch.tensor([list(b"7 123\n45 1")])
+        zero = torch.zeros(1, dtype=torch.long)
+        index, number, _, _ = digit_features(ids, zero, zero)
+        match = digit_match(index, number, index, number)[0]
+        # "4" (number 1, digit 1) matches only "5" (number 1, digit 2), a later position (the
+        # causal mask hides it); "2" of "123" is digit 2 of number 2.
+        self.assertEqual(match[6].nonzero().flatten().tolist(), [7])
+        # The space after "45" (next number 2) matches first digits of number-2 runs: "1" at 2
+        # and the "1" at 9 itself (causality is the attention mask's job).
+        self.assertEqual(match[8].nonzero().flatten().tolist(), [2, 9])
+        # "1" at 9 (number 2, digit 1) matches "2" at 3 (number 2, digit 2).
+        self.assertEqual(match[9].nonzero().flatten().tolist(), [3])
+        model = ByteGPT(DIGITS)
+        self.assertEqual(model.blocks[0].digit_match.tolist(), [DIGIT_MATCH_INIT, 0.0, DIGIT_MATCH_INIT, 0.0])
+        with self.assertRaisesRegex(ValueError, "digit_match needs"):
+            ModelConfig(**{**CONFIG.__dict__, "digit_match": True})
 
     def test_rejects_sequences_longer_than_context(self):
         model = ByteGPT(CONFIG)
