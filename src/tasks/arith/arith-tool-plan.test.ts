@@ -4,10 +4,10 @@ import { arithEvalProblems, arithTrainProblems } from './arith-problems.ts';
 import { arithToolPlan } from './arith-tool-plan.ts';
 
 describe('arith tool plans', () => {
-  it('code is one or two short lines', () => {
+  it('code is at most three short lines', () => {
     for (const problem of arithTrainProblems({ seed: 4, count: 64 })) {
       const { code, lead } = arithToolPlan(problem.spec);
-      expect(code.split('\n').length).toBeLessThanOrEqual(2);
+      expect(code.split('\n').length).toBeLessThanOrEqual(3);
       expect(code).toMatch(/print\(/);
       expect(lead.length).toBeLessThan(80);
     }

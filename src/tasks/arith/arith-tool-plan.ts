@@ -3,7 +3,9 @@
  * lines of Python that print the answer, and a conclusion that names what the interpreter
  * printed without quoting it: the boxed answer is then the only copy of the output, and every
  * digit a model copies is one more chance to get one wrong. Pure data; running the code and
- * rendering its output is arith-tool-solution.ts.
+ * rendering its output is arith-tool-solution.ts. The code names the problem's numbers in the
+ * order the problem states them (`a, b, c = 8, -3, 619`) before computing, so each is copied
+ * in reading order, with no digits in names.
  */
 import type { ArithSpec } from './arith-spec.ts';
 
@@ -15,9 +17,6 @@ export type ArithToolPlan = {
   /** Reasoning after the interpreter output (no numbers: the boxed answer quotes the output). */
   conclusion: string;
 };
-
-/** Python source for an integer, negatives in parentheses so `b * (-3)` stays valid. */
-const py = (value: bigint): string => (value < 0n ? `(${value})` : String(value));
 
 /** The plan for one problem. */
 export function arithToolPlan(spec: ArithSpec): ArithToolPlan {
@@ -61,16 +60,16 @@ export function arithToolPlan(spec: ArithSpec): ArithToolPlan {
     case 'linear-equation':
       return {
         lead: 'x = (c - b) / a; compute it exactly.',
-        code: `from fractions import Fraction\nprint(Fraction(${py(spec.c)} - ${py(spec.b)}, ${spec.a}))`,
+        code: `from fractions import Fraction\na, b, c = ${spec.a}, ${spec.b}, ${spec.c}\nprint(Fraction(c - b, a))`,
         conclusion: 'The interpreter printed x.',
       };
     case 'linear-system':
       return {
-        lead: "By Cramer's rule, x = (c1*b2 - b1*c2) / (a1*b2 - b1*a2).",
+        lead: "By Cramer's rule, x = (c*e - b*f) / (a*e - b*d).",
         code:
           'from fractions import Fraction\n' +
-          `print(Fraction(${py(spec.c1)}*${py(spec.b2)} - ${py(spec.b1)}*${py(spec.c2)}, ` +
-          `${spec.a1}*${py(spec.b2)} - ${py(spec.b1)}*${spec.a2}))`,
+          `a, b, c, d, e, f = ${spec.a1}, ${spec.b1}, ${spec.c1}, ${spec.a2}, ${spec.b2}, ${spec.c2}\n` +
+          'print(Fraction(c*e - b*f, a*e - b*d))',
         conclusion: 'The interpreter printed x.',
       };
   }
