@@ -34,6 +34,19 @@ class ModelConfig:
     # and copying (numbers into code, interpreter output into the answer) is learned in a few
     # hundred steps instead of waiting for a two-layer induction circuit to form.
     token_shift: bool = False
+    # Digit positions (model.digit_features): each digit byte also embeds its 1-based index
+    # within its run of consecutive digits (`digit_index`, capped at max_digit_index) and every
+    # byte embeds the ordinal of the digit run it belongs to, or for a non-digit of the run that
+    # would come next, counted within its line (`number_index`, capped at max_number_index). A
+    # head can then copy "digit i+1 of the k-th number of a recent line" directly.
+    digit_index: bool = False
+    number_index: bool = False
+    # Digit match (needs both digit positions): every attention head adds a learned multiple of
+    # "this key is the next digit of my number" (same number index, digit index one higher) to
+    # its scores, initialised so the first head of each key/value group starts out attending there.
+    digit_match: bool = False
+    max_digit_index: int = 32
+    max_number_index: int = 16
     seed: int = 0
     vocab_size: int = VOCAB_SIZE
 
@@ -44,9 +57,11 @@ class ModelConfig:
             raise ValueError(f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})")
         if (self.d_model // self.n_heads) % 2 != 0:
             raise ValueError("head width d_model / n_heads must be even (rotary embeddings)")
-        for name in ("n_layers", "d_model", "n_heads", "context_length", "mlp_ratio"):
+        for name in ("n_layers", "d_model", "n_heads", "context_length", "mlp_ratio", "max_digit_index", "max_number_index"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"config field {name} must be positive")
+        if self.digit_match and not (self.digit_index and self.number_index):
+            raise ValueError("digit_match needs digit_index and number_index")
         if self.vocab_size != VOCAB_SIZE:
             raise ValueError(f"vocab_size must be {VOCAB_SIZE} (bytes + EOS + PAD)")
 
@@ -72,6 +87,11 @@ class ModelConfig:
             "intermediate_size": self.d_model * self.mlp_ratio,
             "rope_theta": self.rope_base,
             "token_shift": self.token_shift,
+            "digit_index": self.digit_index,
+            "number_index": self.number_index,
+            "digit_match": self.digit_match,
+            "max_digit_index": self.max_digit_index,
+            "max_number_index": self.max_number_index,
             "eos_token_id": EOS_TOKEN_ID,
             "pad_token_id": PAD_TOKEN_ID,
             "bos_token_id": None,
@@ -94,6 +114,11 @@ class ModelConfig:
                 mlp_ratio=int(body["intermediate_size"]) // d_model,
                 rope_base=float(body.get("rope_theta", 10000.0)),
                 token_shift=bool(body.get("token_shift", False)),
+                digit_index=bool(body.get("digit_index", False)),
+                number_index=bool(body.get("number_index", False)),
+                digit_match=bool(body.get("digit_match", False)),
+                max_digit_index=int(body.get("max_digit_index", 32)),
+                max_number_index=int(body.get("max_number_index", 16)),
                 seed=int(body.get("init_seed", 0)),
                 vocab_size=int(body.get("vocab_size", VOCAB_SIZE)),
             )
@@ -111,8 +136,8 @@ class ModelConfig:
 PRESETS: Dict[str, ModelConfig] = {
     # Two query heads sharing one key/value head: half the attention-score work of four heads
     # per step (training is bound by it at 250-token sequences) and a quarter of the KV cache;
-    # token shift makes copying numbers learnable within minutes.
-    "tiny": ModelConfig(n_heads=2, n_kv_heads=1, token_shift=True),
+    # token shift and the digit positions make copying numbers learnable within minutes.
+    "tiny": ModelConfig(n_heads=2, n_kv_heads=1, token_shift=True, digit_index=True, number_index=True, digit_match=True),
     # For unit tests: fast to build and step.
     "test": ModelConfig(n_layers=2, d_model=64, n_heads=4, context_length=256, mlp_ratio=4),
 }

@@ -7,6 +7,9 @@ embeddings, GELU MLP), tied input/output embeddings. Two ways to run it:
   - `prefill` / `decode` against a `SlotKVCache`: each running sequence owns a slot and its own
     position, so sequences of different lengths decode together in one batched step
     (continuous batching). Idle slots inside the decoded range are computed and ignored.
+Optional digit positions (`digit_features`): learned embeddings of each digit's index within
+its number and of the number's ordinal within its line, computed from the byte ids; the slot
+cache carries the per-slot state that decoding needs to continue them.
 Queries are laid out [batch, kv_heads, group·time, head_dim] so one matmul per layer serves all
 query heads that share a key/value head. Initialisation depends only on `config.seed`.
 """
@@ -23,9 +26,57 @@ import torch.nn.functional as F
 from .config import PAD_TOKEN_ID, ModelConfig
 
 
+_ZERO = ord("0")
+_NINE = ord("9")
+_NEWLINE = ord("\n")
+# Initial digit-match weight (logit units): e^4 ≈ 55 times the weight of an unmatched key, so
+# copying heads exist from the first step and only the values' use has to be learned.
+DIGIT_MATCH_INIT = 4.0
+
+
+def digit_match(query_index, query_number, key_index, key_number) -> torch.Tensor:
+    """1.0 where the key is the next digit of the query's number: same number index (within its
+    line) and digit index one higher ([batch, T_q] and [batch, T_k] → [batch, T_q, T_k])."""
+    same = query_number[:, :, None] == key_number[:, None, :]
+    following = key_index[:, None, :] == query_index[:, :, None] + 1
+    return (same & following).float()
+
+
+def digit_features(ids: torch.Tensor, run_before: torch.Tensor, numbers_before: torch.Tensor):
+    """Digit positions of a [batch, time] id tensor that continues a text whose state is
+    (`run_before`, `numbers_before`), each [batch]: the length of the digit run the text ended
+    in (0 after a non-digit) and the digit runs started in its last line (both 0 at the start).
+
+    Returns (index, number, run_after, numbers_after):
+      - index [batch, time]: for a digit byte ('0'..'9'), its 1-based index within its run of
+        consecutive digits (counted from the left, uncapped); 0 for any other token;
+      - number [batch, time]: the ordinal within the current line of the digit run a digit
+        belongs to (1 = first number of the line); for a non-digit, the ordinal the next run of
+        its line would get (runs so far + 1). A newline ends its line: it and the bytes after
+        it count from 1 again. Uncapped;
+      - run_after, numbers_after [batch]: the state after the last position (for the next chunk).
+    """
+    batch, time = ids.shape
+    digit = (ids >= _ZERO) & (ids <= _NINE)
+    newline = ids == _NEWLINE
+    steps = torch.arange(time).expand(batch, time)
+    # Index: distance to the last non-digit (a virtual one run_before places before the start).
+    before = -1 - run_before[:, None]
+    last_other = torch.where(digit, torch.full_like(steps, -(1 << 40)), steps).cummax(dim=1).values.maximum(before)
+    index = torch.where(digit, steps - last_other, torch.zeros_like(steps))
+    previous_digit = torch.cat(((run_before > 0)[:, None], digit[:, :-1]), dim=1)
+    starts = (digit & ~previous_digit).long().cumsum(dim=1)
+    # Runs counted in the line: starts so far minus the count at the line's newline, if any.
+    base = torch.where(newline, starts, -numbers_before[:, None].expand(batch, time)).cummax(dim=1).values
+    in_line = starts - base
+    number = torch.where(digit, in_line, in_line + 1)
+    return index, number, index[:, -1], in_line[:, -1]
+
+
 class SlotKVCache:
-    """Keys and values per layer, shaped [slots, kv_heads, context, head_dim], and the last
-    token written to each slot (the previous token of the next one, for token shift)."""
+    """Keys and values per layer, shaped [slots, kv_heads, context, head_dim]; per slot, the last
+    token written (the previous token of the next one, for token shift) and the digit-position
+    state after it (the length of the digit run it ends, the digit runs of its line)."""
 
     def __init__(self, config: ModelConfig, n_slots: int, dtype: torch.dtype = torch.float32) -> None:
         shape = (n_slots, config.n_kv_heads, config.context_length, config.head_dim)
@@ -33,6 +84,11 @@ class SlotKVCache:
         self.keys = [torch.zeros(shape, dtype=dtype) for _ in range(config.n_layers)]
         self.values = [torch.zeros(shape, dtype=dtype) for _ in range(config.n_layers)]
         self.last_tokens = torch.full((n_slots,), PAD_TOKEN_ID, dtype=torch.long)
+        # Digit positions of every cached position (keys of the digit match).
+        self.key_index = torch.zeros((n_slots, config.context_length), dtype=torch.long)
+        self.key_number = torch.zeros((n_slots, config.context_length), dtype=torch.long)
+        self.digit_runs = torch.zeros(n_slots, dtype=torch.long)
+        self.line_numbers = torch.zeros(n_slots, dtype=torch.long)
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -56,6 +112,16 @@ class Block(nn.Module):
         self.norm_mlp = nn.LayerNorm(d)
         self.mlp_in = nn.Linear(d, config.mlp_ratio * d)
         self.mlp_out = nn.Linear(config.mlp_ratio * d, d)
+        self.digit_match = nn.Parameter(torch.empty(config.n_heads)) if config.digit_match else None
+
+    def with_match(self, mask: torch.Tensor, match: Optional[torch.Tensor]) -> torch.Tensor:
+        """The additive mask plus this layer's digit-match scores (match [batch, T_q, T_k])."""
+        if self.digit_match is None or match is None:
+            return mask
+        batch, time, keys = match.shape
+        weights = self.digit_match.view(1, self.n_kv_heads, self.group, 1, 1)
+        scores = (weights * match[:, None, None]).reshape(batch, self.n_kv_heads, self.group * time, keys)
+        return scores + mask
 
     def project(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
         """q: [batch, kv_heads, group, time, hd]; k, v: [batch, kv_heads, time, hd]; rotary applied.
@@ -91,6 +157,9 @@ class ByteGPT(nn.Module):
         self.embedding = nn.Embedding(config.vocab_size, config.d_model)
         # Built only when enabled, so models without it initialise exactly as before.
         self.previous_embedding = nn.Embedding(config.vocab_size, config.d_model) if config.token_shift else None
+        d = config.d_model
+        self.digit_index_embedding = nn.Embedding(config.max_digit_index + 1, d) if config.digit_index else None
+        self.number_index_embedding = nn.Embedding(config.max_number_index + 1, d) if config.number_index else None
         self.blocks = nn.ModuleList([Block(config) for _ in range(config.n_layers)])
         self.norm_final = nn.LayerNorm(config.d_model)
         self._initialise()
@@ -109,16 +178,32 @@ class ByteGPT(nn.Module):
                 nn.init.zeros_(parameter)
             elif "norm" in name:
                 nn.init.ones_(parameter)
+            elif name.endswith("digit_match"):
+                # The first head of each key/value group starts as a copying head; the others at 0.
+                nn.init.zeros_(parameter)
+                with torch.no_grad():
+                    parameter.view(self.config.n_kv_heads, self.config.group_size)[:, 0] = DIGIT_MATCH_INIT
             elif name.endswith("attention_out.weight") or name.endswith("mlp_out.weight"):
                 nn.init.normal_(parameter, 0.0, residual_std)
             else:
                 nn.init.normal_(parameter, 0.0, 0.02)
 
-    def _embed(self, input_ids: torch.Tensor, previous_ids: Optional[torch.Tensor]) -> torch.Tensor:
-        """Token embedding, plus the previous token's (PAD before the first) under token shift."""
+    @property
+    def uses_digit_features(self) -> bool:
+        return self.digit_index_embedding is not None or self.number_index_embedding is not None
+
+    def _embed(self, input_ids: torch.Tensor, previous_ids: Optional[torch.Tensor], digits=None) -> torch.Tensor:
+        """Token embedding, plus the previous token's (PAD before the first) under token shift,
+        plus the digit positions (`digits` = digit_features' index and number) when enabled."""
         x = self.embedding(input_ids)
         if self.previous_embedding is not None and previous_ids is not None:
             x = x + self.previous_embedding(previous_ids)
+        if digits is not None:
+            index, number = digits
+            if self.digit_index_embedding is not None:
+                x = x + self.digit_index_embedding(index.clamp(max=self.config.max_digit_index))
+            if self.number_index_embedding is not None:
+                x = x + self.number_index_embedding(number.clamp(max=self.config.max_number_index))
         return x
 
     def _logits(self, x: torch.Tensor) -> torch.Tensor:
@@ -136,10 +221,16 @@ class ByteGPT(nn.Module):
         # Query row g·time + i is position i of head g in its group: same causal row for every g.
         mask = torch.full((time, time), float("-inf")).triu(1).repeat(self.config.group_size, 1)
         previous = F.pad(input_ids[:, :-1], (1, 0), value=PAD_TOKEN_ID)
-        x = self._embed(input_ids, previous)
+        digits, match = None, None
+        if self.uses_digit_features:
+            zeros = torch.zeros(input_ids.shape[0], dtype=torch.long)
+            digits = digit_features(input_ids, zeros, zeros)[:2]
+            if self.config.digit_match:
+                match = digit_match(digits[0], digits[1], digits[0], digits[1])
+        x = self._embed(input_ids, previous, digits)
         for block in self.blocks:
             q, k, v = block.project(x, cos, sin)
-            x = block.attend(x, q, k, v, mask)
+            x = block.attend(x, q, k, v, block.with_match(mask, match))
         return self._logits(x)
 
     @torch.no_grad()
@@ -154,14 +245,25 @@ class ByteGPT(nn.Module):
         first = cache.last_tokens[slot : slot + 1] if start > 0 else torch.tensor([PAD_TOKEN_ID])
         previous = torch.cat((first, input_ids[:-1]))
         cache.last_tokens[slot] = input_ids[-1]
-        x = self._embed(input_ids[None], previous[None])
+        state = slice(slot, slot + 1)
+        zero = torch.zeros(1, dtype=torch.long)
+        run_before = cache.digit_runs[state] if start > 0 else zero
+        numbers_before = cache.line_numbers[state] if start > 0 else zero
+        index, number, run_after, numbers_after = digit_features(input_ids[None], run_before, numbers_before)
+        cache.digit_runs[state], cache.line_numbers[state] = run_after, numbers_after
+        cache.key_index[slot, start:end], cache.key_number[slot, start:end] = index[0], number[0]
+        digits = (index, number) if self.uses_digit_features else None
+        match = None
+        if self.config.digit_match:
+            match = digit_match(index, number, cache.key_index[state, :end], cache.key_number[state, :end])
+        x = self._embed(input_ids[None], previous[None], digits)
         for layer, block in enumerate(self.blocks):
             q, k, v = block.project(x, cos, sin)
             cache.keys[layer][slot, :, start:end] = k[0]
             cache.values[layer][slot, :, start:end] = v[0]
             keys = cache.keys[layer][slot : slot + 1, :, :end]
             values = cache.values[layer][slot : slot + 1, :, :end]
-            x = block.attend(x, q, keys, values, mask)
+            x = block.attend(x, q, keys, values, block.with_match(mask, match))
         return self._logits(x[0, -1])
 
     @torch.no_grad()
@@ -185,13 +287,29 @@ class ByteGPT(nn.Module):
         sin = self.rope_sin[positions][:, None, :]
         visible = torch.arange(length)[None, :] <= positions[:, None]
         mask = torch.zeros(slots, length).masked_fill_(~visible, float("-inf"))[:, None, None, :]
-        previous = torch.where(positions == 0, torch.full_like(tokens, PAD_TOKEN_ID), cache.last_tokens[:slots])
-        cache.last_tokens[:slots] = tokens
-        x = self._embed(tokens, previous)[:, None, :]
+        first = positions == 0
+        previous = torch.where(first, torch.full_like(tokens, PAD_TOKEN_ID), cache.last_tokens[:slots])
+        zeros = torch.zeros_like(tokens)
+        run_before = torch.where(first, zeros, cache.digit_runs[:slots])
+        numbers_before = torch.where(first, zeros, cache.line_numbers[:slots])
+        index, number, run_after, numbers_after = digit_features(tokens[:, None], run_before, numbers_before)
+        # Only active rows advance their slot's state: an idle row may be a slot prefilled in
+        # this very step, whose first decode (next step) continues from its prompt.
+        cache.last_tokens[written] = tokens[written]
+        cache.digit_runs[written] = run_after[written]
+        cache.line_numbers[written] = numbers_after[written]
+        cache.key_index[written, positions[written]] = index[written, 0]
+        cache.key_number[written, positions[written]] = number[written, 0]
+        digits = (index[:, 0], number[:, 0]) if self.uses_digit_features else None
+        match = None
+        if self.config.digit_match:
+            # An idle row's match is computed against stale keys and ignored with the row.
+            match = digit_match(index, number, cache.key_index[:slots, :length], cache.key_number[:slots, :length])
+        x = self._embed(tokens, previous, digits)[:, None, :]
         for layer, block in enumerate(self.blocks):
             q, k, v = block.project(x, cos, sin)
             keys, values = cache.keys[layer], cache.values[layer]
             keys[written, :, positions[written]] = k[written, :, 0]
             values[written, :, positions[written]] = v[written, :, 0]
-            x = block.attend(x, q, keys[:slots, :, :length], values[:slots, :, :length], mask)
+            x = block.attend(x, q, keys[:slots, :, :length], values[:slots, :, :length], block.with_match(mask, match))
         return self._logits(x[:, 0])

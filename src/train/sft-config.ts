@@ -18,7 +18,7 @@ export const sftConfigSchema = z
     model: z.string().min(1).default('tiny'),
     /** Initial-weights seed of the preset; also seeds the data order. */
     seed: z.number().int().default(1),
-    steps: positive.default(1200),
+    steps: positive.default(800),
     batchSize: positive.default(8),
     learningRate: z.number().positive().default(5e-3),
     warmupSteps: z.number().int().nonnegative().default(30),

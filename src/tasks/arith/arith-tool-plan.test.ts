@@ -4,10 +4,10 @@ import { arithEvalProblems, arithTrainProblems } from './arith-problems.ts';
 import { arithToolPlan } from './arith-tool-plan.ts';
 
 describe('arith tool plans', () => {
-  it('code is one or two short lines', () => {
+  it('code is at most three short lines', () => {
     for (const problem of arithTrainProblems({ seed: 4, count: 64 })) {
       const { code, lead } = arithToolPlan(problem.spec);
-      expect(code.split('\n').length).toBeLessThanOrEqual(2);
+      expect(code.split('\n').length).toBeLessThanOrEqual(3);
       expect(code).toMatch(/print\(/);
       expect(lead.length).toBeLessThan(80);
     }
@@ -38,8 +38,9 @@ describe('arith tool plans', () => {
     });
   });
 
-  it('the conclusion repeats the output it is given', () => {
-    const [problem] = arithTrainProblems({ seed: 1, count: 1, kinds: ['mod-power'] });
-    expect(arithToolPlan(problem!.spec).conclusion('1234')).toContain('1234');
+  it('the conclusion quotes no number (the boxed answer is the only copy of the output)', () => {
+    for (const problem of arithTrainProblems({ seed: 1, count: 200 })) {
+      expect(arithToolPlan(problem.spec).conclusion, problem.problem).not.toMatch(/[0-9]/);
+    }
   });
 });

@@ -73,7 +73,7 @@ export async function writeArithToolSolution(
     segments: [
       { kind: 'model', text: turn.text },
       { kind: 'tool', text: dialect.renderToolResult(outcome, { outputOpening: turn.outputOpening }) },
-      { kind: 'model', text: `${plan.conclusion(output)}</think>\nThe answer is \\boxed{${output}}.` },
+      { kind: 'model', text: `${plan.conclusion}</think>\nThe answer is \\boxed{${output}}.` },
     ],
   };
   return { status: 'ok', solution, outcome };
