@@ -20,6 +20,7 @@ import type { Tokenizer } from '../engine/tokenizer.ts';
 import type { Engine, GenerateResult } from '../engine/types.ts';
 import type { Dialect } from '../protocol/dialect.ts';
 import type { SandboxProvider, SandboxSession } from '../sandbox/types.ts';
+import { ascending, percentile } from '../shared/percentile.ts';
 import type { TrajectoryFinishReason } from '../trajectory/trajectory.ts';
 import type { AgentEvent } from './agent-event.ts';
 import { InstantEngine } from './instant-engine.ts';
@@ -474,10 +475,9 @@ async function bareLoop(
 
 function quantiles(values: readonly number[]): Quantiles {
   if (values.length === 0) return { p50: Number.NaN, p99: Number.NaN, mean: Number.NaN, count: 0 };
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+  const sorted = ascending(values);
   const mean = sorted.reduce((sum, value) => sum + value, 0) / sorted.length;
-  return { p50: at(0.5), p99: at(0.99), mean, count: sorted.length };
+  return { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), mean, count: sorted.length };
 }
 
 /** A way to force a full collection (for retained-memory figures), or null where V8 refuses. */

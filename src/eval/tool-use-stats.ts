@@ -7,6 +7,8 @@
  * Response length counts model and tool segments: tokens when every trajectory carries token
  * ids, characters otherwise (text-only engines).
  */
+
+import { percentile as nearestRank } from '../shared/percentile.ts';
 import type { Trajectory } from '../trajectory/trajectory.ts';
 
 export type ToolUseStats = {
@@ -95,11 +97,9 @@ export function lengthStats(trajectories: readonly Trajectory[]): LengthStats {
   };
 }
 
-/** Nearest-rank percentile of sorted values. */
+/** Nearest-rank percentile of sorted values; 0 for none (a run with no trajectories). */
 export function percentile(sorted: readonly number[], fraction: number): number {
-  if (sorted.length === 0) return 0;
-  const rank = Math.max(1, Math.ceil(fraction * sorted.length));
-  return sorted[rank - 1] ?? 0;
+  return sorted.length === 0 ? 0 : nearestRank(sorted, fraction);
 }
 
 /** How many trajectories ended for each reason (`unfinished` for a null finish). */

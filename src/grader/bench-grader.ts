@@ -7,6 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { SandboxProvider } from '../sandbox/types.ts';
+import { percentile } from '../shared/percentile.ts';
 import { gradeAnswer } from './grade-answer.ts';
 import { SymbolicChecker } from './symbolic-checker.ts';
 
@@ -52,11 +53,6 @@ export function loadGraderCorpus(): CorpusCase[] {
     .trim()
     .split('\n')
     .map((line) => JSON.parse(line) as CorpusCase);
-}
-
-function percentile(sorted: number[], fraction: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))]!;
 }
 
 export async function benchGrader(options: GraderBenchOptions = {}): Promise<GraderBenchReport> {

@@ -4,6 +4,8 @@
  * request runs its full length) and SFT step time. The baseline, measured in the same run,
  * is batch 1: the ratio says what continuous batching buys.
  */
+
+import { ascending, percentile } from '../../shared/percentile.ts';
 import { TrainerClient } from '../../train/index.ts';
 
 export type EngineBenchOptions = {
@@ -74,13 +76,13 @@ export async function benchEngine(options: EngineBenchOptions): Promise<EngineBe
       rates.push((batchSize * newTokens) / ((performance.now() - started) / 1000));
       latencies.push(...seconds);
     }
-    onProgress(`batch ${batchSize}: ${percentile(rates, 50).toFixed(0)} tokens/s`);
+    onProgress(`batch ${batchSize}: ${percentileOf(rates, 50).toFixed(0)} tokens/s`);
     measured.push({
       batchSize,
-      tokensPerSecondP50: percentile(rates, 50),
+      tokensPerSecondP50: percentileOf(rates, 50),
       tokensPerSecondMin: Math.min(...rates),
-      requestSecondsP50: percentile(latencies, 50),
-      requestSecondsP99: percentile(latencies, 99),
+      requestSecondsP50: percentileOf(latencies, 50),
+      requestSecondsP99: percentileOf(latencies, 99),
     });
   }
   const baseline = measured.find((figures) => figures.batchSize === 1)?.tokensPerSecondP50 ?? null;
@@ -107,9 +109,9 @@ export async function benchEngine(options: EngineBenchOptions): Promise<EngineBe
     sft = {
       sequences: sftSequences,
       tokensPerStep,
-      stepMsP50: percentile(stepMs, 50),
-      stepMsP99: percentile(stepMs, 99),
-      tokensPerSecondP50: tokensPerStep / (percentile(stepMs, 50) / 1000),
+      stepMsP50: percentileOf(stepMs, 50),
+      stepMsP99: percentileOf(stepMs, 99),
+      tokensPerSecondP50: tokensPerStep / (percentileOf(stepMs, 50) / 1000),
     };
     onProgress(`sft: ${sft.stepMsP50.toFixed(0)} ms/step`);
   }
@@ -136,9 +138,7 @@ async function generate(url: string, inputIds: number[], maxNewTokens: number, s
   }
 }
 
-/** Nearest-rank percentile. */
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[rank] ?? Number.NaN;
+/** Nearest-rank percentile `p` (0–100) of unsorted values. */
+function percentileOf(values: number[], p: number): number {
+  return percentile(ascending(values), p / 100);
 }
