@@ -281,7 +281,14 @@ print('spawned')`);
       2_000,
     );
     expect(['error', 'timeout', 'killed', 'memory-exceeded']).toContain(unlimited.status);
-    expect(await run('print("next")')).toMatchObject({ status: 'ok', stdout: 'next\n' });
+    // A worker that overflowed its C stack after answering may die between calls; the next call
+    // then says so (`killed`, state gone, with the reason) and the session goes on, fresh.
+    let next = await run('print("next")');
+    if (next.status === 'killed') {
+      expect(next.reason.length).toBeGreaterThan(0);
+      next = await run('print("next")');
+    }
+    expect(next).toMatchObject({ status: 'ok', stdout: 'next\n' });
   });
 
   it('reports os._exit as killed and restores closed stdout', async () => {
