@@ -60,10 +60,19 @@ describe('local pool launcher', () => {
     const session = await pool.openSession();
     await session.execute('kept = 41');
     const [helper] = launcherPids();
+    const jails = processesOf(pool.workerUids());
     process.kill(helper!, 'SIGKILL');
-    for (let attempt = 0; attempt < 100 && launcherPids().includes(helper!); attempt += 1) {
+    // The helper's jails die with it (parent-death signal), a moment later; until then the
+    // session's worker could still answer.
+    const gone = (pid: number) => parentOf(pid) === null;
+    for (
+      let attempt = 0;
+      attempt < 250 && (launcherPids().includes(helper!) || !jails.every(gone));
+      attempt += 1
+    ) {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
+    expect(jails.every(gone)).toBe(true);
     const lost = await session.execute('print(kept)');
     expect(lost.status).toBe('killed');
     expect(await session.execute('kept = 1\nprint(kept + 1)')).toMatchObject({ status: 'ok', stdout: '2\n' });
