@@ -4,68 +4,27 @@
  * metric checked against hand-computed values; then a run killed with SIGKILL halfway and
  * resumed, which must hold every (problem, sample) exactly once; then `agentmath report`.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { responseLength } from '../src/eval/tool-use-stats.ts';
 import type { Trajectory } from '../src/trajectory/trajectory.ts';
+import { killAllClis, killGroup, startCli } from './cli-process.ts';
 import { type Script, type ScriptedServer, startScriptedServer } from './eval-scripted-server.ts';
 
-const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
-const CLI = join(ROOT, 'bin', 'agentmath.js');
-
 let folder: string;
-const children = new Set<ChildProcess>();
 beforeAll(() => {
   folder = mkdtempSync(join(tmpdir(), 'agentmath-eval-cli-'));
 });
 afterAll(() => {
-  for (const child of children) killGroup(child);
+  killAllClis();
   rmSync(folder, { recursive: true, force: true });
 });
 
-function killGroup(child: ChildProcess): void {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  try {
-    process.kill(-child.pid, 'SIGKILL');
-  } catch {
-    // already gone
-  }
-}
-
-/** Starts the CLI in its own process group (so a kill takes its sandbox workers too). */
-function startCli(args: string[]): {
-  child: ChildProcess;
-  done: Promise<{ code: number | null; stdout: string; stderr: string }>;
-} {
-  const child = spawn(process.execPath, [CLI, ...args], {
-    cwd: folder,
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NO_COLOR: '1' },
-  });
-  children.add(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const timer = setTimeout(() => killGroup(child), 150_000);
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      killGroup(child);
-      children.delete(child);
-      resolve({ code, stdout, stderr });
-    });
-  });
-  return { child, done };
+/** Starts the CLI in the test folder. */
+function startCliHere(args: string[]) {
+  return startCli(args, { cwd: folder });
 }
 
 function readTrajectories(out: string): Trajectory[] {
@@ -154,7 +113,7 @@ describe('agentmath eval against a scripted OpenAI-compatible server', () => {
       '--sandbox-workers',
       '2',
     );
-    const { done } = startCli(args);
+    const { done } = startCliHere(args);
     const result = await done;
     expect(result.stderr).not.toMatch(/agentmath: \[/);
     expect(result.code).toBe(0);
@@ -211,11 +170,11 @@ describe('agentmath eval against a scripted OpenAI-compatible server', () => {
     expect(result.stdout).toContain('avg@3 50.0%');
 
     // Rerunning into the same folder without --resume is refused.
-    const again = await startCli(args).done;
+    const again = await startCliHere(args).done;
     expect(again.code).not.toBe(0);
     expect(again.stderr).toMatch(/EVAL_OUT_DIR_NOT_EMPTY.*--resume/);
 
-    const report = await startCli(['report', out]).done;
+    const report = await startCliHere(['report', out]).done;
     expect(report.code).toBe(0);
     const html = readFileSync(join(out, 'report.html'), 'utf8');
     expect(html.match(/<svg /g)).toHaveLength(4);
@@ -261,7 +220,7 @@ describe('agentmath eval killed and resumed', () => {
       server.url,
     ];
     args.push('--api', 'openai', '--model', 'scripted', '--seed', '0', '--sandbox-workers', '1');
-    const first = startCli(args);
+    const first = startCliHere(args);
     const file = join(out, 'trajectories.jsonl');
     const lineCount = () => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').length - 1 : 0);
     // Poll until some (not all) trajectories are written, then kill without warning.
@@ -281,7 +240,7 @@ describe('agentmath eval killed and resumed', () => {
     expect(before).toBeLessThan(16);
     expect(existsSync(join(out, 'summary.json'))).toBe(false);
 
-    const resumed = await startCli([...args, '--resume']).done;
+    const resumed = await startCliHere([...args, '--resume']).done;
     expect(resumed.code).toBe(0);
     const keys = readTrajectories(out).map((t) => `${t.problemId}/${t.sample}`);
     expect(keys).toHaveLength(16);
@@ -308,7 +267,7 @@ describe('agentmath eval killed and resumed', () => {
       server.url,
     ];
     args.push('--api', 'openai', '--model', 'scripted', '--seed', '0', '--sandbox-workers', '1');
-    const run = startCli(args);
+    const run = startCliHere(args);
     const file = join(out, 'trajectories.jsonl');
     const exited = run.done.then(() => true);
     while (!existsSync(file) || readFileSync(file, 'utf8').split('\n').length - 1 < 3) {

@@ -7,11 +7,9 @@
  * without `--engine`, serves the model itself, runs the code in the real jailed sandbox and
  * writes a summary that must match hand-computed metrics exactly.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EmbeddedWorker, startEmbeddedWorker } from '../src/engine/embedded/index.ts';
 import { createByteLevelTokenizer, createEngine, type HttpEngine } from '../src/engine/index.ts';
@@ -20,9 +18,8 @@ import { createLocalSandbox } from '../src/sandbox/index.ts';
 import { buildSftExample, TrainerClient } from '../src/train/index.ts';
 import { responseTokens } from '../src/trajectory/loss-mask.ts';
 import type { Trajectory } from '../src/trajectory/trajectory.ts';
+import { type CliResult, killAllClis, startCli } from './cli-process.ts';
 
-const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
-const CLI = join(ROOT, 'bin', 'agentmath.js');
 const EOS = 256;
 const tokenizer = createByteLevelTokenizer();
 
@@ -60,49 +57,16 @@ type Expected = {
 };
 
 let folder: string;
-const children = new Set<ChildProcess>();
 beforeAll(() => {
   folder = mkdtempSync(join(tmpdir(), 'agentmath-eval-embedded-'));
 });
 afterAll(() => {
-  for (const child of children) killGroup(child);
+  killAllClis();
   rmSync(folder, { recursive: true, force: true });
 });
 
-function killGroup(child: ChildProcess): void {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  try {
-    process.kill(-child.pid, 'SIGKILL');
-  } catch {
-    // already gone
-  }
-}
-
-function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], {
-    cwd: folder,
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NO_COLOR: '1' },
-  });
-  children.add(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const timer = setTimeout(() => killGroup(child), 100_000);
-  return new Promise((resolve) => {
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      killGroup(child);
-      children.delete(child);
-      resolve({ code, stdout, stderr });
-    });
-  });
+function runCli(args: string[]): Promise<CliResult> {
+  return startCli(args, { cwd: folder, limitMs: 100_000 }).done;
 }
 
 /**
