@@ -41,6 +41,8 @@ export function fixtureTrajectory({
       policyVersion: null,
       finishReason: 'stop',
       matchedStop: '</code>',
+      step: null,
+      replica: null,
     });
     const outcome: ExecutionOutcome =
       status === 'ok'
@@ -60,6 +62,8 @@ export function fixtureTrajectory({
     policyVersion: null,
     finishReason: 'stop',
     matchedStop: null,
+    step: null,
+    replica: null,
   });
   return {
     id: `${problemId}-s${sample}`,

@@ -271,6 +271,8 @@ function modelSegment(
       policyVersion: result.policyVersion,
       finishReason: result.finishReason,
       matchedStop: result.matchedStop,
+      step: null,
+      replica: result.replica ?? null,
     },
   };
 }

@@ -33,6 +33,8 @@ export type GenerateResult = {
   /** Whether `text` ends with `matchedStop` (false when the engine trimmed it). */
   stopIncluded?: boolean;
   policyVersion: number | null;
+  /** The replica that served the request (a router sets it: URL or name); absent when unknown. */
+  replica?: string | null;
 };
 
 export interface Engine {

@@ -54,8 +54,8 @@ export function appendModelSegment(
   trajectory: Trajectory,
   result: Pick<
     GenerateResult,
-    'text' | 'tokenIds' | 'logprobs' | 'finishReason' | 'matchedStop' | 'policyVersion'
-  >,
+    'text' | 'tokenIds' | 'logprobs' | 'finishReason' | 'matchedStop' | 'policyVersion' | 'replica'
+  > & { step?: number | null },
   ms = 0,
 ): Trajectory {
   assertRunning(trajectory);
@@ -74,6 +74,8 @@ export function appendModelSegment(
     policyVersion: result.policyVersion,
     finishReason: result.finishReason,
     matchedStop: result.matchedStop,
+    step: result.step ?? null,
+    replica: result.replica ?? null,
   };
   return {
     ...trajectory,

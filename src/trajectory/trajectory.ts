@@ -41,6 +41,10 @@ export const modelSegmentSchema = z
     /** Why this engine call ended. */
     finishReason: z.enum(['stop', 'length', 'abort']),
     matchedStop: z.string().nullable(),
+    /** The rollout step that generated this segment; null outside rollouts. */
+    step: z.number().int().nonnegative().nullable().default(null),
+    /** The engine replica that served this call (URL or name); null when unknown. */
+    replica: z.string().nullable().default(null),
   })
   .strict();
 
