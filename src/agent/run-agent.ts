@@ -41,6 +41,7 @@ import {
   toolCallsSpent,
 } from './stop-condition.ts';
 import { TrajectorySession } from './trajectory-session.ts';
+import { resolveUnreportedStop } from './unreported-stop.ts';
 
 /** Runs one trajectory for a problem and returns its finished (or parked) record. */
 export async function runAgent(problem: Problem, options: AgentOptions): Promise<Trajectory> {
@@ -190,7 +191,11 @@ async function drive(
 
       const wait = yieldIfBusy();
       if (wait !== null) await wait;
-      const result = afterLengthCut(state, call.result, dialect, tokenizer);
+      const result = resolveUnreportedStop(
+        state.turnText,
+        afterLengthCut(state, call.result, dialect, tokenizer),
+        dialect,
+      );
       const made = modelSegment(state, result, tokenizer, engine.name);
       if (made.status === 'error') {
         finish = { reason: 'error', error: describeError(made.error) };
