@@ -7,11 +7,13 @@ import { findEmbeddedModel, startEmbeddedEngine } from '../../engine/embedded/in
 import { createEngine, type HttpEngine, loadTokenizer } from '../../engine/index.ts';
 import type { Tokenizer } from '../../engine/tokenizer.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
+import { resolveApiKey } from './api-key.ts';
 
 export type EngineFlags = {
   engine?: string;
   api: 'sglang' | 'vllm' | 'openai' | 'openai-chat';
   model?: string;
+  /** `--api-key`; when absent the API's environment variable is read (see api-key.ts). */
   apiKey?: string;
   tokenizer?: string;
   /** Requests in flight at once. */
@@ -37,12 +39,13 @@ export async function resolveEngineTarget(flags: EngineFlags): Promise<EngineTar
         `--api ${flags.api} works on token ids: pass --tokenizer DIR (the model folder with tokenizer.json and tokenizer_config.json)`,
       );
     }
+    const apiKey = resolveApiKey(flags.api, flags.apiKey);
     const tokenizer = flags.tokenizer === undefined ? null : await loadTokenizer(flags.tokenizer);
     const engine = createEngine({
       api: flags.api,
       url: flags.engine,
       ...(flags.model === undefined ? {} : { model: flags.model }),
-      ...(flags.apiKey === undefined ? {} : { apiKey: flags.apiKey }),
+      ...(apiKey === undefined ? {} : { apiKey }),
       ...(flags.concurrency === undefined ? {} : { maxConcurrency: flags.concurrency }),
     });
     return { engine, tokenizer, embeddedModel: null, contextTokens: null, close: async () => engine.close() };

@@ -18,6 +18,7 @@ type SolveFlags = {
   engine?: string;
   api: 'sglang' | 'vllm' | 'openai' | 'openai-chat';
   model?: string;
+  apiKey?: string;
   tokenizer?: string;
   dialect: string;
   prompt?: string;
@@ -48,6 +49,10 @@ export function registerSolve(program: Command): void {
     .option('--engine <url>', 'engine URL (default: the embedded model under .agentmath/models/)')
     .option('--api <api>', 'engine API: sglang | vllm | openai | openai-chat', 'sglang')
     .option('--model <name>', 'served model name (required for openai and openai-chat)')
+    .option(
+      '--api-key <key>',
+      'bearer token for the server (default: OPENAI_API_KEY for openai/openai-chat, AGENTMATH_ENGINE_API_KEY for sglang/vllm); never printed',
+    )
     .option('--tokenizer <dir>', 'folder with tokenizer.json and tokenizer_config.json (token engines)')
     .option('--dialect <name>', 'tags | markdown', 'tags')
     .option('--prompt <builder>', 'instructed | problem-only (default: problem-only for the embedded model)')
