@@ -4,6 +4,7 @@
  * OpenAI APIs, the OpenAI SDK's convention; `AGENTMATH_ENGINE_API_KEY` for SGLang, vLLM and
  * `agentmath engine serve`). A key is never printed or written: commands show the variable.
  */
+import { ENGINE_API_KEY_VARIABLE } from '../../engine/embedded/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import type { EngineFlags } from './engine-target.ts';
 
@@ -11,8 +12,8 @@ import type { EngineFlags } from './engine-target.ts';
 export const API_KEY_VARIABLES: Record<EngineFlags['api'], string> = {
   openai: 'OPENAI_API_KEY',
   'openai-chat': 'OPENAI_API_KEY',
-  sglang: 'AGENTMATH_ENGINE_API_KEY',
-  vllm: 'AGENTMATH_ENGINE_API_KEY',
+  sglang: ENGINE_API_KEY_VARIABLE,
+  vllm: ENGINE_API_KEY_VARIABLE,
 };
 
 /**

@@ -1,10 +1,17 @@
 import type { Command } from 'commander';
-import { benchEngine, startEmbeddedWorker, type WorkerEvent } from '../../engine/embedded/index.ts';
+import {
+  benchEngine,
+  ENGINE_API_KEY_VARIABLE,
+  startEmbeddedWorker,
+  type WorkerEvent,
+} from '../../engine/embedded/index.ts';
 
 type ServeOptions = {
   model: string;
   port: string;
   host: string;
+  apiKey?: string;
+  auth: boolean;
   maxRunningRequests?: string;
   decodeThreads?: string;
   trainThreads?: string;
@@ -41,7 +48,12 @@ export function registerEngine(program: Command): void {
     .description('start the embedded worker (SGLang /generate + training routes), restart it if it crashes')
     .option('--model <name|path>', 'tiny, test, a saved model folder, or a Hugging Face folder', 'tiny')
     .option('--port <n>', 'port (0 picks a free one)', '30000')
-    .option('--host <host>', 'address to bind', '127.0.0.1')
+    .option('--host <host>', 'address to bind (any but loopback needs --api-key or --no-auth)', '127.0.0.1')
+    .option(
+      '--api-key <key>',
+      `require this bearer token on every route but /health (default: ${ENGINE_API_KEY_VARIABLE}); empty is refused`,
+    )
+    .option('--no-auth', 'serve a non-loopback --host without a key (printed as a warning)')
     .option('--max-running-requests <n>', 'sequences decoded together')
     .option('--decode-threads <n>', 'torch threads while generating')
     .option('--train-threads <n>', 'torch threads while training')
@@ -52,9 +64,12 @@ export function registerEngine(program: Command): void {
       const decodeThreads = numberOption(options.decodeThreads, '--decode-threads');
       const trainThreads = numberOption(options.trainThreads, '--train-threads');
       const seed = numberOption(options.seed, '--seed');
+      const apiKey = options.apiKey ?? process.env[ENGINE_API_KEY_VARIABLE];
       const worker = await startEmbeddedWorker({
         model: options.model,
         host: options.host,
+        ...(apiKey === undefined ? {} : { apiKey }),
+        noAuth: !options.auth,
         port: numberOption(options.port, '--port') ?? 30000,
         ...(maxRunningRequests === undefined ? {} : { maxRunningRequests }),
         ...(decodeThreads === undefined ? {} : { decodeThreads }),
@@ -82,7 +97,10 @@ export function registerEngineBench(bench: Command): void {
       'embedded engine: generation tokens/s at batch 1, 16, 64 (baseline: batch 1) and SFT step time',
     )
     .option('--model <name|path>', 'model to serve', 'tiny')
-    .option('--url <url>', 'measure a worker already running here instead (it gets trained)')
+    .option(
+      '--url <url>',
+      'measure a worker already running here instead (it gets trained; its key from AGENTMATH_ENGINE_API_KEY)',
+    )
     .option('--batches <list>', 'batch sizes', '1,16,64')
     .option('--new-tokens <n>', 'tokens generated per request', '256')
     .option('--prompt-tokens <n>', 'prompt length', '100')
@@ -95,6 +113,7 @@ export function registerEngineBench(bench: Command): void {
       const text = (key: string) => (typeof options[key] === 'string' ? (options[key] as string) : undefined);
       const decodeThreads = numberOption(text('decodeThreads'), '--decode-threads');
       const trainThreads = numberOption(text('trainThreads'), '--train-threads');
+      const apiKey = process.env[ENGINE_API_KEY_VARIABLE] || undefined;
       const worker = text('url')
         ? null
         : await startEmbeddedWorker({
@@ -107,6 +126,7 @@ export function registerEngineBench(bench: Command): void {
       try {
         const report = await benchEngine({
           url: worker?.url ?? text('url')!,
+          ...(worker === null && apiKey !== undefined ? { apiKey } : {}),
           batchSizes: (text('batches') ?? '1,16,64')
             .split(',')
             .map((item) => numberOption(item.trim(), '--batches')!),

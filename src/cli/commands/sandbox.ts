@@ -22,6 +22,7 @@ type ServeFlags = {
   workers: number;
   warm?: number;
   token?: string;
+  auth: boolean;
   preload: string;
   memoryMb: number;
   idleTtlMs: number;
@@ -40,7 +41,11 @@ export function registerSandbox(program: Command): void {
     .option('--port <port>', 'port (0 picks a free one)', integer, 8470)
     .option('--workers <n>', 'most sessions (jailed workers) at once', integer, 8)
     .option('--warm <n>', 'idle warm workers kept ready (default: min(2, workers))', integer)
-    .option('--token <token>', 'require this bearer token')
+    .option(
+      '--token <token>',
+      'require this bearer token (default: AGENTMATH_SANDBOX_TOKEN); empty is refused',
+    )
+    .option('--no-auth', 'serve a non-loopback --host without a token (printed as a warning)')
     .option('--preload <modules>', 'modules imported by warm workers, comma-separated', 'sympy,numpy,scipy')
     .option('--memory-mb <mb>', 'memory limit per worker', integer, 1024)
     .option('--idle-ttl-ms <ms>', 'close sessions unused this long', integer, 30 * 60_000)
@@ -50,7 +55,8 @@ export function registerSandbox(program: Command): void {
       const server = await startSandboxServer({
         host: flags.host,
         port: flags.port,
-        token: token || undefined,
+        token,
+        noAuth: !flags.auth,
         poolOptions: {
           maxWorkers: Math.max(1, flags.workers),
           warmWorkers: Math.min(flags.warm ?? 2, Math.max(1, flags.workers)),
