@@ -55,6 +55,11 @@ function filesUnder(dir: string): Array<{ path: string; text: string }> {
   });
 }
 
+/** `solve` against the refusing server. */
+function solveArgs(api: 'openai' | 'openai-chat'): string[] {
+  return ['solve', 'What is 2 + 2?', '--engine', url, '--api', api, '--model', 'gpt-scripted'];
+}
+
 const cases = [
   { how: '--api-key', key: 'sk-flag-3b9f1c2e7d', viaFlag: true },
   { how: 'OPENAI_API_KEY', key: 'sk-env-8a4d6e0f5b', viaFlag: false },
@@ -86,36 +91,15 @@ describe.each(cases)('a key given with $how', ({ key, viaFlag }) => {
   }, 120_000);
 
   it('solve: the error names the server, not the key', async () => {
-    const args = [
-      'solve',
-      'What is 2 + 2?',
-      '--engine',
-      url,
-      '--api',
-      'openai-chat',
-      '--model',
-      'gpt-scripted',
-    ];
-    const result = await startCli([...args, ...keyArgs, '--json'], { cwd: folder, env }).done;
+    const result = await startCli([...solveArgs('openai-chat'), ...keyArgs, '--json'], { cwd: folder, env })
+      .done;
     expect(result.stdout + result.stderr).toMatch(/HTTP 401/);
     expect(result.stdout + result.stderr).not.toContain(key);
   }, 120_000);
 });
 
 it('refuses an empty --api-key instead of sending no key', async () => {
-  const args = [
-    'solve',
-    'What is 2 + 2?',
-    '--engine',
-    url,
-    '--api',
-    'openai',
-    '--model',
-    'm',
-    '--api-key',
-    '',
-  ];
-  const result = await startCli(args, { cwd: folder }).done;
+  const result = await startCli([...solveArgs('openai'), '--api-key', ''], { cwd: folder }).done;
   expect(result.code).not.toBe(0);
   expect(result.stderr).toMatch(/--api-key is empty/);
 }, 60_000);
