@@ -3,15 +3,18 @@
  * text completions): the stop string is trimmed and never reported, and `finish_reason` is
  * `"stop"` both for a stop string and for the end of the answer. The code runs in the real
  * jail. Each trajectory makes one code call, gives the answer, and never calls the engine
- * after it (counted on the server).
+ * after it (counted on the server): through `runAgent`, and through `agentmath solve`.
  */
+import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { instructedPrompt, runAgent } from '../src/agent/index.ts';
 import { modelText } from '../src/agent/loop-state.ts';
 import { createEngine, type HttpEngine } from '../src/engine/index.ts';
 import { getDialect } from '../src/protocol/index.ts';
 import type { SandboxProvider } from '../src/sandbox/types.ts';
+import type { Trajectory } from '../src/trajectory/trajectory.ts';
 import { openTestSandbox } from './agent-sandbox.ts';
+import { killAllClis, startCli } from './cli-process.ts';
 import { type ScriptedServer, startScriptedServer } from './fixtures/scripted-engine-server.ts';
 
 const PROBLEM = 'Compute 19 * 143.';
@@ -49,6 +52,7 @@ beforeAll(async () => {
   sandbox = await openTestSandbox();
 });
 afterAll(async () => {
+  killAllClis();
   await sandbox.close();
 });
 
@@ -114,4 +118,37 @@ describe.each(cases)('the loop against the official OpenAI API ($api, $dialect)'
     expect(trajectory.finish).toEqual({ reason: 'no-answer' });
     expect(server.requests).toHaveLength(1);
   });
+});
+
+describe('agentmath solve against the official OpenAI API', () => {
+  it.each(['tags', 'markdown'] as const)(
+    '--api openai-chat --dialect %s: one code call, the answer, two requests',
+    async (dialect) => {
+      const server = await startScriptedServer('openai-chat', { scriptFor: scriptFor(dialect) });
+      try {
+        const args = [
+          'solve',
+          PROBLEM,
+          '--engine',
+          server.url,
+          '--api',
+          'openai-chat',
+          '--model',
+          'gpt-scripted',
+        ];
+        const result = await startCli([...args, '--dialect', dialect, '--json'], { cwd: tmpdir() }).done;
+        expect(result.code).toBe(0);
+        const trajectory = JSON.parse(result.stdout) as Trajectory;
+        expect(trajectory.finish).toEqual({ reason: 'answer' });
+        expect(trajectory.answer).toBe('2717');
+        expect(trajectory.toolCalls.map((call) => call.outcome)).toMatchObject([
+          { status: 'ok', stdout: '2717\n' },
+        ]);
+        expect(server.requests).toHaveLength(2);
+      } finally {
+        await server.close();
+      }
+    },
+    120_000,
+  );
 });
