@@ -8,6 +8,7 @@ import type { Tokenizer } from '../engine/tokenizer.ts';
 import type { Engine } from '../engine/types.ts';
 import type { Dialect } from '../protocol/dialect.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
+import type { Clock } from '../shared/clock.ts';
 import { AgentConfigError } from './agent-errors.ts';
 import type { AgentEvent } from './agent-event.ts';
 import type { PromptBuilder } from './prompt-builder.ts';
@@ -101,7 +102,14 @@ export type AgentOptions = z.input<typeof agentConfigSchema> & {
   park?: SessionPark;
   meta?: Record<string, unknown>;
   createId?: () => string;
+  /** Wall-clock stamps for `timing.startedAt` / `finishedAt` (ISO strings); default the system date. */
   now?: () => Date;
+  /**
+   * Measures durations (`timing.engineMs`, `toolMs`, tool calls), times engine calls out, waits
+   * between retries and paces the cooperative yield; default `systemClock`. A virtual clock
+   * runs the loop in virtual time.
+   */
+  clock?: Clock;
 };
 
 /** Validates the configuration part of the options, naming the offending field. */

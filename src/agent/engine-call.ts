@@ -7,8 +7,8 @@
 
 import { EngineTimeoutError } from '../engine/engine-errors.ts';
 import type { Engine, GenerateRequest, GenerateResult } from '../engine/types.ts';
-import { abortableSleep } from '../shared/abortable-sleep.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
+import { type Clock, systemClock } from '../shared/clock.ts';
 import { EngineFailedError } from './agent-errors.ts';
 import type { AgentConfig } from './agent-options.ts';
 
@@ -21,6 +21,8 @@ export type EngineCallOptions = {
   retry: AgentConfig['retry'];
   timeoutMs: number;
   signal: AbortSignal | undefined;
+  /** Measures the call, times it out and waits between attempts; default `systemClock`. */
+  clock?: Clock;
   onRetry?: (attempt: number, delayMs: number, error: unknown) => void;
 };
 
@@ -28,17 +30,20 @@ export type EngineCallOptions = {
 export async function callEngine(
   engine: Engine,
   request: GenerateRequest,
-  { retry, timeoutMs, signal, onRetry }: EngineCallOptions,
+  { retry, timeoutMs, signal, clock = systemClock, onRetry }: EngineCallOptions,
 ): Promise<EngineCallResult> {
-  const started = performance.now();
-  const elapsed = () => performance.now() - started;
+  const started = clock.now();
+  const elapsed = () => clock.now() - started;
   let lastError: unknown = null;
   let attempts = 0;
   for (let attempt = 1; attempt <= retry.attempts; attempt++) {
     attempts = attempt;
     if (signal?.aborted) return { status: 'aborted', ms: elapsed() };
     const timeout = new AbortController();
-    const timer = setTimeout(() => timeout.abort(new EngineTimeoutError(engine.name, timeoutMs)), timeoutMs);
+    const timer = new AbortController();
+    void clock.sleep(timeoutMs, timer.signal).then(() => {
+      if (!timer.signal.aborted) timeout.abort(new EngineTimeoutError(engine.name, timeoutMs));
+    });
     const combined = signal === undefined ? timeout.signal : AbortSignal.any([signal, timeout.signal]);
     try {
       const result = await untilAborted(engine.generate(request, combined), combined);
@@ -50,13 +55,14 @@ export async function callEngine(
       if (signal?.aborted) return { status: 'aborted', ms: elapsed() };
       lastError = timeout.signal.aborted ? timeout.signal.reason : error;
     } finally {
-      clearTimeout(timer);
+      timer.abort();
     }
     if (!retryable(lastError)) break;
     if (attempt < retry.attempts) {
       const delayMs = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1));
       onRetry?.(attempt, delayMs, lastError);
-      if (!(await abortableSleep(delayMs, signal))) return { status: 'aborted', ms: elapsed() };
+      await clock.sleep(delayMs, signal);
+      if (signal?.aborted) return { status: 'aborted', ms: elapsed() };
     }
   }
   return {

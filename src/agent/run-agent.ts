@@ -13,6 +13,7 @@ import type { ChatMessage, Tokenizer } from '../engine/tokenizer.ts';
 import type { GenerateResult } from '../engine/types.ts';
 import { extractBoxedAnswer } from '../protocol/boxed-answer.ts';
 import type { ClosedCode, Dialect } from '../protocol/dialect.ts';
+import { type Clock, systemClock } from '../shared/clock.ts';
 import type {
   ModelSegment,
   ToolCall,
@@ -28,7 +29,7 @@ import {
 } from './agent-errors.ts';
 import type { AgentEvent } from './agent-event.ts';
 import { type AgentConfig, type AgentOptions, type Problem, resolveAgentConfig } from './agent-options.ts';
-import { yieldIfBusy } from './cooperative-yield.ts';
+import { cooperativeYieldFor } from './cooperative-yield.ts';
 import { callEngine, describeError } from './engine-call.ts';
 import { appendSegment, type LoopState, loopStateFrom, modelText } from './loop-state.ts';
 import { instructedPrompt, renderPrompt } from './prompt-builder.ts';
@@ -44,7 +45,7 @@ import { TrajectorySession } from './trajectory-session.ts';
 
 /** Runs one trajectory for a problem and returns its finished (or parked) record. */
 export async function runAgent(problem: Problem, options: AgentOptions): Promise<Trajectory> {
-  const wait = yieldIfBusy();
+  const wait = cooperativeYieldFor(options.clock ?? systemClock).yieldIfBusy();
   if (wait !== null) await wait;
   const config = resolveAgentConfig(options);
   const { tokenizer, dialect } = options;
@@ -120,6 +121,8 @@ async function drive(
   const { engine, tokenizer, dialect, signal } = options;
   const emit = options.onEvent ?? (() => {});
   const now = options.now ?? (() => new Date());
+  const clock = options.clock ?? systemClock;
+  const cooperative = cooperativeYieldFor(clock);
   const state = loopStateFrom(trajectory, tokenizer);
   const parked = resumed ? (options.park?.take(trajectory.id) ?? null) : null;
   const tools = new TrajectorySession({
@@ -127,6 +130,7 @@ async function drive(
     session: parked,
     priorCalls: trajectory.toolCalls,
     timeoutMs: config.tool.timeoutMs,
+    clock,
     onRestore: (replayedCalls, ms) =>
       emit({ type: 'session-restore', trajectoryId: trajectory.id, replayedCalls, ms }),
   });
@@ -168,6 +172,7 @@ async function drive(
           retry: config.retry,
           timeoutMs: config.engineTimeoutMs,
           signal,
+          clock,
           onRetry: (attempt, delayMs, error) =>
             emit({
               type: 'engine-retry',
@@ -188,7 +193,7 @@ async function drive(
         break;
       }
 
-      const wait = yieldIfBusy();
+      const wait = cooperative.yieldIfBusy();
       if (wait !== null) await wait;
       const result = afterLengthCut(state, call.result, dialect, tokenizer);
       const made = modelSegment(state, result, tokenizer, engine.name);
@@ -207,7 +212,7 @@ async function drive(
             ? null
             : { reason: 'max-tool-calls' };
         if (finish === null)
-          await runTool(state, tools, next.closed, { dialect, tokenizer, config, signal, emit });
+          await runTool(state, tools, next.closed, { dialect, tokenizer, config, signal, clock, emit });
       }
     }
   } catch (error) {
@@ -222,9 +227,9 @@ async function drive(
   }
 
   const parkHere = finish.reason === 'segment-budget' && options.park !== undefined;
-  const releaseStarted = performance.now();
+  const releaseStarted = clock.now();
   await tools.release(parkHere && options.park ? { park: options.park, trajectoryId: trajectory.id } : null);
-  trajectory.timing.toolMs += performance.now() - releaseStarted;
+  trajectory.timing.toolMs += clock.now() - releaseStarted;
   trajectory.answer = extractBoxedAnswer(modelText(trajectory));
   trajectory.finish = finish;
   trajectory.timing.finishedAt = now().toISOString();
@@ -331,16 +336,17 @@ async function runTool(
     tokenizer: Tokenizer | null;
     config: AgentConfig;
     signal: AbortSignal | undefined;
+    clock: Clock;
     emit: (event: AgentEvent) => void;
   },
 ): Promise<void> {
-  const { dialect, tokenizer, config, signal, emit } = context;
+  const { dialect, tokenizer, config, signal, clock, emit } = context;
   const trajectory = state.trajectory;
   const toolCallIndex = trajectory.toolCalls.length;
   emit({ type: 'tool-call', trajectoryId: trajectory.id, toolCallIndex, code: step.code });
-  const started = performance.now();
+  const started = clock.now();
   const outcome = await tools.execute(step.code, signal);
-  const ms = performance.now() - started;
+  const ms = clock.now() - started;
   const toolCall: ToolCall = { code: step.code, outcome, ms };
   trajectory.toolCalls.push(toolCall);
   trajectory.timing.toolMs += ms;
