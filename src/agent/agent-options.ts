@@ -96,6 +96,15 @@ export type AgentOptions = z.input<typeof agentConfigSchema> & {
   prompt?: PromptBuilder;
   onEvent?: (event: AgentEvent) => void;
   signal?: AbortSignal;
+  /**
+   * A pause request, distinct from the hard abort: when it fires the trajectory stops with
+   * `paused` — in the middle of an engine call, keeping the tokens the engine returns with
+   * `finishReason: 'abort'` — and `resumeAgent` continues it later exactly where it stopped.
+   * A running tool call finishes first. See docs/agent.md, "How a scheduler pauses and resumes".
+   */
+  pause?: AbortSignal;
+  /** The rollout step recorded on every model segment this call produces; default null. */
+  step?: number | null;
   /** Sample index within the problem's group. */
   sample?: number;
   /** Where a session waits between segments instead of being closed (see `SessionPark`). */

@@ -72,12 +72,13 @@ export async function runAgent(problem: Problem, options: AgentOptions): Promise
 }
 
 /**
- * Continues a trajectory that stopped with `segment-budget`. The input record is not changed;
+ * Continues a trajectory that stopped with `segment-budget` or `paused`. The input record is not changed;
  * the returned one carries the new segments. Its session comes from `options.park` when it
  * was parked there, else a new session is rebuilt by replay (see `TrajectorySession`).
  */
 export async function resumeAgent(trajectory: Trajectory, options: AgentOptions): Promise<Trajectory> {
-  if (trajectory.finish?.reason !== 'segment-budget') {
+  const reason = trajectory.finish?.reason;
+  if (reason !== 'segment-budget' && reason !== 'paused') {
     throw new TrajectoryNotResumableError(
       trajectory.id,
       trajectory.finish === null
@@ -118,7 +119,8 @@ async function drive(
   config: AgentConfig,
   resumed: boolean,
 ): Promise<Trajectory> {
-  const { engine, tokenizer, dialect, signal } = options;
+  const { engine, tokenizer, dialect, signal, pause } = options;
+  const step = options.step ?? null;
   const emit = options.onEvent ?? (() => {});
   const now = options.now ?? (() => new Date());
   const clock = options.clock ?? systemClock;
@@ -139,7 +141,7 @@ async function drive(
 
   try {
     while (finish === null) {
-      const stop = firstStop(stopsBeforeTurn, { state, budgets: config.budgets, signal });
+      const stop = firstStop(stopsBeforeTurn, { state, budgets: config.budgets, signal, pause });
       if (stop !== null) {
         finish = { reason: stop };
         break;
@@ -172,6 +174,7 @@ async function drive(
           retry: config.retry,
           timeoutMs: config.engineTimeoutMs,
           signal,
+          ...(pause === undefined ? {} : { pause }),
           clock,
           onRetry: (attempt, delayMs, error) =>
             emit({
@@ -188,6 +191,10 @@ async function drive(
         finish = { reason: 'aborted' };
         break;
       }
+      if (call.status === 'paused') {
+        finish = { reason: 'paused' };
+        break;
+      }
       if (call.status === 'failed') {
         finish = { reason: 'error', error: describeError(call.error) };
         break;
@@ -196,7 +203,12 @@ async function drive(
       const wait = cooperative.yieldIfBusy();
       if (wait !== null) await wait;
       const result = afterLengthCut(state, call.result, dialect, tokenizer);
-      const made = modelSegment(state, result, tokenizer, engine.name);
+      const pausedHere = result.finishReason === 'abort' && pause?.aborted === true && !signal?.aborted;
+      if (pausedHere && result.tokenIds !== null && result.tokenIds.length === 0 && result.text === '') {
+        finish = { reason: 'paused' };
+        break;
+      }
+      const made = modelSegment(state, result, tokenizer, engine.name, step);
       if (made.status === 'error') {
         finish = { reason: 'error', error: describeError(made.error) };
         break;
@@ -204,6 +216,11 @@ async function drive(
       appendSegment(state, made.segment);
       emit({ type: 'turn-end', trajectoryId: trajectory.id, turn, segment: made.segment, engineMs: call.ms });
 
+      if (pausedHere) {
+        // The partial tokens are kept; the resumed loop continues the turn from them.
+        finish = { reason: 'paused' };
+        break;
+      }
       const next = nextStep(state, result, dialect);
       if (next.type === 'finish') finish = { reason: next.reason };
       else if (next.type === 'execute') {
@@ -226,7 +243,8 @@ async function drive(
     }
   }
 
-  const parkHere = finish.reason === 'segment-budget' && options.park !== undefined;
+  const parkHere =
+    (finish.reason === 'segment-budget' || finish.reason === 'paused') && options.park !== undefined;
   const releaseStarted = clock.now();
   await tools.release(parkHere && options.park ? { park: options.park, trajectoryId: trajectory.id } : null);
   trajectory.timing.toolMs += clock.now() - releaseStarted;
@@ -248,6 +266,7 @@ function modelSegment(
   result: GenerateResult,
   tokenizer: Tokenizer | null,
   engineName: string,
+  step: number | null,
 ): { status: 'ok'; segment: ModelSegment } | { status: 'error'; error: Error } {
   if (state.tokenLevel && result.tokenIds === null) {
     if (state.turns > 0) return { status: 'error', error: new EngineTokensMissingError(engineName) };
@@ -276,7 +295,7 @@ function modelSegment(
       policyVersion: result.policyVersion,
       finishReason: result.finishReason,
       matchedStop: result.matchedStop,
-      step: null,
+      step,
       replica: result.replica ?? null,
     },
   };
@@ -303,7 +322,10 @@ function afterLengthCut(
   tokenizer: Tokenizer | null,
 ): GenerateResult {
   const last = state.trajectory.segments.at(-1);
-  if (last?.kind !== 'model' || last.finishReason !== 'length') return result;
+  // A turn cut by the length limit or by a pause goes on in this call.
+  if (last?.kind !== 'model' || (last.finishReason !== 'length' && last.finishReason !== 'abort')) {
+    return result;
+  }
   const stops = dialect.stopStrings;
   return joinSplitStop(state.turnText, result, stops, state.tokenLevel ? tokenizer : null) ?? result;
 }
