@@ -111,6 +111,13 @@ function onSignal(signal: NodeJS.Signals): void {
 
 function onStreamError(error: NodeJS.ErrnoException): void {
   if (error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED') {
+    if (ending) return;
+    // The reader is gone: what the command would still print (a retry note after its engine
+    // was stopped here) is noise. Stop the work, then the children, then the process.
+    const discard = (() => true) as typeof process.stdout.write;
+    process.stdout.write = discard;
+    process.stderr.write = discard;
+    interrupt.abort('EPIPE');
     void endNow(() => process.exit(0));
     return;
   }
