@@ -16,6 +16,11 @@ export const API_KEY_VARIABLES: Record<EngineFlags['api'], string> = {
   vllm: ENGINE_API_KEY_VARIABLE,
 };
 
+/** The help text of `--api-key` on every command that calls an engine. */
+export const API_KEY_HELP =
+  'bearer token for the server (default: OPENAI_API_KEY for openai/openai-chat, ' +
+  `${ENGINE_API_KEY_VARIABLE} for sglang/vllm); never printed`;
+
 /**
  * The key to send: `--api-key`, else the API's environment variable (an empty variable counts
  * as unset), else none. An empty `--api-key` is an error, never "no key".

@@ -20,7 +20,7 @@ import { answersEquivalent, gradeAnswer } from '../../grader/index.ts';
 import { getDialect } from '../../protocol/index.ts';
 import { createLocalSandbox, SandboxClient } from '../../sandbox/index.ts';
 import type { SandboxProvider } from '../../sandbox/types.ts';
-import { API_KEY_VARIABLES, withoutApiKey } from './api-key.ts';
+import { API_KEY_HELP, API_KEY_VARIABLES, withoutApiKey } from './api-key.ts';
 import { resolveEngineTarget } from './engine-target.ts';
 
 type EvalCommandOptions = {
@@ -109,10 +109,7 @@ export function registerEval(program: Command): void {
         .default('sglang'),
     )
     .option('--model <name>', 'served model name (required for openai and openai-chat)')
-    .option(
-      '--api-key <key>',
-      'bearer token for the server (default: OPENAI_API_KEY for openai/openai-chat, AGENTMATH_ENGINE_API_KEY for sglang/vllm); never printed',
-    )
+    .option('--api-key <key>', API_KEY_HELP)
     .option('--tokenizer <dir>', 'Hugging Face tokenizer folder (token-level engines: sglang, vllm)')
     .addOption(
       new Option('--dialect <name>', 'code-block markup').choices(['tags', 'markdown']).default('tags'),
