@@ -84,7 +84,12 @@ export function registerTasks(program: Command): void {
     .option('--levels <list>', 'levels to draw from, e.g. 1,2 (default 1..4)', levelsOption)
     .option('--kinds <list>', 'kinds to draw from (default all)')
     .option('--max-bytes <n>', 'skip records longer than this (UTF-8 bytes of problem plus solution)')
-    .option('--concurrency <n>', 'sandbox sessions at once (tool style)', integerOption({ min: 1, max: 256 }), 2)
+    .option(
+      '--concurrency <n>',
+      'sandbox sessions at once (tool style)',
+      integerOption({ min: 1, max: 256 }),
+      2,
+    )
     .action(async (options: WriteOptions) => {
       const { levels, kinds } = options;
       const common = {
