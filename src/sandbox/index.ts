@@ -3,7 +3,7 @@
  * over HTTP (`startSandboxServer`, `SandboxClient`) and over many nodes (`SandboxClusterClient`).
  */
 export { executionOutcomeSchema } from './execution-outcome-schema.ts';
-export type { LocalSandboxOptions } from './local-sandbox-options.ts';
+export { type LocalSandboxOptions, localSandboxOptionsSchema } from './local-sandbox-options.ts';
 export {
   createLocalSandbox,
   type LocalSandboxEnvironment,
