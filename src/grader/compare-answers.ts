@@ -19,7 +19,9 @@ import type { GradeReason } from './types.ts';
 export type Decision =
   | { outcome: 'equal'; reason: 'exact' | 'numeric' | 'structural' | 'symbolic' }
   | { outcome: 'different'; reason: 'mismatch' }
-  | { outcome: 'undecided'; reason: Extract<GradeReason, 'timeout' | 'parse-error' | 'mismatch'> };
+  | { outcome: 'undecided'; reason: Extract<GradeReason, 'timeout' | 'parse-error' | 'mismatch'> }
+  /** The symbolic step could not run (an outage): no verdict at all. */
+  | { outcome: 'unavailable'; reason: 'grader-unavailable'; cause: string };
 
 export type CompareContext = {
   /** The sandboxed check, or null to skip the symbolic step. */
@@ -91,9 +93,19 @@ async function compareOrdered(left: Answer[], right: Answer[], context: CompareC
   for (let index = 0; index < left.length; index++) {
     const decision = await compareAnswers(left[index]!, right[index]!, context);
     if (decision.outcome === 'different') return DIFFERENT;
-    if (decision.outcome === 'undecided') pending ??= decision;
+    pending = worse(pending, decision);
   }
   return pending ?? STRUCTURAL;
+}
+
+/**
+ * The pending outcome of a composite: an undecided part (a verdict of "not shown equal") wins
+ * over an unavailable one, since the whole cannot be equal whatever the outage would have said.
+ */
+function worse(pending: Decision | null, decision: Decision): Decision | null {
+  if (decision.outcome === 'undecided') return pending?.outcome === 'undecided' ? pending : decision;
+  if (decision.outcome === 'unavailable') return pending ?? decision;
+  return pending;
 }
 
 /** A perfect matching between two order-free lists, found by backtracking over memoised pairs. */
@@ -116,7 +128,7 @@ async function compareUnordered(left: Answer[], right: Answer[], context: Compar
     for (let j = 0; j < right.length; j++) {
       if (used[j]) continue;
       const decision = await pair(i, j);
-      if (decision.outcome === 'undecided') pending ??= decision;
+      pending = worse(pending, decision);
       if (decision.outcome !== 'equal') continue;
       used[j] = true;
       if (await match(i + 1)) return true;
@@ -150,9 +162,11 @@ async function compareRelations(
   const candidates: Answer[][] = [];
   if (same) candidates.push(prediction.sides);
   if (flipped === reference.operators.join(' ')) candidates.push([...prediction.sides].reverse());
+  let unavailable: Decision | null = null;
   for (const sides of candidates) {
     const decision = await compareOrdered(sides, reference.sides, context);
     if (decision.outcome === 'equal') return STRUCTURAL;
+    if (decision.outcome === 'unavailable') unavailable = decision;
   }
   // One equation against another: the same solution set when the two differences are proportional.
   const [left1, right1] = prediction.sides;
@@ -178,7 +192,7 @@ async function compareRelations(
       context,
     );
   }
-  return DIFFERENT;
+  return unavailable ?? DIFFERENT;
 }
 
 /** The leaf rule chain for two expressions. */
@@ -315,5 +329,7 @@ async function symbolicDecision(
       return { outcome: 'undecided', reason: 'timeout' };
     case 'error':
       return { outcome: 'undecided', reason: 'parse-error' };
+    case 'unavailable':
+      return { outcome: 'unavailable', reason: 'grader-unavailable', cause: verdict.cause };
   }
 }

@@ -45,6 +45,9 @@ export const gradeAnswer: Grader = async (prediction, reference, options = {}) =
   if (predicted === null || expected === null) return { correct: false, extracted, reason: 'parse-error' };
   if (predicted.source === '') return { correct: false, extracted, reason: 'no-answer' };
   const decision = await compareAnswers(predicted, expected, contextFor(options));
+  if (decision.outcome === 'unavailable') {
+    return { correct: null, extracted, reason: decision.reason, cause: decision.cause };
+  }
   return { correct: decision.outcome === 'equal', extracted, reason: decision.reason } satisfies GradeResult;
 };
 

@@ -253,8 +253,11 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
       .join('  ');
     process.stdout.write(
       `${benchmark.name}: avg@${summary.k} ${(100 * summary.avgAtK).toFixed(1)}%  ${passes}  maj@${summary.k} ${(100 * summary.majAtK).toFixed(1)}%  ` +
-        `code/traj ${summary.toolUse.codeCallsPerTrajectory.toFixed(2)}  (${summary.trajectories}/${summary.expectedTrajectories} trajectories)\n` +
-        `results in ${outDir}\n`,
+        `code/traj ${summary.toolUse.codeCallsPerTrajectory.toFixed(2)}  (${summary.trajectories}/${summary.expectedTrajectories} trajectories)` +
+        (summary.gradeUnavailable > 0
+          ? `  ${summary.gradeUnavailable} without a verdict (grader unavailable)`
+          : '') +
+        `\nresults in ${outDir}\n`,
     );
     if (result.status === 'interrupted') {
       process.stderr.write(
@@ -263,9 +266,16 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
       return 130;
     }
     if (result.status === 'incomplete') {
+      const ungraded =
+        summary.gradeUnavailable > 0
+          ? `${summary.gradeUnavailable} grade(s) have no verdict (the symbolic step's sandbox was down; not counted as wrong); `
+          : '';
+      const failed =
+        result.failed > 0
+          ? `${result.failed} trajectories ended in an engine or sandbox error (see ${join(outDir, RUN_FILES.errors)}); `
+          : '';
       process.stderr.write(
-        `${result.failed} trajectories ended in an engine or sandbox error (see ${join(outDir, RUN_FILES.errors)}); ` +
-          `${result.done}/${result.total} done. Retry them with:\n  ${resumeCommand(outDir)}\n`,
+        `${failed}${ungraded}${result.done}/${result.total} done. Retry them with:\n  ${resumeCommand(outDir)}\n`,
       );
       return 1;
     }

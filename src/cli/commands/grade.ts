@@ -4,6 +4,9 @@ import type { Command } from 'commander';
 import { gradeAnswer, gradeLines, releaseSymbolicSessions } from '../../grader/index.ts';
 import { openSandboxForGrading } from './grader-sandbox.ts';
 
+/** Exit status when some grade has no verdict (an outage, not a wrong answer). */
+const UNAVAILABLE_EXIT_CODE = 3;
+
 type GradeCommandOptions = {
   prediction?: string;
   reference?: string;
@@ -42,13 +45,14 @@ export function registerGrade(program: Command): void {
         if (single) {
           const result = await gradeAnswer(options.prediction!, options.reference!, gradeOptions);
           process.stdout.write(`${JSON.stringify(result)}\n`);
+          if (result.correct === null) reportUnavailable(1);
           return;
         }
         const lines = createInterface({
           input: createReadStream(options.input!),
           crlfDelay: Number.POSITIVE_INFINITY,
         });
-        const { errors } = await gradeLines(
+        const { errors, unavailable } = await gradeLines(
           lines,
           (result) => {
             process.stdout.write(`${JSON.stringify(result)}\n`);
@@ -56,6 +60,7 @@ export function registerGrade(program: Command): void {
           gradeOptions,
         );
         if (errors > 0) process.stderr.write(`agentmath grade: ${errors} bad line(s)\n`);
+        if (unavailable > 0) reportUnavailable(unavailable);
       } finally {
         if (sandbox !== null) {
           await releaseSymbolicSessions(sandbox);
@@ -63,4 +68,12 @@ export function registerGrade(program: Command): void {
         }
       }
     });
+}
+
+/** Grades without a verdict (the symbolic step's sandbox was down): said on stderr, exit 3. */
+function reportUnavailable(count: number): void {
+  process.stderr.write(
+    `agentmath grade: ${count} grade(s) without a verdict (grader-unavailable: the sandbox of the symbolic step could not run them); grade them again when it is up\n`,
+  );
+  process.exitCode = UNAVAILABLE_EXIT_CODE;
 }
