@@ -5,10 +5,9 @@
  * with the verdict that verifier gives. The bar: ≥ 95% agreement, at most 2 false positives.
  */
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gradeAnswer, releaseSymbolicSessions } from '../src/grader/index.ts';
-import type { SandboxProvider } from '../src/sandbox/types.ts';
-import { openGraderTestSandbox } from './grader-sandbox.ts';
+import { describe, expect, it } from 'vitest';
+import { gradeAnswer } from '../src/grader/index.ts';
+import { useGraderTestSandbox } from './grader-sandbox.ts';
 
 type Case = { kind: string; prediction: string; reference: string; correct: boolean; note?: string };
 
@@ -26,14 +25,7 @@ const label = (item: Case) =>
   `[${item.kind}] ${JSON.stringify(item.prediction.slice(0, 70))} vs ${JSON.stringify(item.reference.slice(0, 40))}`;
 
 describe('free-form corpus', () => {
-  let sandbox: SandboxProvider;
-  beforeAll(async () => {
-    ({ sandbox } = await openGraderTestSandbox());
-  });
-  afterAll(async () => {
-    await releaseSymbolicSessions(sandbox);
-    await sandbox.close();
-  });
+  const sandboxOf = useGraderTestSandbox();
 
   it('has cases of every kind, right and wrong', () => {
     expect(corpus.length).toBeGreaterThanOrEqual(150);
@@ -59,7 +51,10 @@ describe('free-form corpus', () => {
     const falsePositives: string[] = [];
     const byKind = new Map<string, { cases: number; agreed: number }>();
     for (const item of corpus) {
-      const grade = await gradeAnswer(item.prediction, item.reference, { sandbox, timeoutMs: 20_000 });
+      const grade = await gradeAnswer(item.prediction, item.reference, {
+        sandbox: sandboxOf(),
+        timeoutMs: 20_000,
+      });
       expect(grade.correct, `${label(item)}: no verdict (${grade.reason})`).not.toBeNull();
       const agreed = grade.correct === item.correct;
       const tally = byKind.get(item.kind) ?? { cases: 0, agreed: 0 };
