@@ -28,7 +28,7 @@ export function extractAnswer(response: string): Extraction | null {
   const cut = response.length > MAX_RESPONSE_CHARS ? response.slice(-MAX_RESPONSE_CHARS) : response;
   const text = unescapeDoubled(cut);
   const boxed = lastBox(text);
-  if (boxed !== null) return { answer: boxed.trim(), source: 'boxed' };
+  if (boxed !== null) return { answer: withAdjacentBoxes(text, boxed), source: 'boxed' };
   const tail = text.length > TAIL_CHARS ? text.slice(-TAIL_CHARS) : text;
   const phrase = lastAnswerPhrase(tail);
   if (phrase !== null) return { answer: phrase, source: 'phrase' };
@@ -167,8 +167,24 @@ function without(text: string, spans: readonly MathSpan[]): string {
   return result + text.slice(position);
 }
 
+/**
+ * `\boxed{3}\boxed{4}`: boxes right before the last one (only spaces, commas or `and` between,
+ * contents without braces) are one answer with it, `3, 4`.
+ */
+function withAdjacentBoxes(text: string, last: { content: string; start: number }): string {
+  const items = [last.content.trim()];
+  let end = last.start;
+  for (let count = 0; count < 16; count++) {
+    const before = /\\boxed\{([^{}]*)\}(?:\s|,|;|\band\b|\$)*$/.exec(text.slice(Math.max(0, end - 300), end));
+    if (before === null) break;
+    items.unshift(before[1]!.trim());
+    end -= before[0].length;
+  }
+  return items.join(', ');
+}
+
 /** The content of the last closed box, found from one stack pass over the braces. */
-function lastBox(text: string): string | null {
+function lastBox(text: string): { content: string; start: number } | null {
   if (!text.includes('\\boxed') && !text.includes('\\fbox')) return null;
   const closing = new Int32Array(text.length).fill(-1);
   const stack: number[] = [];
@@ -188,10 +204,10 @@ function lastBox(text: string): string | null {
     while (text[position] === ' ' || text[position] === '\t') position++;
     if (text[position] === '{') {
       const end = closing[position]!;
-      if (end !== -1) return text.slice(position + 1, end);
+      if (end !== -1) return { content: text.slice(position + 1, end), start: command.index };
     } else {
       const token = /^ ?([^\s${}]+)/.exec(text.slice(command.index + command[0].length, position + 200));
-      if (token?.[1]) return token[1];
+      if (token?.[1]) return { content: token[1], start: command.index };
     }
   }
   return null;

@@ -45,7 +45,8 @@ const REWRITES: [RegExp, string][] = [
   [/\\(?:left|right|[bB]igg?[lr]?)\s*\./g, ''],
   [/\\(?:left|right|[bB]igg?[lr]?)(?![A-Za-z])/g, ''],
   [/\\(?:displaystyle|textstyle|limits|mathbf|boldsymbol)(?![A-Za-z])/g, ''],
-  // Spacing.
+  // Spacing (`10,\!080` first: a thousands separator written with a negative space).
+  [/,\s*\\!\s*/g, ','],
   [/(?<!\\)\\[!,;:> ]/g, ' '],
   [/\\q?quad(?![A-Za-z])/g, ' '],
   [/~/g, ' '],
@@ -80,7 +81,7 @@ export function normalizeAnswer(answer: string): string {
   text = text.replace(/[.,;:\s]+$/, '').replace(/^[=:\s]+/, '');
   text = text.replace(TRAILING_UNIT, '').trim();
   // Thousands separators, only when the whole answer is one number written that way.
-  if (/^[+-]?[1-9]\d{0,2}(?:, ?\d{3})+(?:\.\d+)?$/.test(text)) text = text.replace(/, ?/g, '');
+  if (/^[+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?$/.test(text)) text = text.replace(/,/g, '');
   if (/^[+-]?\d{1,3}(?: \d{3})+(?:\.\d+)?$/.test(text)) text = text.replace(/ /g, '');
   return text;
 }
