@@ -23,6 +23,8 @@ const MAX_BARE_CHARS = 300;
 /** Answer phrases, math environments and numbers are looked for in this many last characters. */
 const TAIL_CHARS = 20_000;
 
+const NO_MATH: { spans: MathSpan[]; malformed: MathSpan[] } = { spans: [], malformed: [] };
+
 /** The answer in a response, or null when there is none. */
 export function extractAnswer(response: string): Extraction | null {
   const cut = response.length > MAX_RESPONSE_CHARS ? response.slice(-MAX_RESPONSE_CHARS) : response;
@@ -30,9 +32,9 @@ export function extractAnswer(response: string): Extraction | null {
   const boxed = lastBox(text);
   if (boxed !== null) return { answer: withAdjacentBoxes(text, boxed), source: 'boxed' };
   const tail = text.length > TAIL_CHARS ? text.slice(-TAIL_CHARS) : text;
-  const phrase = lastAnswerPhrase(tail);
+  const phrase = /answer/i.test(tail) ? lastAnswerPhrase(tail) : null;
   if (phrase !== null) return { answer: phrase, source: 'phrase' };
-  const { spans, malformed } = scanMath(tail);
+  const { spans, malformed } = /\$|\\[([]/.test(tail) ? scanMath(tail) : NO_MATH;
   const math = spans.at(-1) ?? null;
   const prose = isProse(without(tail, spans));
   if (math !== null) {

@@ -25,6 +25,7 @@ export function registerGraderBench(bench: Command): void {
         const { fast, longResponses, symbolic } = report;
         const rows: [string, string, string][] = [
           ['fast path', 'grades/s (1 core)', fast.gradesPerSecond.toFixed(0)],
+          ['fast path', 'grades per CPU-second', fast.gradesPerCpuSecond.toFixed(0)],
           ['fast path', 'p50 / p99 per grade', `${fast.p50Us.toFixed(1)} µs / ${fast.p99Us.toFixed(1)} µs`],
           ['baseline', 'string equality grades/s', fast.baselineGradesPerSecond.toFixed(0)],
           ['ratio', 'fast path / baseline', fast.ratio.toFixed(3)],
