@@ -33,7 +33,7 @@ export function registerGraderBench(bench: Command): void {
         for (const long of longResponses) {
           rows.push([
             `extraction · ${long.shape}`,
-            'p50 1 MB / 2 MB (ratio)',
+            'p50 CPU 1 MB / 2 MB (ratio)',
             `${long.p50Ms1Mb.toFixed(1)} ms / ${long.p50Ms2Mb.toFixed(1)} ms (${long.ratio.toFixed(2)})`,
           ]);
         }
