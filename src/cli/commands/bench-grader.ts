@@ -28,13 +28,21 @@ export function registerGraderBench(bench: Command): void {
           process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
           return;
         }
-        const { fast, symbolic } = report;
+        const { fast, longResponses, symbolic } = report;
         const rows: [string, string, string][] = [
           ['fast path', 'grades/s (1 core)', fast.gradesPerSecond.toFixed(0)],
+          ['fast path', 'grades per CPU-second', fast.gradesPerCpuSecond.toFixed(0)],
           ['fast path', 'p50 / p99 per grade', `${fast.p50Us.toFixed(1)} µs / ${fast.p99Us.toFixed(1)} µs`],
           ['baseline', 'string equality grades/s', fast.baselineGradesPerSecond.toFixed(0)],
           ['ratio', 'fast path / baseline', fast.ratio.toFixed(3)],
         ];
+        for (const long of longResponses) {
+          rows.push([
+            `extraction · ${long.shape}`,
+            'p50 CPU 1 MB / 2 MB (ratio)',
+            `${long.p50Ms1Mb.toFixed(1)} ms / ${long.p50Ms2Mb.toFixed(1)} ms (${long.ratio.toFixed(2)})`,
+          ]);
+        }
         if (symbolic !== null) {
           rows.push(
             [

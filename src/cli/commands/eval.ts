@@ -310,8 +310,11 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
       `code/traj ${summary.trajectories === 0 ? '–' : summary.toolUse.codeCallsPerTrajectory.toFixed(2)}`,
     ];
     process.stdout.write(
-      `${benchmark.name}: ${figures.join('  ')}  (${summary.trajectories}/${summary.expectedTrajectories} trajectories)\n` +
-        `results in ${outDir}\n`,
+      `${benchmark.name}: ${figures.join('  ')}  (${summary.trajectories}/${summary.expectedTrajectories} trajectories)` +
+        (summary.gradeUnavailable > 0
+          ? `  ${summary.gradeUnavailable} without a verdict (grader unavailable)`
+          : '') +
+        `\nresults in ${outDir}\n`,
     );
     if (result.status === 'interrupted') {
       process.stderr.write(
@@ -320,9 +323,16 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
       return 130;
     }
     if (result.status === 'incomplete') {
+      const ungraded =
+        summary.gradeUnavailable > 0
+          ? `${summary.gradeUnavailable} grade(s) have no verdict (the symbolic step's sandbox was down; not counted as wrong); `
+          : '';
+      const failed =
+        result.failed > 0
+          ? `${result.failed} trajectories ended in an engine or sandbox error (see ${join(outDir, RUN_FILES.errors)}); `
+          : '';
       process.stderr.write(
-        `${result.failed} trajectories ended in an engine or sandbox error (see ${join(outDir, RUN_FILES.errors)}); ` +
-          `${result.done}/${result.total} done. Retry them with:\n  ${resumeCommand(outDir, options.api)}\n`,
+        `${failed}${ungraded}${result.done}/${result.total} done. Retry them with:\n  ${resumeCommand(outDir, options.api)}\n`,
       );
       return 1;
     }
