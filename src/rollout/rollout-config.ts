@@ -28,7 +28,10 @@ export const rolloutConfigSchema = z
     /** `async`: request-level scheduling; `sync`: static synchronous turns (the baseline). */
     mode: z.enum(['async', 'sync']).default('async'),
     /** Growing budget stages; the next applies when a step's truncation rate exceeds the threshold. */
-    stages: z.array(budgetStageSchema).min(1).default(() => PAPER_BUDGET_STAGES.map((stage) => ({ ...stage }))),
+    stages: z
+      .array(budgetStageSchema)
+      .min(1)
+      .default(() => PAPER_BUDGET_STAGES.map((stage) => ({ ...stage }))),
     truncationThreshold: z.number().min(0).max(1).default(0.1),
     /** Partial rollout on or off; off runs every trajectory to its end within the step. */
     partialRollout: z.boolean().default(true),

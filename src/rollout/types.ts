@@ -5,8 +5,9 @@
  * and advantages, the state for the next step, per-step statistics). `train rl` and the
  * simulator drive exactly this; it does not know whether its engines are real or simulated.
  */
-import type { PromptBuilder } from '../agent/prompt-builder.ts';
+
 import type { AgentConfig } from '../agent/agent-options.ts';
+import type { PromptBuilder } from '../agent/prompt-builder.ts';
 import type { SessionPark } from '../agent/session-park.ts';
 import type { Tokenizer } from '../engine/tokenizer.ts';
 import type { Engine } from '../engine/types.ts';
@@ -33,7 +34,9 @@ export type RolloutMode = 'async' | 'sync';
 /** What happens to a trajectory whose oldest segment is more than `maxPolicyLag` versions old. */
 export type StalePolicy = 'restart' | 'drop';
 
-export type DropReason = 'all-correct' | 'all-wrong' | 'stale';
+export type { GroupDropReason as DropReason } from './group-filter.ts';
+
+import type { GroupDropReason as DropReason } from './group-filter.ts';
 
 /**
  * A reward, or null when it could not be computed (the grader could not run): missing, never
@@ -123,7 +126,10 @@ export type RolloutParts = {
   /** Keeps the sandbox sessions of parked trajectories between steps (owned by the caller). */
   park: SessionPark;
   /** Grades a finished trajectory; `correct: null` (or a throw) is a missing grade. */
-  grade: (trajectory: Trajectory, problem: RolloutProblem) => Promise<Pick<GradeResult, 'correct'> | { correct: null }>;
+  grade: (
+    trajectory: Trajectory,
+    problem: RolloutProblem,
+  ) => Promise<Pick<GradeResult, 'correct'> | { correct: null }>;
   clock: Clock;
   /** Uniform in [0, 1); used for ids only when `createId` is absent. */
   random: () => number;
