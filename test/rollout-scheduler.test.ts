@@ -150,27 +150,33 @@ const LONG_TAIL = [
   { id: 'short', text: 'short problem', answer: '42' },
 ];
 
+/** One step over the long-tail problems; the long problem's requests wait until `open()`. */
+async function longTailStep(mode: 'async' | 'sync') {
+  const gate = deferred();
+  const { router, log } = await replicas(2, {
+    gate: (context) => (context.includes('LONG') ? gate.promise : Promise.resolve()),
+  });
+  const run = parts(router);
+  const config = rolloutConfigSchema.parse({
+    groupSize: 2,
+    batchSize: 2,
+    overProvision: 0,
+    partialRollout: false,
+    mode,
+  });
+  const step = runRolloutStep(input({ config, problems: source(LONG_TAIL) }), run);
+  return { open: gate.open, log, run, step };
+}
+
 describe('rollout scheduler over SGLang /generate', () => {
   it('async: a long-tailed trajectory does not delay the others', async () => {
-    const gate = deferred();
-    const { router, log } = await replicas(2, {
-      gate: (context) => (context.includes('LONG') ? gate.promise : Promise.resolve()),
-    });
-    const run = parts(router);
-    const config = rolloutConfigSchema.parse({
-      groupSize: 2,
-      batchSize: 2,
-      overProvision: 0,
-      partialRollout: false,
-      mode: 'async',
-    });
-    const step = runRolloutStep(input({ config, problems: source(LONG_TAIL) }), run);
+    const { open, log, run, step } = await longTailStep('async');
     // The long group's first answer is held back; the short group must finish and be decided meanwhile.
     await until(() =>
       run.events.some((event) => event.type === 'group-decide' && event.group.problem.id === 'short'),
     );
     expect(log.some((entry) => entry.long && entry.kind === 'answer')).toBe(false);
-    gate.open();
+    open();
     const result = await step;
     const firstLongAnswer = log.findIndex((entry) => entry.long && entry.kind === 'answer');
     const lastShort = log.findLastIndex((entry) => !entry.long);
@@ -188,21 +194,10 @@ describe('rollout scheduler over SGLang /generate', () => {
   });
 
   it('sync: every turn waits for the slowest trajectory of the batch', async () => {
-    const gate = deferred();
-    const { router, log } = await replicas(2, {
-      gate: (context) => (context.includes('LONG') ? gate.promise : Promise.resolve()),
-    });
-    const run = parts(router);
-    const config = rolloutConfigSchema.parse({
-      groupSize: 2,
-      batchSize: 2,
-      partialRollout: false,
-      mode: 'sync',
-    });
-    const step = runRolloutStep(input({ config, problems: source(LONG_TAIL) }), run);
+    const { open, log, run, step } = await longTailStep('sync');
     // The short trajectories run their first tool call, then wait at the turn barrier.
     await until(() => (run.sandbox as ReturnType<typeof sandbox>).executed.length === 2);
-    gate.open();
+    open();
     const result = await step;
     const longFirstAnswer = log.findIndex(
       (entry) => entry.long && entry.kind === 'answer' && entry.turn === 0,

@@ -13,19 +13,22 @@ import { createLocalSandbox } from '../../sandbox/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { systemClock } from '../../shared/clock.ts';
 import { arithBenchmark, createSeededRandom } from '../../tasks/index.ts';
+import { integerOption, numberOption } from '../cli-options.ts';
 
 type Flags = {
-  replicas: string;
-  steps: string;
-  groupSize: string;
-  batchSize: string;
-  segmentToolCalls: string;
-  segmentTokens?: string;
-  maxTokens: string;
-  temperature: string;
-  sandboxWorkers: string;
+  replicas: number;
+  steps: number;
+  groupSize: number;
+  batchSize: number;
+  segmentToolCalls: number;
+  segmentTokens?: number;
+  maxTokens: number;
+  temperature: number;
+  sandboxWorkers: number;
   json?: boolean;
 };
+
+const positive = integerOption({ min: 1 });
 
 export function registerRolloutBench(bench: Command): void {
   bench
@@ -33,15 +36,19 @@ export function registerRolloutBench(bench: Command): void {
     .description(
       'rollout step time: static sync vs request-level async vs + partial rollout vs + prefix-aware router',
     )
-    .option('--replicas <k>', 'embedded replicas', '2')
-    .option('--steps <n>', 'steps per configuration', '4')
-    .option('--group-size <n>', 'trajectories per problem', '4')
-    .option('--batch-size <B>', 'groups kept per step', '4')
-    .option('--segment-tool-calls <T>', 'T_seg of the partial-rollout configurations', '1')
-    .option('--segment-tokens <L>', 'L_seg of the partial-rollout configurations (default maxTokens / 2)')
-    .option('--max-tokens <n>', 'context budget per trajectory (capped at the model context)', '1024')
-    .option('--temperature <t>', 'sampling temperature', '1')
-    .option('--sandbox-workers <n>', 'local sandbox pool size', '8')
+    .option('--replicas <k>', 'embedded replicas', positive, 2)
+    .option('--steps <n>', 'steps per configuration', positive, 4)
+    .option('--group-size <n>', 'trajectories per problem', positive, 4)
+    .option('--batch-size <B>', 'groups kept per step', positive, 4)
+    .option('--segment-tool-calls <T>', 'T_seg of the partial-rollout configurations', positive, 1)
+    .option(
+      '--segment-tokens <L>',
+      'L_seg of the partial-rollout configurations (default maxTokens / 2)',
+      positive,
+    )
+    .option('--max-tokens <n>', 'context budget per trajectory (capped at the model context)', positive, 1024)
+    .option('--temperature <t>', 'sampling temperature', numberOption({ min: 0 }), 1)
+    .option('--sandbox-workers <n>', 'local sandbox pool size', positive, 8)
     .option('--json', 'print the rows as JSON')
     .action(async (flags: Flags) => {
       const rows = await benchRollout(flags);
@@ -59,13 +66,13 @@ async function benchRollout(flags: Flags): Promise<RolloutBenchRow[]> {
       'bench rollout needs the trained arith model: run `agentmath quickstart` first',
     );
   }
-  const count = Number(flags.replicas);
+  const count = flags.replicas;
   process.stderr.write(`starting ${count} embedded replica(s) of ${model} …\n`);
   const started = await Promise.all(Array.from({ length: count }, () => startEmbeddedEngine({ model })));
-  const sandbox = createLocalSandbox({ maxWorkers: Number(flags.sandboxWorkers), warmWorkers: 2 });
+  const sandbox = createLocalSandbox({ maxWorkers: flags.sandboxWorkers, warmWorkers: 2 });
   try {
     const first = started[0] as (typeof started)[number];
-    const maxTokens = Math.min(Number(flags.maxTokens), first.contextTokens ?? Number.POSITIVE_INFINITY);
+    const maxTokens = Math.min(flags.maxTokens, first.contextTokens ?? Number.POSITIVE_INFINITY);
     // Long-tailed: levels 1-4 interleaved, so every batch mixes short and long trajectories.
     const items = arithBenchmark();
     const byLevel = [1, 2, 3, 4].map((level) => items.filter((item) => item.level === level));
@@ -82,15 +89,15 @@ async function benchRollout(flags: Flags): Promise<RolloutBenchRow[]> {
       clock: systemClock,
       random: createSeededRandom(0),
       problems,
-      steps: Number(flags.steps),
-      temperature: Number(flags.temperature),
+      steps: flags.steps,
+      temperature: flags.temperature,
       config: {
-        groupSize: Number(flags.groupSize),
-        batchSize: Number(flags.batchSize),
+        groupSize: flags.groupSize,
+        batchSize: flags.batchSize,
         overProvision: 1,
         stages: [{ maxTokens, maxToolCalls: 8, partialRollouts: 2 }],
-        segmentToolCalls: Number(flags.segmentToolCalls),
-        ...(flags.segmentTokens === undefined ? {} : { segmentTokens: Number(flags.segmentTokens) }),
+        segmentToolCalls: flags.segmentToolCalls,
+        ...(flags.segmentTokens === undefined ? {} : { segmentTokens: flags.segmentTokens }),
         maxPolicyLag: 1000,
       },
       onStep: (name, stats) =>

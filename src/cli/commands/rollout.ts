@@ -6,7 +6,7 @@
  * This file only wires options to `src/rollout`, `src/engine`, `src/sandbox` and `src/grader`.
  */
 import { resolve } from 'node:path';
-import { type Command, InvalidArgumentError, Option } from 'commander';
+import { type Command, Option } from 'commander';
 import { type PromptBuilderName, promptBuilders, SessionPark } from '../../agent/index.ts';
 import { findEmbeddedModel, startEmbeddedEngine } from '../../engine/embedded/index.ts';
 import {
@@ -28,6 +28,7 @@ import type { SandboxProvider } from '../../sandbox/types.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { systemClock } from '../../shared/clock.ts';
 import { createSeededRandom } from '../../tasks/seeded-random.ts';
+import { integerOption, numberOption } from '../cli-options.ts';
 
 type RolloutCommandOptions = {
   bench: string;
@@ -62,18 +63,8 @@ type RolloutCommandOptions = {
   json?: boolean;
 };
 
-const integer = (minimum: number) => (value: string) => {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < minimum) {
-    throw new InvalidArgumentError(`expected an integer >= ${minimum}, got "${value}"`);
-  }
-  return parsed;
-};
-const number = (value: string) => {
-  const parsed = Number(value);
-  if (!Number.isFinite(parsed)) throw new InvalidArgumentError(`expected a number, got "${value}"`);
-  return parsed;
-};
+const integer = (min: number) => integerOption({ min });
+const number = numberOption();
 const collect = (value: string, previous: string[]) => [...previous, value];
 
 export function registerRollout(program: Command): void {
