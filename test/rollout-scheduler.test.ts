@@ -215,6 +215,36 @@ describe('rollout scheduler over SGLang /generate', () => {
     expect(result.stats).toMatchObject({ mode: 'sync', trajectoriesFinished: 4, groupsKept: 2 });
   });
 
+  it('a full batch pauses the groups still running and carries them into the next step', async () => {
+    const gate = deferred();
+    const { router } = await replicas(2, {
+      gate: (context) => (context.includes('LONG') ? gate.promise : Promise.resolve()),
+    });
+    const run = parts(router);
+    const config = rolloutConfigSchema.parse({
+      groupSize: 2,
+      batchSize: 1,
+      overProvision: 1,
+      partialRollout: false,
+    });
+    const problems = source(LONG_TAIL);
+    // The long group hangs in its first engine call; the short group fills the batch.
+    const first = await runRolloutStep(input({ config, problems }), run);
+    expect(first.kept.map((group) => group.problem.id)).toEqual(['short']);
+    expect(first.stats).toMatchObject({ groupsCarried: 1, trajectoriesParked: 2, trajectoriesFinished: 2 });
+    const carried = first.state.parked[0]!;
+    expect(carried.problem.id).toBe('long');
+    expect(carried.trajectories.map((trajectory) => trajectory?.finish?.reason)).toEqual([
+      'paused',
+      'paused',
+    ]);
+    gate.open();
+    const second = await runRolloutStep(input({ step: 1, config, problems, state: first.state }), run);
+    expect(second.kept.map((group) => group.problem.id)).toEqual(['long']);
+    expect(second.stats).toMatchObject({ trajectoriesResumed: 2, trajectoriesFinished: 2, groupsCarried: 0 });
+    for (const trajectory of second.kept[0]!.trajectories) expect(trajectory.answer).toBe('42');
+  });
+
   it('partial rollout: parked trajectories resume next step with earlier segments and session state', async () => {
     let version = 0;
     const { router } = await replicas(2, { version: () => String(version) });
