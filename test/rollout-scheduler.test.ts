@@ -65,6 +65,7 @@ async function replicas(
 ) {
   const log: Log = [];
   const engines = [];
+  const servers: { close: () => Promise<void> }[] = [];
   for (let index = 0; index < count; index++) {
     const server = await startScriptedSglangServer({
       model: { parts: PARTS },
@@ -87,13 +88,14 @@ async function replicas(
       () => engine.close(),
     );
     engines.push({ name: server.url, engine });
+    servers.push(server);
   }
   const router = new Router({
     replicas: engines,
     policy: createRouterPolicy('prefix-aware'),
     clock: systemClock,
   });
-  return { router, log };
+  return { router, log, servers };
 }
 
 function source(problems: RolloutProblem[]) {
@@ -372,6 +374,40 @@ describe('rollout scheduler over SGLang /generate', () => {
     ]);
     expect(result.stats.groupsBackfilled).toBe(2);
     expect(problems.taken()).toBe(4); // the spare problem was never started
+  });
+
+  it('a replica that goes down mid-run is taken out; its trajectories continue on the other', async () => {
+    let calls = 0;
+    const down = deferred();
+    const { router, servers } = await replicas(2, {
+      gate: async () => {
+        calls++;
+        if (calls === 3) down.open();
+      },
+    });
+    const run = parts(router);
+    const config = rolloutConfigSchema.parse({
+      groupSize: 2,
+      batchSize: 2,
+      overProvision: 0,
+      partialRollout: false,
+    });
+    const step = runRolloutStep(input({ config, problems: source(LONG_TAIL) }), run);
+    await down.promise;
+    await servers[0]!.close();
+    const result = await step;
+    expect(result.stats.trajectoriesFinished).toBe(4);
+    for (const group of [...result.kept, ...result.dropped]) {
+      for (const trajectory of group.trajectories) {
+        expect(trajectory.finish?.reason).toBe('answer');
+        expect(trajectory.toolCalls).toHaveLength(3);
+      }
+    }
+    const stats = router.replicaStats();
+    const [first, second] = Object.values(stats);
+    expect(first!.healthy).toBe(false);
+    expect(first!.failures).toBeGreaterThan(0);
+    expect(second!.requests).toBeGreaterThan(0);
   });
 
   it('a missing grade is a missing reward, never a wrong one', async () => {
