@@ -42,6 +42,7 @@ import {
   toolCallsSpent,
 } from './stop-condition.ts';
 import { TrajectorySession } from './trajectory-session.ts';
+import { resolveUnreportedStop } from './unreported-stop.ts';
 
 /** Runs one trajectory for a problem and returns its finished (or parked) record. */
 export async function runAgent(problem: Problem, options: AgentOptions): Promise<Trajectory> {
@@ -202,7 +203,11 @@ async function drive(
 
       const wait = cooperative.yieldIfBusy();
       if (wait !== null) await wait;
-      const result = afterLengthCut(state, call.result, dialect, tokenizer);
+      const result = resolveUnreportedStop(
+        state.turnText,
+        afterLengthCut(state, call.result, dialect, tokenizer),
+        dialect,
+      );
       const pausedHere = result.finishReason === 'abort' && pause?.aborted === true && !signal?.aborted;
       if (pausedHere && result.tokenIds !== null && result.tokenIds.length === 0 && result.text === '') {
         finish = { reason: 'paused' };
