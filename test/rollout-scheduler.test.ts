@@ -83,7 +83,7 @@ async function replicas(
       },
       ...(options.version === undefined ? {} : { weightVersion: options.version }),
     });
-    const engine = createEngine({ api: 'sglang', url: server.url, maxRetries: 0, timeoutMs: 30_000 });
+    const engine = createEngine({ api: 'sglang', url: server.url, timeoutMs: 30_000 });
     cleanups.push(
       () => server.close(),
       () => engine.close(),
