@@ -98,7 +98,6 @@ describe('the embedded worker with an API key', () => {
       const engine = createEngine({
         api: 'sglang',
         url: worker.url,
-        maxRetries: 0,
         ...(apiKey === undefined ? {} : { apiKey }),
       });
       try {

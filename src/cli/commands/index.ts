@@ -7,6 +7,7 @@ import { registerGrade } from './grade.ts';
 import { registerInspect } from './inspect.ts';
 import { registerQuickstart } from './quickstart.ts';
 import { registerReport } from './report.ts';
+import { registerRollout } from './rollout.ts';
 import { registerSandbox } from './sandbox.ts';
 import { registerSolve } from './solve.ts';
 import { registerTasks } from './tasks.ts';
@@ -26,4 +27,5 @@ export function registerCommands(program: Command): void {
   registerTrain(program);
   registerEval(program);
   registerReport(program);
+  registerRollout(program);
 }
