@@ -1,0 +1,186 @@
+/**
+ * A `Clock` whose time moves only when the simulated world is idle. `run(main)` drives a
+ * simulation: it lets every runnable task go on (all promise work drained), then moves time to
+ * the earliest pending timer and fires every timer due at that instant, in the order they were
+ * set, and repeats until `main` settles. Nothing really sleeps, and for the same inputs the
+ * same events happen at the same virtual instants.
+ *
+ * Idle detection: a task is runnable when a microtask or an immediate is queued for it. One
+ * `setImmediate` round runs all of those (Node drains microtasks after every macrotask), and
+ * the round counts as idle when no task touched the clock (`now`, `sleep`, `schedule`) during
+ * it. Code that waits for a real timer (the agent loop's cooperative yield waits for the next
+ * timers phase once a 5 ms slice of real work is spent) is released by a real `setTimeout(0)`
+ * round, run before time moves whenever `realFlushMs` of real time passed since the last one.
+ * Code that waits for real I/O cannot be simulated and shows up as a stall.
+ */
+import type { Clock } from '../shared/clock.ts';
+import { SimulationStalledError } from './sim-errors.ts';
+
+type Timer = { atMs: number; order: number; fire: () => void; cancelled: boolean };
+
+export type VirtualClockOptions = {
+  /** Virtual time at the start, ms (default 0). */
+  startMs?: number;
+  /** Real ms after which an idle check also passes a real timers phase (default 4). */
+  realFlushMs?: number;
+};
+
+/** A handle to cancel a callback set with `schedule`. */
+export type ScheduledEvent = { cancel(): void };
+
+export class VirtualClock implements Clock {
+  #nowMs: number;
+  #order = 0;
+  #activity = 0;
+  #heap: Timer[] = [];
+  readonly #realFlushMs: number;
+  #lastFlushReal = performance.now();
+  #running = false;
+  /** Timers fired so far (a measure of how much the simulation did). */
+  firedTimers = 0;
+
+  constructor({ startMs = 0, realFlushMs = 4 }: VirtualClockOptions = {}) {
+    this.#nowMs = startMs;
+    this.#realFlushMs = realFlushMs;
+  }
+
+  now(): number {
+    this.#activity++;
+    return this.#nowMs;
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    this.#activity++;
+    if (signal?.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const onAbort = () => {
+        event.cancel();
+        resolve();
+      };
+      const event = this.schedule(Math.max(0, ms), () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      });
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Calls `fire` when virtual time reaches now + `delayMs` (timers at one instant fire in order set). */
+  schedule(delayMs: number, fire: () => void): ScheduledEvent {
+    this.#activity++;
+    const timer: Timer = {
+      atMs: this.#nowMs + Math.max(0, delayMs),
+      order: this.#order++,
+      fire,
+      cancelled: false,
+    };
+    this.#push(timer);
+    return {
+      cancel: () => {
+        timer.cancelled = true;
+      },
+    };
+  }
+
+  /**
+   * Runs `main` to completion in virtual time and returns its result. Throws
+   * `SimulationStalledError` when every task waits and no timer is pending.
+   */
+  async run<T>(main: () => Promise<T>): Promise<T> {
+    if (this.#running) throw new Error('VirtualClock.run is already running');
+    this.#running = true;
+    const box: { outcome: { ok: true; value: T } | { ok: false; error: unknown } | null } = { outcome: null };
+    main().then(
+      (value) => {
+        box.outcome = { ok: true, value };
+      },
+      (error: unknown) => {
+        box.outcome = { ok: false, error };
+      },
+    );
+    try {
+      for (;;) {
+        await this.#untilIdle();
+        const outcome = box.outcome;
+        if (outcome !== null) {
+          if (outcome.ok) return outcome.value;
+          throw outcome.error;
+        }
+        if (!this.#advance()) throw new SimulationStalledError(this.#nowMs);
+      }
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  /** Moves time to the earliest pending timer and fires every timer due then; false when none. */
+  #advance(): boolean {
+    this.#dropCancelled();
+    const first = this.#heap[0];
+    if (first === undefined) return false;
+    this.#nowMs = first.atMs;
+    while (this.#heap[0] !== undefined && this.#heap[0].atMs <= this.#nowMs) {
+      const timer = this.#pop();
+      if (timer.cancelled) continue;
+      this.firedTimers++;
+      timer.fire();
+    }
+    return true;
+  }
+
+  async #untilIdle(): Promise<void> {
+    for (;;) {
+      const before = this.#activity;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (this.#activity !== before) continue;
+      if (performance.now() - this.#lastFlushReal < this.#realFlushMs) return;
+      await new Promise<void>((resolve) => setTimeout(resolve, 0));
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      this.#lastFlushReal = performance.now();
+      if (this.#activity === before) return;
+    }
+  }
+
+  #dropCancelled(): void {
+    while (this.#heap[0]?.cancelled) this.#pop();
+  }
+
+  #before(a: Timer, b: Timer): boolean {
+    return a.atMs < b.atMs || (a.atMs === b.atMs && a.order < b.order);
+  }
+
+  #push(timer: Timer): void {
+    const heap = this.#heap;
+    heap.push(timer);
+    let index = heap.length - 1;
+    while (index > 0) {
+      const parent = (index - 1) >> 1;
+      const up = heap[parent] as Timer;
+      if (!this.#before(timer, up)) break;
+      heap[index] = up;
+      index = parent;
+    }
+    heap[index] = timer;
+  }
+
+  #pop(): Timer {
+    const heap = this.#heap;
+    const top = heap[0] as Timer;
+    const last = heap.pop() as Timer;
+    if (heap.length > 0) {
+      let index = 0;
+      for (;;) {
+        const left = 2 * index + 1;
+        if (left >= heap.length) break;
+        const right = left + 1;
+        const child =
+          right < heap.length && this.#before(heap[right] as Timer, heap[left] as Timer) ? right : left;
+        if (!this.#before(heap[child] as Timer, last)) break;
+        heap[index] = heap[child] as Timer;
+        index = child;
+      }
+      heap[index] = last;
+    }
+    return top;
+  }
+}
