@@ -9,8 +9,9 @@
  * `setImmediate` round runs all of those (Node drains microtasks after every macrotask), and
  * the round counts as idle when no task touched the clock (`now`, `sleep`, `schedule`) during
  * it. Code that waits for a real timer (the agent loop's cooperative yield waits for the next
- * timers phase once a 5 ms slice of real work is spent) is released by a real `setTimeout(0)`
- * round, run before time moves whenever `realFlushMs` of real time passed since the last one.
+ * timers phase once a 5 ms slice of real work is spent, and a slice ends at the first timers
+ * phase 1 ms after it opened) is released by a real `setTimeout(0)` round, run before time
+ * moves whenever an event-loop turn since the last such round took `realFlushMs` or longer.
  * Code that waits for real I/O cannot be simulated and shows up as a stall.
  */
 import type { Clock } from '../shared/clock.ts';
@@ -21,7 +22,7 @@ type Timer = { atMs: number; order: number; fire: () => void; cancelled: boolean
 export type VirtualClockOptions = {
   /** Virtual time at the start, ms (default 0). */
   startMs?: number;
-  /** Real ms after which an idle check also passes a real timers phase (default 4). */
+  /** An event-loop turn this long (real ms) makes the next idle check pass a real timers phase (default 3). */
   realFlushMs?: number;
 };
 
@@ -34,12 +35,14 @@ export class VirtualClock implements Clock {
   #activity = 0;
   #heap: Timer[] = [];
   readonly #realFlushMs: number;
-  #lastFlushReal = performance.now();
+  #flushDue = false;
+  /** Real time at the end of the last idle-check round: the current turn began then. */
+  #turnStarted = 0;
   #running = false;
   /** Timers fired so far (a measure of how much the simulation did). */
   firedTimers = 0;
 
-  constructor({ startMs = 0, realFlushMs = 4 }: VirtualClockOptions = {}) {
+  constructor({ startMs = 0, realFlushMs = 3 }: VirtualClockOptions = {}) {
     this.#nowMs = startMs;
     this.#realFlushMs = realFlushMs;
   }
@@ -89,6 +92,7 @@ export class VirtualClock implements Clock {
   async run<T>(main: () => Promise<T>): Promise<T> {
     if (this.#running) throw new Error('VirtualClock.run is already running');
     this.#running = true;
+    this.#turnStarted = performance.now();
     const box: { outcome: { ok: true; value: T } | { ok: false; error: unknown } | null } = { outcome: null };
     main().then(
       (value) => {
@@ -132,11 +136,16 @@ export class VirtualClock implements Clock {
     for (;;) {
       const before = this.#activity;
       await new Promise<void>((resolve) => setImmediate(resolve));
+      const now = performance.now();
+      // A yield slice can only run out during an event-loop turn as long as the threshold.
+      if (now - this.#turnStarted >= this.#realFlushMs) this.#flushDue = true;
+      this.#turnStarted = now;
       if (this.#activity !== before) continue;
-      if (performance.now() - this.#lastFlushReal < this.#realFlushMs) return;
+      if (!this.#flushDue) return;
+      this.#flushDue = false;
       await new Promise<void>((resolve) => setTimeout(resolve, 0));
       await new Promise<void>((resolve) => setImmediate(resolve));
-      this.#lastFlushReal = performance.now();
+      this.#turnStarted = performance.now();
       if (this.#activity === before) return;
     }
   }
