@@ -29,8 +29,8 @@ export type SimulatedEngineOptions = {
   maxRunningRequests: number;
   /** Prefix-cache block size in tokens (default 16, vLLM's). */
   blockTokens?: number;
-  /** Reported in every result (default 0). */
-  policyVersion?: number;
+  /** Whether the replica reuses cached prefixes (default true; the embedded worker does not). */
+  prefixCaching?: boolean;
 };
 
 /** Counters since the replica started; a caller takes differences for one step. */
@@ -93,7 +93,7 @@ export class SimulatedEngine implements Engine {
   readonly #capacity: number;
   readonly #maxRunning: number;
   readonly #cache: PrefixCache;
-  readonly #policyVersion: number;
+  readonly #prefixCaching: boolean;
   readonly #waiting: Sequence[] = [];
   #running: Sequence[] = [];
   #ownTokens = 0;
@@ -117,7 +117,7 @@ export class SimulatedEngine implements Engine {
     this.#capacity = options.kvCapacityTokens;
     this.#maxRunning = options.maxRunningRequests;
     this.#cache = new PrefixCache({ blockTokens: options.blockTokens ?? 16 });
-    this.#policyVersion = options.policyVersion ?? 0;
+    this.#prefixCaching = options.prefixCaching ?? true;
   }
 
   metrics(): SimulatedEngineMetrics {
@@ -244,7 +244,7 @@ export class SimulatedEngine implements Engine {
       const sequence = this.#waiting[0] as Sequence;
       const tokens = this.#contextOf(sequence);
       const keys = blockKeys(tokens, blockTokens);
-      const matched = this.#cache.matchLength(keys);
+      const matched = this.#prefixCaching ? this.#cache.matchLength(keys) : 0;
       // The last token is always computed: its logits start the decode.
       const cachedTokens = Math.min(matched * blockTokens, tokens.length - 1);
       const needed = tokens.length - cachedTokens + this.#running.length + 1;
@@ -293,7 +293,7 @@ export class SimulatedEngine implements Engine {
       finishReason: turn.finishReason,
       matchedStop: turn.matchedStop,
       stopIncluded: true,
-      policyVersion: this.#policyVersion,
+      policyVersion: this.#policy.version,
     });
   }
 
@@ -319,6 +319,7 @@ export class SimulatedEngine implements Engine {
     }
     this.#cache.release(sequence.blocks);
     sequence.blocks = [];
+    if (!this.#prefixCaching) this.#cache.evict(this.#cache.idleBlocks);
   }
 
   #preempt(sequence: Sequence): void {
@@ -350,7 +351,7 @@ export class SimulatedEngine implements Engine {
       logprobs: null,
       finishReason: 'abort',
       matchedStop: null,
-      policyVersion: this.#policyVersion,
+      policyVersion: this.#policy.version,
     };
   }
 }

@@ -56,6 +56,8 @@ export class SimulatedPolicy {
   readonly #decode: SimulatedPolicyOptions['decode'];
   readonly #sessions = new Map<string, SessionState>();
   readonly #samplesSeen = new Map<number, number>();
+  /** The policy version engines report (the caller moves it on after each training step). */
+  version = 0;
 
   constructor({ planFor, decode }: SimulatedPolicyOptions) {
     this.#planFor = planFor;
