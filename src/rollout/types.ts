@@ -52,7 +52,8 @@ export type Reward = number | null;
 export type ParkedGroup = {
   problem: RolloutProblem;
   startedStep: number;
-  trajectories: Trajectory[];
+  /** One per sample; null for a sample that has not started yet. */
+  trajectories: (Trajectory | null)[];
 };
 
 /** What carries from one step to the next. Plain data: written to and read from records. */
