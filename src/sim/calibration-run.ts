@@ -2,8 +2,8 @@
  * Calibration against reality: fit the cost model to the embedded worker, run a real job on
  * it (held-out `arith` problems through the agent loop, `concurrency` at once, code in the
  * local jailed sandbox), then simulate the same job — the same trajectories (response
- * lengths, tool-call positions and output lengths taken from the real records), the measured
- * tool latencies as an empirical distribution, the fitted cost model, the worker's batch
+ * lengths, tool-call positions and output lengths taken from the real records), each tool
+ * call with its measured latency, the fitted cost model, the worker's batch
  * limit and no prefix cache (the worker has none) — and compare the predicted wall time with
  * the measured one. Both runs go through the same pool of agent loops.
  */
@@ -35,7 +35,12 @@ export type CalibrationOptions = {
   problems?: number;
   /** Trajectories at once (default 32). */
   concurrency?: number;
-  /** Sandbox workers in the real job and in the simulation (default 4). */
+  /**
+   * Sandbox workers in the real job and in the simulation (default: `concurrency`). A local
+   * session holds its worker for the whole trajectory, so fewer workers than trajectories
+   * would make trajectories wait for sessions, which the simulated sandbox (calls, not
+   * sessions, take workers) does not model.
+   */
   sandboxWorkers?: number;
   onProgress?: (line: string) => void;
 };
@@ -51,6 +56,8 @@ export type CalibrationReport = {
   relativeError: number;
   modelTokens: number;
   toolCalls: number;
+  /** Mean measured tool-call time (session start included for first calls), ms. */
+  toolMsMean: number;
 };
 
 const MAX_TOOL_CALLS = 4;
@@ -92,12 +99,13 @@ export async function runCalibration(options: CalibrationOptions): Promise<Calib
   } finally {
     await embedded.close();
   }
-  const predictedMs = await simulateJob(trajectories, {
+  const { ms: predictedMs } = await simulateJob(trajectories, {
     costModel: fit.costModel,
     concurrency,
     sandboxWorkers,
     contextTokens,
   });
+  const toolMs = trajectories.flatMap((trajectory) => trajectory.toolCalls.map((call) => call.ms));
   let modelTokens = 0;
   for (const trajectory of trajectories)
     for (const segment of trajectory.segments)
@@ -111,7 +119,8 @@ export async function runCalibration(options: CalibrationOptions): Promise<Calib
     predictedSeconds: predictedMs / 1000,
     relativeError: (predictedMs - measuredMs) / measuredMs,
     modelTokens,
-    toolCalls: trajectories.reduce((sum, trajectory) => sum + trajectory.toolCalls.length, 0),
+    toolCalls: toolMs.length,
+    toolMsMean: toolMs.reduce((sum, ms) => sum + ms, 0) / Math.max(1, toolMs.length),
   };
 }
 
@@ -150,20 +159,27 @@ async function agentPool(problems: { id: string; text: string }[], parts: PoolPa
   return results;
 }
 
-/** The plan a real trajectory followed: its model tokens, where its calls came, their output. */
+/**
+ * The plan a real trajectory followed: its model tokens, where its calls came, their output
+ * lengths and their measured latencies (replayed as they were).
+ */
 export function planOf(trajectory: Trajectory, framingTokens: number): TrajectoryPlan {
   let modelTokens = 0;
-  const calls: { before: number; outputTokens: number }[] = [];
+  const calls: { before: number; outputTokens: number; latencyMs: number }[] = [];
   for (const segment of trajectory.segments) {
     const tokens = segment.tokenIds?.length ?? 0;
     if (segment.kind === 'model') modelTokens += tokens;
-    else calls.push({ before: modelTokens, outputTokens: Math.max(1, tokens - framingTokens) });
+    else {
+      const latencyMs = trajectory.toolCalls[segment.toolCallIndex]?.ms ?? 0;
+      calls.push({ before: modelTokens, outputTokens: Math.max(1, tokens - framingTokens), latencyMs });
+    }
   }
   return {
     responseTokens: modelTokens,
     toolCalls: calls.map((call) => ({
       at: modelTokens === 0 ? 0 : call.before / modelTokens,
       outputTokens: call.outputTokens,
+      latencyMs: call.latencyMs,
     })),
     answer: trajectory.answer ?? '',
   };
@@ -188,10 +204,10 @@ function empirical(values: number[]): Distribution {
   };
 }
 
-async function simulateJob(
+export async function simulateJob(
   trajectories: Trajectory[],
   options: { costModel: CostModel; concurrency: number; sandboxWorkers: number; contextTokens: number },
-): Promise<number> {
+): Promise<{ ms: number; trajectories: Trajectory[] }> {
   const framing = framingTokens();
   const plans = trajectories.map((trajectory) => planOf(trajectory, framing));
   const clock = new VirtualClock();
@@ -227,7 +243,7 @@ async function simulateJob(
       text: header + 'q'.repeat(Math.max(0, promptTokens - templateTokens - header.length)),
     };
   });
-  await clock.run(() =>
+  const simulated = await clock.run(() =>
     agentPool(problems, {
       concurrency: options.concurrency,
       engine,
@@ -236,5 +252,5 @@ async function simulateJob(
       tokenizer,
     }),
   );
-  return clock.now();
+  return { ms: clock.now(), trajectories: simulated };
 }

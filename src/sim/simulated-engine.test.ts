@@ -74,10 +74,11 @@ describe('SimulatedEngine', () => {
       const first = await timed(clock, engine.generate(request(prompt(0), 'a')));
       const startedAt = first.atMs;
       const next = await timed(clock, engine.generate(request(prompt(0), 'b')));
-      return next.atMs - startedAt;
+      return { ms: next.atMs - startedAt, cachedTokens: next.result.cachedTokens };
     });
     // 25 full blocks (100 tokens) cached; 2 prefilled.
-    expect(second).toBeCloseTo(2 * 0.5 + 550 + 63.25, 6);
+    expect(second.cachedTokens).toBe(100);
+    expect(second.ms).toBeCloseTo(2 * 0.5 + 550 + 63.25, 6);
     expect(engine.metrics()).toMatchObject({
       promptTokens: 204,
       cachedTokens: 100,

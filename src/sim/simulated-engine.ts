@@ -70,6 +70,8 @@ type Sequence = {
   /** Tokens it holds outside those blocks (the partial last block and its new tokens). */
   ownTokens: number;
   admitted: boolean;
+  /** Prompt tokens found cached at the first admission (reported as `cachedTokens`). */
+  cachedTokens: number;
   /** Prompt tokens new to the trajectory not yet prefilled. */
   newTokensLeft: number;
   aborted: boolean;
@@ -142,6 +144,7 @@ export class SimulatedEngine implements Engine {
         ownTokens: 0,
         admitted: false,
         newTokensLeft: turn.newPromptTokens,
+        cachedTokens: 0,
         aborted: false,
         settle: (result) => {
           signal?.removeEventListener('abort', onAbort);
@@ -262,8 +265,10 @@ export class SimulatedEngine implements Engine {
       sequence.ownTokens = tokens.length - keys.length * blockTokens;
       this.#ownTokens += sequence.ownTokens;
       const computed = tokens.length - cachedTokens;
-      if (!sequence.admitted)
-        this.#metrics.cachedTokens += Math.min(cachedTokens, sequence.request.promptTokenIds.length);
+      if (!sequence.admitted) {
+        sequence.cachedTokens = Math.min(cachedTokens, sequence.request.promptTokenIds.length);
+        this.#metrics.cachedTokens += sequence.cachedTokens;
+      }
       sequence.admitted = true;
       this.#metrics.prefillTokens += computed;
       // Only the trajectory's new tokens (first prompt, tool output), once, are not re-prefill.
@@ -294,6 +299,7 @@ export class SimulatedEngine implements Engine {
       matchedStop: turn.matchedStop,
       stopIncluded: true,
       policyVersion: this.#policy.version,
+      cachedTokens: sequence.cachedTokens,
     });
   }
 

@@ -1,8 +1,9 @@
 /**
  * A sandbox in virtual time, implementing `SandboxProvider`: a cluster of `workers` that run
  * one call each; a call waits in arrival order when all are busy, then takes a latency drawn
- * from the workload's distribution (lognormal with its tail, clipped). The code is the one a
- * simulated plan writes (`print(sim_output(N))`): it prints N characters. Anything else is
+ * from the workload's distribution (lognormal with its tail, clipped), or the one the plan
+ * fixed. The code is the one a simulated plan writes (`print(sim_output(N))`, or
+ * `print(sim_output(N, latency_ms=L))` for a replayed call): it prints N characters. Anything else is
  * answered with a Python-style error outcome, as a real interpreter would answer unknown code.
  */
 import type { ExecutionOutcome, SandboxProvider, SandboxSession } from '../sandbox/types.ts';
@@ -10,7 +11,7 @@ import type { Random } from '../tasks/seeded-random.ts';
 import { type Distribution, sample } from './distribution.ts';
 import type { VirtualClock } from './virtual-clock.ts';
 
-const PLANNED_CODE = /^print\(sim_output\((\d+)\)\)$/;
+const PLANNED_CODE = /^print\(sim_output\((\d+)(?:, latency_ms=(\d+))?\)\)$/;
 
 export type SimulatedSandboxOptions = {
   clock: VirtualClock;
@@ -56,7 +57,8 @@ export class SimulatedSandbox implements SandboxProvider {
     const queuedAt = this.#clock.now();
     if (this.#free > 0) this.#free--;
     else await new Promise<void>((resolve) => this.#queue.push(resolve));
-    const ms = sample(this.#latency, this.#random);
+    const match = PLANNED_CODE.exec(code.trim());
+    const ms = match?.[2] === undefined ? sample(this.#latency, this.#random) : Number(match[2]);
     this.#metrics.calls++;
     this.#metrics.busyMs += ms;
     this.#metrics.queuedMs += this.#clock.now() - queuedAt;
@@ -64,7 +66,6 @@ export class SimulatedSandbox implements SandboxProvider {
     const next = this.#queue.shift();
     if (next === undefined) this.#free++;
     else next();
-    const match = PLANNED_CODE.exec(code.trim());
     if (match === null) {
       return {
         status: 'error',

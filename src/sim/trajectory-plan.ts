@@ -11,6 +11,8 @@ export type PlannedToolCall = {
   at: number;
   /** Characters the code prints (the tool output before rendering). */
   outputTokens: number;
+  /** The call's latency when the plan fixes it (a replayed real call); absent = the sandbox draws it. */
+  latencyMs?: number;
 };
 
 export type TrajectoryPlan = {
@@ -20,14 +22,20 @@ export type TrajectoryPlan = {
   answer: string;
 };
 
-/** The code a planned call runs: the simulated sandbox prints `outputTokens` characters for it. */
-export function plannedCode(outputTokens: number): string {
-  return `print(sim_output(${outputTokens}))`;
+/**
+ * The code a planned call runs: the simulated sandbox prints `outputTokens` characters for it,
+ * and takes `latencyMs` when given.
+ */
+export function plannedCode(outputTokens: number, latencyMs?: number): string {
+  return latencyMs === undefined
+    ? `print(sim_output(${outputTokens}))`
+    : `print(sim_output(${outputTokens}, latency_ms=${Math.round(latencyMs)}))`;
 }
 
 const OPENING = '<think>\n';
 const closing = (answer: string) => `\n</think>\n\\boxed{${answer}}`;
-const codeBlock = (outputTokens: number) => `<code>\n${plannedCode(outputTokens)}\n</code>`;
+const codeBlock = (call: PlannedToolCall) =>
+  `<code>\n${plannedCode(call.outputTokens, call.latencyMs)}\n</code>`;
 const FILLER = 'x';
 
 /** The response as pieces: literal text or a run of filler characters. */
@@ -40,11 +48,7 @@ export type ResponseLayout = {
 };
 
 export function responseLayout(plan: TrajectoryPlan): ResponseLayout {
-  const fixed: string[] = [
-    OPENING,
-    ...plan.toolCalls.map((call) => codeBlock(call.outputTokens)),
-    closing(plan.answer),
-  ];
+  const fixed: string[] = [OPENING, ...plan.toolCalls.map((call) => codeBlock(call)), closing(plan.answer)];
   const fixedLength = fixed.reduce((sum, text) => sum + text.length, 0);
   const filler = Math.max(0, plan.responseTokens - fixedLength);
   const pieces: ResponseLayout['pieces'] = [];
@@ -62,7 +66,7 @@ export function responseLayout(plan: TrajectoryPlan): ResponseLayout {
     const gap = Math.max(0, upTo - used);
     push({ kind: 'filler', length: gap });
     used += gap;
-    push({ kind: 'text', text: codeBlock(call.outputTokens) });
+    push({ kind: 'text', text: codeBlock(call) });
   }
   push({ kind: 'filler', length: filler - used });
   push({ kind: 'text', text: closing(plan.answer) });

@@ -41,6 +41,8 @@ export class VirtualClock implements Clock {
   #running = false;
   /** Timers fired so far (a measure of how much the simulation did). */
   firedTimers = 0;
+  /** Idle checks that passed a real timers phase (each costs about 1 ms of real time). */
+  realFlushes = 0;
 
   constructor({ startMs = 0, realFlushMs = 3 }: VirtualClockOptions = {}) {
     this.#nowMs = startMs;
@@ -143,6 +145,7 @@ export class VirtualClock implements Clock {
       if (this.#activity !== before) continue;
       if (!this.#flushDue) return;
       this.#flushDue = false;
+      this.realFlushes++;
       await new Promise<void>((resolve) => setTimeout(resolve, 0));
       await new Promise<void>((resolve) => setImmediate(resolve));
       this.#turnStarted = performance.now();

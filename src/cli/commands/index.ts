@@ -8,6 +8,7 @@ import { registerInspect } from './inspect.ts';
 import { registerQuickstart } from './quickstart.ts';
 import { registerReport } from './report.ts';
 import { registerSandbox } from './sandbox.ts';
+import { registerSimulate } from './simulate.ts';
 import { registerSolve } from './solve.ts';
 import { registerTasks } from './tasks.ts';
 import { registerTrain } from './train.ts';
@@ -26,4 +27,5 @@ export function registerCommands(program: Command): void {
   registerTrain(program);
   registerEval(program);
   registerReport(program);
+  registerSimulate(program);
 }
