@@ -50,7 +50,6 @@ async function answerWith(
     api,
     url: server.url,
     model: 'm',
-    maxRetries: 0,
     ...options,
   } as EngineOptions);
   engines.push(engine);

@@ -24,6 +24,7 @@ export {
   EngineHttpError,
   EngineTimeoutError,
   EngineUnavailableError,
+  retryAdvice,
 } from './engine-errors.ts';
 export { HfTokenizer, type HfTokenizerSource } from './hf-tokenizer.ts';
 export { JsonHttpClient, type JsonHttpClientOptions, type PostResult } from './json-http-client.ts';
