@@ -65,6 +65,7 @@ async function replicas(
 ) {
   const log: Log = [];
   const engines = [];
+  const servers: { close: () => Promise<void> }[] = [];
   for (let index = 0; index < count; index++) {
     const server = await startScriptedSglangServer({
       model: { parts: PARTS },
@@ -87,13 +88,14 @@ async function replicas(
       () => engine.close(),
     );
     engines.push({ name: server.url, engine });
+    servers.push(server);
   }
   const router = new Router({
     replicas: engines,
     policy: createRouterPolicy('prefix-aware'),
     clock: systemClock,
   });
-  return { router, log };
+  return { router, log, servers };
 }
 
 function source(problems: RolloutProblem[]) {
@@ -150,27 +152,33 @@ const LONG_TAIL = [
   { id: 'short', text: 'short problem', answer: '42' },
 ];
 
+/** One step over the long-tail problems; the long problem's requests wait until `open()`. */
+async function longTailStep(mode: 'async' | 'sync') {
+  const gate = deferred();
+  const { router, log } = await replicas(2, {
+    gate: (context) => (context.includes('LONG') ? gate.promise : Promise.resolve()),
+  });
+  const run = parts(router);
+  const config = rolloutConfigSchema.parse({
+    groupSize: 2,
+    batchSize: 2,
+    overProvision: 0,
+    partialRollout: false,
+    mode,
+  });
+  const step = runRolloutStep(input({ config, problems: source(LONG_TAIL) }), run);
+  return { open: gate.open, log, run, step };
+}
+
 describe('rollout scheduler over SGLang /generate', () => {
   it('async: a long-tailed trajectory does not delay the others', async () => {
-    const gate = deferred();
-    const { router, log } = await replicas(2, {
-      gate: (context) => (context.includes('LONG') ? gate.promise : Promise.resolve()),
-    });
-    const run = parts(router);
-    const config = rolloutConfigSchema.parse({
-      groupSize: 2,
-      batchSize: 2,
-      overProvision: 0,
-      partialRollout: false,
-      mode: 'async',
-    });
-    const step = runRolloutStep(input({ config, problems: source(LONG_TAIL) }), run);
+    const { open, log, run, step } = await longTailStep('async');
     // The long group's first answer is held back; the short group must finish and be decided meanwhile.
     await until(() =>
       run.events.some((event) => event.type === 'group-decide' && event.group.problem.id === 'short'),
     );
     expect(log.some((entry) => entry.long && entry.kind === 'answer')).toBe(false);
-    gate.open();
+    open();
     const result = await step;
     const firstLongAnswer = log.findIndex((entry) => entry.long && entry.kind === 'answer');
     const lastShort = log.findLastIndex((entry) => !entry.long);
@@ -188,21 +196,10 @@ describe('rollout scheduler over SGLang /generate', () => {
   });
 
   it('sync: every turn waits for the slowest trajectory of the batch', async () => {
-    const gate = deferred();
-    const { router, log } = await replicas(2, {
-      gate: (context) => (context.includes('LONG') ? gate.promise : Promise.resolve()),
-    });
-    const run = parts(router);
-    const config = rolloutConfigSchema.parse({
-      groupSize: 2,
-      batchSize: 2,
-      partialRollout: false,
-      mode: 'sync',
-    });
-    const step = runRolloutStep(input({ config, problems: source(LONG_TAIL) }), run);
+    const { open, log, run, step } = await longTailStep('sync');
     // The short trajectories run their first tool call, then wait at the turn barrier.
     await until(() => (run.sandbox as ReturnType<typeof sandbox>).executed.length === 2);
-    gate.open();
+    open();
     const result = await step;
     const longFirstAnswer = log.findIndex(
       (entry) => entry.long && entry.kind === 'answer' && entry.turn === 0,
@@ -218,6 +215,36 @@ describe('rollout scheduler over SGLang /generate', () => {
       expect(lastPrevious).toBeLessThan(firstNext);
     }
     expect(result.stats).toMatchObject({ mode: 'sync', trajectoriesFinished: 4, groupsKept: 2 });
+  });
+
+  it('a full batch pauses the groups still running and carries them into the next step', async () => {
+    const gate = deferred();
+    const { router } = await replicas(2, {
+      gate: (context) => (context.includes('LONG') ? gate.promise : Promise.resolve()),
+    });
+    const run = parts(router);
+    const config = rolloutConfigSchema.parse({
+      groupSize: 2,
+      batchSize: 1,
+      overProvision: 1,
+      partialRollout: false,
+    });
+    const problems = source(LONG_TAIL);
+    // The long group hangs in its first engine call; the short group fills the batch.
+    const first = await runRolloutStep(input({ config, problems }), run);
+    expect(first.kept.map((group) => group.problem.id)).toEqual(['short']);
+    expect(first.stats).toMatchObject({ groupsCarried: 1, trajectoriesParked: 2, trajectoriesFinished: 2 });
+    const carried = first.state.parked[0]!;
+    expect(carried.problem.id).toBe('long');
+    expect(carried.trajectories.map((trajectory) => trajectory?.finish?.reason)).toEqual([
+      'paused',
+      'paused',
+    ]);
+    gate.open();
+    const second = await runRolloutStep(input({ step: 1, config, problems, state: first.state }), run);
+    expect(second.kept.map((group) => group.problem.id)).toEqual(['long']);
+    expect(second.stats).toMatchObject({ trajectoriesResumed: 2, trajectoriesFinished: 2, groupsCarried: 0 });
+    for (const trajectory of second.kept[0]!.trajectories) expect(trajectory.answer).toBe('42');
   });
 
   it('partial rollout: parked trajectories resume next step with earlier segments and session state', async () => {
@@ -347,6 +374,40 @@ describe('rollout scheduler over SGLang /generate', () => {
     ]);
     expect(result.stats.groupsBackfilled).toBe(2);
     expect(problems.taken()).toBe(4); // the spare problem was never started
+  });
+
+  it('a replica that goes down mid-run is taken out; its trajectories continue on the other', async () => {
+    let calls = 0;
+    const down = deferred();
+    const { router, servers } = await replicas(2, {
+      gate: async () => {
+        calls++;
+        if (calls === 3) down.open();
+      },
+    });
+    const run = parts(router);
+    const config = rolloutConfigSchema.parse({
+      groupSize: 2,
+      batchSize: 2,
+      overProvision: 0,
+      partialRollout: false,
+    });
+    const step = runRolloutStep(input({ config, problems: source(LONG_TAIL) }), run);
+    await down.promise;
+    await servers[0]!.close();
+    const result = await step;
+    expect(result.stats.trajectoriesFinished).toBe(4);
+    for (const group of [...result.kept, ...result.dropped]) {
+      for (const trajectory of group.trajectories) {
+        expect(trajectory.finish?.reason).toBe('answer');
+        expect(trajectory.toolCalls).toHaveLength(3);
+      }
+    }
+    const stats = router.replicaStats();
+    const [first, second] = Object.values(stats);
+    expect(first!.healthy).toBe(false);
+    expect(first!.failures).toBeGreaterThan(0);
+    expect(second!.requests).toBeGreaterThan(0);
   });
 
   it('a missing grade is a missing reward, never a wrong one', async () => {

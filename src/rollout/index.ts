@@ -19,6 +19,23 @@ export {
   type RolloutConfigInput,
   rolloutConfigSchema,
 } from './rollout-config.ts';
+export {
+  type GroupRecord,
+  groupRecord,
+  ROLLOUT_FILES,
+  type RolloutCheckpoint,
+  RolloutRecordError,
+  RolloutRecords,
+  readCheckpoint,
+  truncateToStep,
+} from './rollout-records.ts';
+export {
+  checkRunIdentity,
+  RolloutRunConfigError,
+  type RolloutRunOptions,
+  type RolloutRunResult,
+  runRollout,
+} from './rollout-run.ts';
 export { initialRolloutState, runRolloutStep } from './run-rollout-step.ts';
 export { isStale, oldestPolicyVersion } from './staleness.ts';
 export { rewardOrMissing } from './trajectory-reward.ts';

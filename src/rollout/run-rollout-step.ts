@@ -5,8 +5,9 @@
  * tokens and T_seg tool calls) and parks; parked trajectories are resumed first in the next
  * step. Finished groups are graded and decided at once: all-equal groups are dropped and fresh
  * problems back-fill the batch (with `overProvision` extra groups in flight so a drop does not
- * cost a round). Once `batchSize` groups are kept no new work starts; trajectories that have
- * not begun their segment stay parked, and groups still undecided carry into the next step.
+ * cost a round). Once `batchSize` groups are kept no new work starts: running trajectories are
+ * paused (the agent loop's resumable pause keeps the engine's partial tokens), those that have
+ * not begun their segment keep their place, and undecided groups carry into the next step.
  *
  * `mode: 'sync'` is the static synchronous baseline on the same code: groups start in rounds
  * of the missing batch size, every trajectory of a round issues its turn together (a
@@ -100,6 +101,8 @@ export async function runRolloutStep(
   const kept: GroupOutcome[] = [];
   const dropped: GroupOutcome[] = [];
   const limiter = new ConcurrencyLimiter(config.maxActiveTrajectories);
+  // Fired when the batch is full: running trajectories pause (resumable) and carry over.
+  const pause = new AbortController();
   const asyncLane: Lane = { engine: parts.engine, leave: () => {} };
   let batchFull = false;
 
@@ -109,7 +112,10 @@ export async function runRolloutStep(
     if (outcome === null) return; // beyond the batch: carried over, decided next step
     (outcome.kept ? kept : dropped).push(outcome);
     parts.onEvent?.({ type: 'group-decide', group: outcome });
-    if (kept.length >= config.batchSize) batchFull = true;
+    if (kept.length >= config.batchSize && !batchFull) {
+      batchFull = true;
+      pause.abort();
+    }
   };
 
   const agentOptions = (engine: Engine, sample: number): AgentOptions => ({
@@ -121,6 +127,9 @@ export async function runRolloutStep(
     dialect: parts.dialect,
     park: parts.park,
     sample,
+    step,
+    clock,
+    pause: pause.signal,
     createId,
     ...(parts.prompt === undefined ? {} : { prompt: parts.prompt }),
     ...(parts.signal === undefined ? {} : { signal: parts.signal }),
@@ -144,7 +153,7 @@ export async function runRolloutStep(
       const fresh = stampStep(trajectory, before, step);
       counters.tokens += fresh.tokens;
       counters.toolCalls += fresh.toolCalls;
-      if (trajectory.finish?.reason === 'segment-budget') {
+      if (!isFinished(trajectory)) {
         group.slots[index] = trajectory;
         counters.parked++;
         parts.onEvent?.({ type: 'trajectory-park', step, trajectory });
@@ -354,8 +363,10 @@ function closeQuietly(parts: RolloutParts, trajectoryId: string): void {
     .catch(() => {});
 }
 
+/** Finished for good: not unstarted, not stopped at its segment budget, not paused. */
 function isFinished(slot: Trajectory | null): boolean {
-  return slot !== null && slot.finish !== null && slot.finish.reason !== 'segment-budget';
+  const reason = slot?.finish?.reason;
+  return reason !== undefined && reason !== 'segment-budget' && reason !== 'paused';
 }
 
 function fromParked(parked: ParkedGroup): GroupRun {

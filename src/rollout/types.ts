@@ -47,7 +47,7 @@ export type Reward = number | null;
 /**
  * A group that is not decided yet and waits for the next step: its problem, the step it started
  * in, and its trajectories — finished ones, and unfinished ones (finish reason
- * `segment-budget`, or null when they have not run at all) to be resumed first.
+ * `segment-budget` or `paused`, or null when they have not run at all) to be resumed first.
  */
 export type ParkedGroup = {
   problem: RolloutProblem;

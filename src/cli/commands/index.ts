@@ -7,6 +7,7 @@ import { registerGrade } from './grade.ts';
 import { registerInspect } from './inspect.ts';
 import { registerQuickstart } from './quickstart.ts';
 import { registerReport } from './report.ts';
+import { registerRollout } from './rollout.ts';
 import { registerSandbox } from './sandbox.ts';
 import { registerSimulate } from './simulate.ts';
 import { registerSolve } from './solve.ts';
@@ -27,5 +28,6 @@ export function registerCommands(program: Command): void {
   registerTrain(program);
   registerEval(program);
   registerReport(program);
+  registerRollout(program);
   registerSimulate(program);
 }
