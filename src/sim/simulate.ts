@@ -19,6 +19,7 @@ import {
   runRolloutStep,
 } from '../rollout/index.ts';
 import { createSeededRandom } from '../tasks/seeded-random.ts';
+import { BlockKeyCache } from './block-key-cache.ts';
 import { SIM_CONFIGURATIONS, type SimConfiguration } from './sim-configurations.ts';
 import { SimulatedEngine, type SimulatedEngineMetrics } from './simulated-engine.ts';
 import { SimulatedPolicy } from './simulated-policy.ts';
@@ -115,6 +116,7 @@ async function simulateConfiguration(
   const tokenizer = createByteLevelTokenizer();
   const plans = workloadPlans(workload);
   const policy = new SimulatedPolicy({ planFor: plans.planFor, decode: (ids) => tokenizer.decode(ids) });
+  const keyCache = new BlockKeyCache({ blockTokens: workload.blockTokens });
   const engines = Array.from(
     { length: workload.replicas },
     (_, index) =>
@@ -126,6 +128,7 @@ async function simulateConfiguration(
         kvCapacityTokens: workload.kvCapacityTokens,
         maxRunningRequests: workload.maxRunningRequests,
         blockTokens: workload.blockTokens,
+        keyCache,
       }),
   );
   const router = new Router({

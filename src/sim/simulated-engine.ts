@@ -15,6 +15,7 @@
 
 import type { Engine, GenerateRequest, GenerateResult } from '../engine/types.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
+import { BlockKeyCache } from './block-key-cache.ts';
 import { type CostModel, decodeMs, iterationsWithin } from './engine-cost-model.ts';
 import { type BlockKey, blockKeys, PrefixCache } from './prefix-cache.ts';
 import type { PolicyTurn, SimulatedPolicy } from './simulated-policy.ts';
@@ -29,6 +30,8 @@ export type SimulatedEngineOptions = {
   maxRunningRequests: number;
   /** Prefix-cache block size in tokens (default 16, vLLM's). */
   blockTokens?: number;
+  /** Shared memory of block keys per trajectory (replicas of one cluster share one); default a private one. */
+  keyCache?: BlockKeyCache;
   /** Whether the replica reuses cached prefixes (default true; the embedded worker does not). */
   prefixCaching?: boolean;
 };
@@ -96,6 +99,7 @@ export class SimulatedEngine implements Engine {
   readonly #maxRunning: number;
   readonly #cache: PrefixCache;
   readonly #prefixCaching: boolean;
+  readonly #keyCache: BlockKeyCache;
   readonly #waiting: Sequence[] = [];
   #running: Sequence[] = [];
   #ownTokens = 0;
@@ -120,6 +124,9 @@ export class SimulatedEngine implements Engine {
     this.#maxRunning = options.maxRunningRequests;
     this.#cache = new PrefixCache({ blockTokens: options.blockTokens ?? 16 });
     this.#prefixCaching = options.prefixCaching ?? true;
+    this.#keyCache = options.keyCache ?? new BlockKeyCache({ blockTokens: this.#cache.blockTokens });
+    if (this.#keyCache.blockTokens !== this.#cache.blockTokens)
+      throw new Error('keyCache.blockTokens must equal blockTokens');
   }
 
   metrics(): SimulatedEngineMetrics {
@@ -246,7 +253,7 @@ export class SimulatedEngine implements Engine {
     while (this.#waiting.length > 0 && this.#running.length < this.#maxRunning) {
       const sequence = this.#waiting[0] as Sequence;
       const tokens = this.#contextOf(sequence);
-      const keys = blockKeys(tokens, blockTokens);
+      const keys = this.#keyCache.keysFor(tokens, sequence.request.sessionId);
       const matched = this.#prefixCaching ? this.#cache.matchLength(keys) : 0;
       // The last token is always computed: its logits start the decode.
       const cachedTokens = Math.min(matched * blockTokens, tokens.length - 1);

@@ -8,10 +8,10 @@
  * Idle detection: a task is runnable when a microtask or an immediate is queued for it. One
  * `setImmediate` round runs all of those (Node drains microtasks after every macrotask), and
  * the round counts as idle when no task touched the clock (`now`, `sleep`, `schedule`) during
- * it. Code that waits for a real timer (the agent loop's cooperative yield waits for the next
- * timers phase once a 5 ms slice of real work is spent, and a slice ends at the first timers
- * phase 1 ms after it opened) is released by a real `setTimeout(0)` round, run before time
- * moves whenever an event-loop turn since the last such round took `realFlushMs` or longer.
+ * it. The code it drives must take its time from the clock (the agent loop, its cooperative
+ * yield, the scheduler and the router do). For code that waits for real timers, `realFlushMs`
+ * adds a real `setTimeout(0)` round before time moves whenever an event-loop turn took that
+ * long; the order of events then depends on real time, so a run is no longer reproducible.
  * Code that waits for real I/O cannot be simulated and shows up as a stall.
  */
 import type { Clock } from '../shared/clock.ts';
@@ -22,8 +22,12 @@ type Timer = { atMs: number; order: number; fire: () => void; cancelled: boolean
 export type VirtualClockOptions = {
   /** Virtual time at the start, ms (default 0). */
   startMs?: number;
-  /** An event-loop turn this long (real ms) makes the next idle check pass a real timers phase (default 3). */
-  realFlushMs?: number;
+  /**
+   * For code that waits for real timers: an event-loop turn this long (real ms) makes the next
+   * idle check pass a real timers phase, and so does activity during such a pass. Default
+   * null (off): the code the simulator drives takes its time from the clock.
+   */
+  realFlushMs?: number | null;
 };
 
 /** A handle to cancel a callback set with `schedule`. */
@@ -34,7 +38,7 @@ export class VirtualClock implements Clock {
   #order = 0;
   #activity = 0;
   #heap: Timer[] = [];
-  readonly #realFlushMs: number;
+  readonly #realFlushMs: number | null;
   #flushDue = false;
   /** Real time at the end of the last idle-check round: the current turn began then. */
   #turnStarted = 0;
@@ -44,7 +48,7 @@ export class VirtualClock implements Clock {
   /** Idle checks that passed a real timers phase (each costs about 1 ms of real time). */
   realFlushes = 0;
 
-  constructor({ startMs = 0, realFlushMs = 3 }: VirtualClockOptions = {}) {
+  constructor({ startMs = 0, realFlushMs = null }: VirtualClockOptions = {}) {
     this.#nowMs = startMs;
     this.#realFlushMs = realFlushMs;
   }
@@ -135,22 +139,32 @@ export class VirtualClock implements Clock {
   }
 
   async #untilIdle(): Promise<void> {
+    const flushMs = this.#realFlushMs;
     for (;;) {
       const before = this.#activity;
       await new Promise<void>((resolve) => setImmediate(resolve));
-      const now = performance.now();
-      // A yield slice can only run out during an event-loop turn as long as the threshold.
-      if (now - this.#turnStarted >= this.#realFlushMs) this.#flushDue = true;
-      this.#turnStarted = now;
+      if (flushMs === null) {
+        if (this.#activity === before) return;
+        continue;
+      }
+      this.#noteTurn(flushMs);
       if (this.#activity !== before) continue;
       if (!this.#flushDue) return;
       this.#flushDue = false;
       this.realFlushes++;
       await new Promise<void>((resolve) => setTimeout(resolve, 0));
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      this.#turnStarted = performance.now();
+      this.#noteTurn(flushMs);
       if (this.#activity === before) return;
+      // Work ran in that timers phase and may have yielded to the next one.
+      this.#flushDue = true;
     }
+  }
+
+  /** Marks a flush due when the event-loop turn that just ended took `flushMs` or longer. */
+  #noteTurn(flushMs: number): void {
+    const now = performance.now();
+    if (now - this.#turnStarted >= flushMs) this.#flushDue = true;
+    this.#turnStarted = now;
   }
 
   #dropCancelled(): void {
