@@ -60,9 +60,8 @@ export function registerSimulate(program: Command): void {
           throw new Error(`--${name} must be an integer >= 1 (got "${value}")`);
         return parsed;
       };
-      const log = (line: string) => {
-        if (!flags.json) process.stderr.write(`${line}\n`);
-      };
+      // Progress goes to stderr also with --json: stdout carries only the report.
+      const log = (line: string) => process.stderr.write(`${line}\n`);
       if (flags.calibrate) {
         const model = flags.model ?? findEmbeddedModel();
         if (model === null)
