@@ -46,7 +46,17 @@ export type ConfigurationResult = {
   name: string;
   /** Mean step time over the steps after the first (the first when there is only one). */
   stepSeconds: number;
+  /** Kept groups per counted step (partial rollout keeps fewer while its pipeline fills). */
+  groupsKept: number;
+  /**
+   * Time per batch of `stepPrompts` kept groups over the counted steps: the step time
+   * normalised by the groups it delivered, equal to `stepSeconds` in a steady state.
+   */
+  batchSeconds: number;
+  /** static-sync's `stepSeconds` over this one's (the paper's measure). */
   speedup: number | null;
+  /** static-sync's `batchSeconds` over this one's (per kept group). */
+  batchSpeedup: number | null;
   tokensPerSecond: number;
   /** Per step, over the same steps. */
   reprefillTokens: number;
@@ -82,8 +92,11 @@ export async function simulate(options: SimulateOptions): Promise<SimulationRepo
       `${configuration.name}: ${result.stepSeconds.toFixed(0)} s per step (simulated in ${result.realSeconds.toFixed(1)} s)`,
     );
   }
-  const baseline = results.find((result) => result.name === 'static-sync')?.stepSeconds ?? null;
-  for (const result of results) result.speedup = baseline === null ? null : baseline / result.stepSeconds;
+  const baseline = results.find((result) => result.name === 'static-sync') ?? null;
+  for (const result of results) {
+    result.speedup = baseline === null ? null : baseline.stepSeconds / result.stepSeconds;
+    result.batchSpeedup = baseline === null ? null : baseline.batchSeconds / result.batchSeconds;
+  }
   return { workload, steps, bound: boundOf(workload), configurations: results };
 }
 
@@ -218,10 +231,15 @@ async function simulateConfiguration(
     counted.reduce((sum, step) => sum + pick(step), 0) / counted.length;
   const stepSeconds = meanOf((step) => step.seconds);
   const totalSeconds = counted.reduce((sum, step) => sum + step.seconds, 0);
+  const groupsKept = counted.reduce((sum, step) => sum + step.groupsKept, 0);
   return {
     name: configuration.name,
     stepSeconds,
+    groupsKept: groupsKept / counted.length,
+    batchSeconds:
+      groupsKept > 0 ? (totalSeconds * workload.stepPrompts) / groupsKept : Number.POSITIVE_INFINITY,
     speedup: null,
+    batchSpeedup: null,
     tokensPerSecond:
       totalSeconds > 0 ? counted.reduce((sum, step) => sum + step.tokensGenerated, 0) / totalSeconds : 0,
     reprefillTokens: meanOf((step) => step.reprefillTokens),

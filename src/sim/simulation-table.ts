@@ -15,7 +15,10 @@ export function simulationJson(report: SimulationReport): unknown {
     configurations: report.configurations.map((configuration) => ({
       name: configuration.name,
       stepSeconds: configuration.stepSeconds,
+      groupsKept: configuration.groupsKept,
+      batchSeconds: configuration.batchSeconds,
       speedup: configuration.speedup,
+      batchSpeedup: configuration.batchSpeedup,
       tokensPerSecond: configuration.tokensPerSecond,
       reprefillTokens: configuration.reprefillTokens,
       preemptions: configuration.preemptions,
@@ -45,11 +48,14 @@ export function simulationTable(report: SimulationReport): string {
     Math.round(configuration.reprefillTokens).toLocaleString('en-US'),
     configuration.preemptions.toFixed(1),
     `${(100 * configuration.busyFraction).toFixed(0)}%`,
-    (configuration.stepSeconds / report.bound.stepSeconds).toFixed(2),
+    (configuration.batchSeconds / report.bound.stepSeconds).toFixed(2),
   ]);
   const { bound } = report;
   rows.push([
     'lower bound',
+    '',
+    '',
+    '',
     bound.stepSeconds.toFixed(0),
     '',
     '',
