@@ -15,6 +15,7 @@ import {
   rolloutConfigSchema,
   runRolloutStep,
 } from '../src/rollout/index.ts';
+import { ROLLOUT_BENCH_CONFIGURATIONS, runRolloutBench } from '../src/rollout/rollout-bench.ts';
 import type { RolloutParts } from '../src/rollout/types.ts';
 import { systemClock } from '../src/shared/clock.ts';
 import type { Trajectory } from '../src/trajectory/trajectory.ts';
@@ -82,7 +83,7 @@ async function replicas(
       },
       ...(options.version === undefined ? {} : { weightVersion: options.version }),
     });
-    const engine = createEngine({ api: 'sglang', url: server.url, maxRetries: 0, timeoutMs: 30_000 });
+    const engine = createEngine({ api: 'sglang', url: server.url, timeoutMs: 30_000 });
     cleanups.push(
       () => server.close(),
       () => engine.close(),
@@ -95,7 +96,7 @@ async function replicas(
     policy: createRouterPolicy('prefix-aware'),
     clock: systemClock,
   });
-  return { router, log, servers };
+  return { router, log, servers, engines };
 }
 
 function source(problems: RolloutProblem[]) {
@@ -429,5 +430,40 @@ describe('rollout scheduler over SGLang /generate', () => {
     expect(result.dropped[0]).toMatchObject({ rewards: [null, 0, 0], dropReason: 'all-wrong' });
     const missing = result.dropped[0]!.trajectories[0]!;
     expect(missing.meta).toMatchObject({ correct: null, reward: null, missingReason: 'grader-unavailable' });
+  });
+});
+
+describe('rollout bench', () => {
+  it('runs the four configurations on the same replicas and rates each against static sync', async () => {
+    const { router, engines } = await replicas(2);
+    const run = parts(router);
+    const rows = await runRolloutBench({
+      replicas: engines,
+      tokenizer,
+      dialect: tagsDialect,
+      sandbox: run.sandbox,
+      grade: run.grade,
+      clock: systemClock,
+      random: seededRandom(1),
+      problems: LONG_TAIL,
+      steps: 2,
+      temperature: 1,
+      config: { groupSize: 2, batchSize: 1, overProvision: 0, segmentToolCalls: 1 },
+    });
+    expect(rows.map((row) => row.name)).toEqual(
+      ROLLOUT_BENCH_CONFIGURATIONS.map((configuration) => configuration.name),
+    );
+    expect(rows[0]!.speedup).toBe(1);
+    expect(rows.map((row) => row.steps.map((stats) => stats.mode))).toEqual([
+      ['sync', 'sync'],
+      ['async', 'async'],
+      ['async', 'async'],
+      ['async', 'async'],
+    ]);
+    // Partial rollout parks after one tool call; the full configurations finish within the step.
+    expect(rows[1]!.steps[0]!.trajectoriesParked).toBe(0);
+    expect(rows[2]!.steps[0]!.trajectoriesParked).toBeGreaterThan(0);
+    expect(rows[3]!.steps[0]!.router).toBe('prefix-aware');
+    for (const row of rows) expect(row.tokensPerSecond).toBeGreaterThan(0);
   });
 });

@@ -42,6 +42,7 @@ import {
   toolCallsSpent,
 } from './stop-condition.ts';
 import { TrajectorySession } from './trajectory-session.ts';
+import { resolveUnreportedStop } from './unreported-stop.ts';
 
 /** Runs one trajectory for a problem and returns its finished (or parked) record. */
 export async function runAgent(problem: Problem, options: AgentOptions): Promise<Trajectory> {
@@ -133,6 +134,7 @@ async function drive(
     priorCalls: trajectory.toolCalls,
     timeoutMs: config.tool.timeoutMs,
     clock,
+    ...(options.park === undefined ? {} : { park: options.park }),
     onRestore: (replayedCalls, ms) =>
       emit({ type: 'session-restore', trajectoryId: trajectory.id, replayedCalls, ms }),
   });
@@ -202,7 +204,11 @@ async function drive(
 
       const wait = cooperative.yieldIfBusy();
       if (wait !== null) await wait;
-      const result = afterLengthCut(state, call.result, dialect, tokenizer);
+      const result = resolveUnreportedStop(
+        state.turnText,
+        afterLengthCut(state, call.result, dialect, tokenizer),
+        dialect,
+      );
       const pausedHere = result.finishReason === 'abort' && pause?.aborted === true && !signal?.aborted;
       if (pausedHere && result.tokenIds !== null && result.tokenIds.length === 0 && result.text === '') {
         finish = { reason: 'paused' };

@@ -41,7 +41,7 @@ export {
   type RouterReplica,
 } from './router/index.ts';
 export { SglangEngine, type SglangEngineOptions } from './sglang-engine.ts';
-export { resolveTextStop, type TextStopInput } from './text-stop-resolution.ts';
+export { resolveTextStop, type TextStop, type TextStopInput } from './text-stop-resolution.ts';
 export type { ChatMessage, EncodeOptions, Tokenizer } from './tokenizer.ts';
 export { TokenizerError, type TokenizerErrorCode } from './tokenizer-errors.ts';
 export type { Engine, FinishReason, GenerateRequest, GenerateResult } from './types.ts';

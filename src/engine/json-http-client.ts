@@ -5,6 +5,8 @@
  * as engine errors that say whether they are `retryable` (connection errors, timeouts, 5xx,
  * 429 with its `Retry-After`). Retrying is the caller's decision (see `retryAdvice`), so a
  * router can send the retry to another replica.
+ * Credentials in `headers` never reach an error: a server that echoes the key in its error
+ * body has it replaced by `[redacted]`.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -54,6 +56,7 @@ export class JsonHttpClient {
   readonly #agent: http.Agent;
   readonly #limiter: ConcurrencyLimiter;
   readonly #now: () => number;
+  readonly #secrets: string[];
 
   constructor(options: JsonHttpClientOptions) {
     this.#options = options;
@@ -63,6 +66,7 @@ export class JsonHttpClient {
     this.#agent = isHttps ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
     this.#limiter = new ConcurrencyLimiter(options.maxConcurrency);
     this.#now = options.now ?? Date.now;
+    this.#secrets = credentialsIn(options.headers ?? {});
   }
 
   /** Requests currently holding a concurrency slot. */
@@ -106,17 +110,28 @@ export class JsonHttpClient {
       });
     }
     if (result.statusCode >= 400 || result.statusCode < 200) {
-      throw new EngineHttpError(where, result.statusCode, result.text, {
+      throw new EngineHttpError(where, result.statusCode, this.#redact(result.text), {
         retryAfterMs: retryAfterMs(result.retryAfter, this.#now()),
       });
     }
     try {
       return { status: 'ok', body: JSON.parse(result.text) };
     } catch (error) {
-      throw new EngineBadResponseError(where, `body is not JSON: ${result.text.slice(0, 200)}`, {
-        cause: error,
-      });
+      throw new EngineBadResponseError(
+        where,
+        `body is not JSON: ${this.#redact(result.text).slice(0, 200)}`,
+        {
+          cause: error,
+        },
+      );
     }
+  }
+
+  /** The text with every credential sent in the headers replaced. */
+  #redact(text: string): string {
+    let redacted = text;
+    for (const secret of this.#secrets) redacted = redacted.replaceAll(secret, '[redacted]');
+    return redacted;
   }
 
   #sendOnce(url: URL, payload: string, signal: AbortSignal | undefined): Promise<Attempt> {
@@ -170,6 +185,17 @@ export class JsonHttpClient {
       request.end(payload);
     });
   }
+}
+
+/** Values of credential headers (`authorization` without its scheme, `api-key`, `x-api-key`). */
+function credentialsIn(headers: Record<string, string>): string[] {
+  const secrets: string[] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    if (!/^(authorization|(x-)?api-key)$/i.test(name)) continue;
+    const credential = value.replace(/^(Bearer|Basic)\s+/i, '');
+    if (credential.length > 0) secrets.push(credential);
+  }
+  return secrets;
 }
 
 function isRetryableConnectionError(error: Error): boolean {

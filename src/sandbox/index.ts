@@ -2,6 +2,7 @@
  * The sandbox module: jailed, warm, stateful Python sessions in process (`createLocalSandbox`),
  * over HTTP (`startSandboxServer`, `SandboxClient`) and over many nodes (`SandboxClusterClient`).
  */
+export { codeDidNotRun } from './code-did-not-run.ts';
 export { executionOutcomeSchema } from './execution-outcome-schema.ts';
 export type { LocalSandboxOptions } from './local-sandbox-options.ts';
 export {

@@ -94,7 +94,8 @@ async function benchRollout(flags: Flags): Promise<RolloutBenchRow[]> {
       config: {
         groupSize: flags.groupSize,
         batchSize: flags.batchSize,
-        overProvision: 1,
+        // No over-provisioning: every configuration does the same work per step, so step times compare.
+        overProvision: 0,
         stages: [{ maxTokens, maxToolCalls: 8, partialRollouts: 2 }],
         segmentToolCalls: flags.segmentToolCalls,
         ...(flags.segmentTokens === undefined ? {} : { segmentTokens: flags.segmentTokens }),

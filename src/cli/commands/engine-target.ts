@@ -13,6 +13,7 @@ import type { Tokenizer } from '../../engine/tokenizer.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { defaultOf, integerOption } from '../cli-options.ts';
 import { onShutdown } from '../process-lifecycle.ts';
+import { resolveApiKey } from './api-key.ts';
 
 /**
  * Where the embedded model is looked for after the working directory: `AGENTMATH_HOME`, else
@@ -35,6 +36,7 @@ export type EngineFlags = {
   engine?: string;
   api: 'sglang' | 'vllm' | 'openai' | 'openai-chat';
   model?: string;
+  /** `--api-key`; when absent the API's environment variable is read (see api-key.ts). */
   apiKey?: string;
   tokenizer?: string;
   /** Requests in flight at once. */
@@ -62,12 +64,13 @@ export async function resolveEngineTarget(flags: EngineFlags): Promise<EngineTar
         `--api ${flags.api} works on token ids: pass --tokenizer DIR (the model folder with tokenizer.json and tokenizer_config.json)`,
       );
     }
+    const apiKey = resolveApiKey(flags.api, flags.apiKey);
     const tokenizer = flags.tokenizer === undefined ? null : await loadTokenizer(flags.tokenizer);
     const engine = createEngine({
       api: flags.api,
       url: flags.engine,
       ...(flags.model === undefined ? {} : { model: flags.model }),
-      ...(flags.apiKey === undefined ? {} : { apiKey: flags.apiKey }),
+      ...(apiKey === undefined ? {} : { apiKey }),
       ...(flags.concurrency === undefined ? {} : { maxConcurrency: flags.concurrency }),
       ...(flags.engineTimeoutMs === undefined ? {} : { timeoutMs: flags.engineTimeoutMs }),
     });

@@ -1,5 +1,10 @@
 import type { Command } from 'commander';
-import { benchEngine, startEmbeddedWorker, type WorkerEvent } from '../../engine/embedded/index.ts';
+import {
+  benchEngine,
+  ENGINE_API_KEY_VARIABLE,
+  startEmbeddedWorker,
+  type WorkerEvent,
+} from '../../engine/embedded/index.ts';
 import { hostOption, integerOption, listOption, portOption } from '../cli-options.ts';
 import { onShutdown } from '../process-lifecycle.ts';
 
@@ -7,6 +12,8 @@ type ServeOptions = {
   model: string;
   port: number;
   host: string;
+  apiKey?: string;
+  auth: boolean;
   maxRunningRequests?: number;
   decodeThreads?: number;
   trainThreads?: number;
@@ -38,7 +45,17 @@ export function registerEngine(program: Command): void {
     .description('start the embedded worker (SGLang /generate + training routes), restart it if it crashes')
     .option('--model <name|path>', 'tiny, test, a saved model folder, or a Hugging Face folder', 'tiny')
     .option('--port <n>', 'port (0 picks a free one)', portOption, 30000)
-    .option('--host <host>', 'address to bind', hostOption, '127.0.0.1')
+    .option(
+      '--host <host>',
+      'address to bind (any but loopback needs --api-key or --no-auth)',
+      hostOption,
+      '127.0.0.1',
+    )
+    .option(
+      '--api-key <key>',
+      `require this bearer token on every route but /health (default: ${ENGINE_API_KEY_VARIABLE}); empty is refused`,
+    )
+    .option('--no-auth', 'serve a non-loopback --host without a key (printed as a warning)')
     .option(
       '--max-running-requests <n>',
       "sequences decoded together (default: the worker's)",
@@ -50,9 +67,12 @@ export function registerEngine(program: Command): void {
     .action(async (options: ServeOptions) => {
       const log = (line: string) => process.stderr.write(`${line}\n`);
       const { maxRunningRequests, decodeThreads, trainThreads, seed } = options;
+      const apiKey = options.apiKey ?? process.env[ENGINE_API_KEY_VARIABLE];
       const worker = await startEmbeddedWorker({
         model: options.model,
         host: options.host,
+        ...(apiKey === undefined ? {} : { apiKey }),
+        noAuth: !options.auth,
         port: options.port,
         ...(maxRunningRequests === undefined ? {} : { maxRunningRequests }),
         ...(decodeThreads === undefined ? {} : { decodeThreads }),
@@ -92,7 +112,10 @@ export function registerEngineBench(bench: Command): void {
       'embedded engine: generation tokens/s at batch 1, 16, 64 (baseline: batch 1) and SFT step time',
     )
     .option('--model <name|path>', 'model to serve', 'tiny')
-    .option('--url <url>', 'measure a worker already running here instead (it gets trained)')
+    .option(
+      '--url <url>',
+      `measure a worker already running here instead (it gets trained; its key from ${ENGINE_API_KEY_VARIABLE})`,
+    )
     .option('--batches <list>', 'batch sizes', listOption(integerOption({ min: 1, max: 4096 })), [1, 16, 64])
     .option('--new-tokens <n>', 'tokens generated per request', integerOption({ min: 1 }), 256)
     .option('--prompt-tokens <n>', 'prompt length', integerOption({ min: 1 }), 100)
@@ -103,6 +126,7 @@ export function registerEngineBench(bench: Command): void {
     .option('--json', 'print the figures as JSON')
     .action(async (options: EngineBenchOptions) => {
       const { decodeThreads, trainThreads } = options;
+      const apiKey = process.env[ENGINE_API_KEY_VARIABLE] || undefined;
       const worker = options.url
         ? null
         : await startEmbeddedWorker({
@@ -116,6 +140,7 @@ export function registerEngineBench(bench: Command): void {
       try {
         const report = await benchEngine({
           url: worker?.url ?? options.url!,
+          ...(worker === null && apiKey !== undefined ? { apiKey } : {}),
           batchSizes: options.batches,
           newTokens: options.newTokens,
           promptTokens: options.promptTokens,

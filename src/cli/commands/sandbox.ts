@@ -17,6 +17,7 @@ type ServeFlags = {
   workers: number;
   warm?: number;
   token?: string;
+  auth: boolean;
   preload: string;
   memoryMb: number;
   idleTtlMs: number;
@@ -44,7 +45,11 @@ export function registerSandbox(program: Command): void {
       'idle warm workers kept ready (default: min(2, workers))',
       integerOption({ max: 4096 }),
     )
-    .option('--token <token>', 'require this bearer token')
+    .option(
+      '--token <token>',
+      'require this bearer token (default: AGENTMATH_SANDBOX_TOKEN); empty is refused',
+    )
+    .option('--no-auth', 'serve a non-loopback --host without a token (printed as a warning)')
     .option('--preload <modules>', 'modules imported by warm workers, comma-separated', 'sympy,numpy,scipy')
     .option('--memory-mb <mb>', 'memory limit per worker', integerOption({ min: 16, max: 1_048_576 }), 1024)
     .option('--idle-ttl-ms <ms>', 'close sessions unused this long', integerOption({ min: 1 }), 30 * 60_000)
@@ -54,7 +59,8 @@ export function registerSandbox(program: Command): void {
       const server = await startSandboxServer({
         host: flags.host,
         port: flags.port,
-        token: token || undefined,
+        token,
+        noAuth: !flags.auth,
         poolOptions: {
           maxWorkers: Math.max(1, flags.workers),
           warmWorkers: Math.min(flags.warm ?? 2, Math.max(1, flags.workers)),

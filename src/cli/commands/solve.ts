@@ -18,6 +18,7 @@ import { createTrajectoryRenderer, shouldUseColor } from '../../trajectory/index
 import { type AgentFlags, addAgentFlags } from '../agent-flags.ts';
 import { usageError } from '../cli-options.ts';
 import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
+import { API_KEY_HELP } from './api-key.ts';
 import { resolveEngineTarget } from './engine-target.ts';
 
 type SolveFlags = AgentFlags & {
@@ -44,7 +45,7 @@ export function registerSolve(program: Command): void {
         .default('sglang'),
     )
     .option('--model <name>', 'served model name (required for openai and openai-chat)')
-    .option('--api-key <key>', 'bearer token for the server')
+    .option('--api-key <key>', API_KEY_HELP)
     .option('--tokenizer <dir>', 'folder with tokenizer.json and tokenizer_config.json (token engines)')
     .addOption(
       new Option('--dialect <name>', 'code-block markup').choices(['tags', 'markdown']).default('tags'),

@@ -107,7 +107,7 @@ describe.each(ROUTER_POLICY_NAMES)('router contract: %s', (policyName) => {
 
   it('takes a failed replica out, continues the request elsewhere, and probes it after the downtime', async () => {
     const { router, engines, clock } = setup(policyName, 2, 4);
-    engines[0]!.failWith = new EngineUnavailableError('http://replica-0', 1);
+    engines[0]!.failWith = new EngineUnavailableError('http://replica-0', true);
     engines[1]!.failWith = null;
     for (let index = 0; index < 4; index++) {
       const result = await router.generate(request(8, 'same-session'));

@@ -9,7 +9,7 @@
  * The result names the replica that served it (`replica`).
  */
 import type { Clock } from '../../shared/clock.ts';
-import { EngineUnavailableError } from '../engine-errors.ts';
+import { EngineUnavailableError, retryAdvice } from '../engine-errors.ts';
 import type { Engine, GenerateRequest, GenerateResult } from '../types.ts';
 import type { ReplicaView, RouterPolicy } from './router-policy.ts';
 
@@ -35,17 +35,12 @@ export type ReplicaCounters = {
   healthy: boolean;
 };
 
-const REPLICA_FAILURE_CODES = new Set([
-  'ENGINE_UNAVAILABLE',
-  'ENGINE_TIMEOUT',
-  'ENGINE_HTTP_5XX',
-  'ENGINE_BAD_RESPONSE',
-]);
-
-/** An error that says the replica is broken, not the request. */
+/**
+ * An error that says the replica failed, not the request: whatever the engine errors call
+ * retryable (unreachable, timeout, 5xx, 429, a malformed answer); a 4xx refusal is not.
+ */
 export function isReplicaFailure(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && REPLICA_FAILURE_CODES.has(code);
+  return retryAdvice(error).retryable;
 }
 
 type ReplicaState = {
@@ -88,9 +83,10 @@ export class Router implements Engine {
     for (;;) {
       const index = await this.#acquire(request, tried, signal);
       if (index === null) {
+        // Retryable: the agent's engine call owns retries and backs off on the clock meanwhile.
         throw new EngineUnavailableError(
           `router over ${this.#replicas.map((state) => state.replica.name).join(', ')}`,
-          tried.size,
+          true,
           { cause: lastError },
         );
       }
@@ -104,7 +100,8 @@ export class Router implements Engine {
         lastError = error;
         tried.add(index);
         state.counters.failures++;
-        state.downUntil = this.#clock.now() + this.#downtimeMs;
+        // A rate-limited replica (429 with Retry-After) is out for as long as it asked.
+        state.downUntil = this.#clock.now() + (retryAdvice(error).retryAfterMs ?? this.#downtimeMs);
         this.policy.onReplicaDown(index);
       } finally {
         this.#release(index, request);
