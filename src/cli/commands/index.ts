@@ -9,6 +9,7 @@ import { registerQuickstart } from './quickstart.ts';
 import { registerReport } from './report.ts';
 import { registerRollout } from './rollout.ts';
 import { registerSandbox } from './sandbox.ts';
+import { registerSimulate } from './simulate.ts';
 import { registerSolve } from './solve.ts';
 import { registerTasks } from './tasks.ts';
 import { registerTrain } from './train.ts';
@@ -28,4 +29,5 @@ export function registerCommands(program: Command): void {
   registerEval(program);
   registerReport(program);
   registerRollout(program);
+  registerSimulate(program);
 }
