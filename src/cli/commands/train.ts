@@ -17,6 +17,7 @@ import {
   type SftConfigInput,
   type SftEvent,
 } from '../../train/index.ts';
+import { registerTrainRl } from './train-rl.ts';
 
 type SftFlags = {
   task: string;
@@ -188,4 +189,6 @@ export function registerTrain(program: Command): void {
         flags.json ? `${JSON.stringify({ tool, text }, null, 2)}\n` : renderComparison(tool, text),
       );
     });
+
+  registerTrainRl(train);
 }
