@@ -20,6 +20,7 @@ type RlFlags = {
   evalEvery: number;
   evalProblems: number;
   levels: number[];
+  problems: number;
   maxToolCalls: number;
   partialRollouts: number;
   temperature: number;
@@ -73,6 +74,12 @@ export function registerTrainRl(train: Command): void {
       listOption(integerOption({ min: 1, max: 4 })),
       d('levels'),
     )
+    .option(
+      '--problems <n>',
+      'training problems in the pool, cycled over in order',
+      integerOption({ min: 1 }),
+      d('problemPool'),
+    )
     .option('--max-tool-calls <n>', 'tool calls per trajectory', integerOption({ min: 0 }), d('maxToolCalls'))
     .option(
       '--partial-rollouts <N>',
@@ -121,6 +128,7 @@ export function registerTrainRl(train: Command): void {
         evalEvery: flags.evalEvery,
         evalProblems: flags.evalProblems,
         levels: flags.levels,
+        problemPool: flags.problems,
         maxToolCalls: flags.maxToolCalls,
         partialRollouts: flags.partialRollouts,
         temperature: flags.temperature,
