@@ -27,6 +27,7 @@ export {
   RolloutRecordError,
   RolloutRecords,
   readCheckpoint,
+  truncateStepFile,
   truncateToStep,
 } from './rollout-records.ts';
 export {

@@ -152,12 +152,18 @@ export async function truncateToStep(folder: string, nextStep: number): Promise<
     keptTrajectories.push(value);
   }
   await rewrite(path, keptTrajectories);
-  for (const name of [ROLLOUT_FILES.groups, ROLLOUT_FILES.steps]) {
-    const file = join(folder, name);
-    const kept = (await readLines(file)).filter((value) => stepOf(value, (record) => record.step) < nextStep);
-    await rewrite(file, kept);
-  }
+  for (const name of [ROLLOUT_FILES.groups, ROLLOUT_FILES.steps])
+    await truncateStepFile(join(folder, name), nextStep);
   return trajectories;
+}
+
+/** Keeps the lines of a JSONL file whose `step` field is below `nextStep` (other run files use it too). */
+export async function truncateStepFile(path: string, nextStep: number): Promise<void> {
+  const kept = (await readLines(path)).filter((value) => {
+    const step = (value as Record<string, unknown>).step;
+    return typeof step === 'number' && step < nextStep;
+  });
+  await rewrite(path, kept);
 }
 
 async function rewrite(path: string, values: unknown[]): Promise<void> {

@@ -22,7 +22,14 @@ import {
   truncateToStep,
 } from './rollout-records.ts';
 import { initialRolloutState, runRolloutStep } from './run-rollout-step.ts';
-import type { RolloutParts, RolloutProblem, RolloutState, RolloutStepInput, StepStats } from './types.ts';
+import type {
+  RolloutParts,
+  RolloutProblem,
+  RolloutState,
+  RolloutStepInput,
+  RolloutStepResult,
+  StepStats,
+} from './types.ts';
 
 export type RolloutRunOptions = {
   folder: string;
@@ -33,7 +40,15 @@ export type RolloutRunOptions = {
   problems: readonly RolloutProblem[];
   config: RolloutConfig;
   agent?: RolloutStepInput['agent'];
-  policyVersion?: number;
+  /** The policy version each step runs with (a function when training changes it between steps). */
+  policyVersion?: number | (() => number);
+  /**
+   * Runs after a step's rollout and before the step is committed (`checkpoint.json`): a trainer
+   * updates the policy here. A kill before the commit redoes the whole step on resume.
+   */
+  afterStep?: (result: RolloutStepResult, step: number) => Promise<void>;
+  /** Checked before each step; false ends the run at that step boundary (a time budget). */
+  shouldContinue?: () => boolean;
   parts: Omit<RolloutParts, 'onEvent'>;
   onEvent?: RolloutParts['onEvent'];
   onStep?: (stats: StepStats) => void;
@@ -85,6 +100,7 @@ export async function runRollout(options: RolloutRunOptions): Promise<RolloutRun
   let taken = checkpoint?.problemsTaken ?? 0;
   const steps: StepStats[] = [];
   for (let step = nextStep; step < options.steps; step++) {
+    if (options.shouldContinue !== undefined && !options.shouldContinue()) break;
     let takenThisStep = 0;
     const source = {
       next: (): RolloutProblem | null => {
@@ -96,7 +112,10 @@ export async function runRollout(options: RolloutRunOptions): Promise<RolloutRun
     const result = await runRolloutStep(
       {
         step,
-        policyVersion: options.policyVersion ?? 0,
+        policyVersion:
+          typeof options.policyVersion === 'function'
+            ? options.policyVersion()
+            : (options.policyVersion ?? 0),
         state,
         problems: source,
         config,
@@ -111,6 +130,7 @@ export async function runRollout(options: RolloutRunOptions): Promise<RolloutRun
         },
       },
     );
+    if (options.afterStep !== undefined) await options.afterStep(result, step);
     state = result.state;
     records.appendStep(result.stats);
     await records.commit(checkpointOf(step + 1, state, taken));

@@ -22,6 +22,8 @@ import {
 import { defaultOf, integerOption, listOption, numberOption } from '../cli-options.ts';
 import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
 
+import { registerTrainRl } from './train-rl.ts';
+
 /** A default of the SFT config schema, for `--help`. */
 const sftDefault = <K extends keyof SftConfigInput & string>(key: K) => defaultOf(sftConfigSchema, key);
 
@@ -238,4 +240,6 @@ export function registerTrain(program: Command): void {
         flags.json ? `${JSON.stringify({ tool, text }, null, 2)}\n` : renderComparison(tool, text),
       );
     });
+
+  registerTrainRl(train);
 }
