@@ -4,7 +4,7 @@
  */
 export { codeDidNotRun } from './code-did-not-run.ts';
 export { executionOutcomeSchema } from './execution-outcome-schema.ts';
-export type { LocalSandboxOptions } from './local-sandbox-options.ts';
+export { type LocalSandboxOptions, localSandboxOptionsSchema } from './local-sandbox-options.ts';
 export {
   createLocalSandbox,
   type LocalSandboxEnvironment,
