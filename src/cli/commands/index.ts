@@ -9,6 +9,7 @@ import { registerQuickstart } from './quickstart.ts';
 import { registerReport } from './report.ts';
 import { registerSandbox } from './sandbox.ts';
 import { registerSolve } from './solve.ts';
+import { registerSynth } from './synth.ts';
 import { registerTasks } from './tasks.ts';
 import { registerTrain } from './train.ts';
 
@@ -22,6 +23,7 @@ export function registerCommands(program: Command): void {
   registerInspect(program);
   registerSandbox(program);
   registerSolve(program);
+  registerSynth(program);
   registerTasks(program);
   registerTrain(program);
   registerEval(program);

@@ -36,6 +36,8 @@ type SftFlags = {
   out?: string;
   resume?: boolean;
   json?: boolean;
+  data?: string;
+  unmasked?: boolean;
 };
 
 /** Plain-line interval when stderr is not a terminal. */
@@ -79,10 +81,12 @@ function configFrom(flags: SftFlags): SftConfigInput {
     ['checkpointEvery', numberFlag('checkpoint-every', flags.checkpointEvery, true)],
     ['levels', levels],
     ['model', flags.model],
+    ['dataFile', flags.data],
   ];
   return {
     task: 'arith',
     style: flags.textOnly ? 'text' : 'tool',
+    ...(flags.unmasked ? { maskToolOutput: false } : {}),
     ...Object.fromEntries(entries.filter(([, value]) => value !== undefined)),
   };
 }
@@ -147,9 +151,20 @@ export function registerTrain(program: Command): void {
     .option('--checkpoint-every <n>', 'steps between checkpoints (default 100)')
     .option('--out <dir>', 'run folder (default .agentmath/models/arith-tool or arith-text)')
     .option('--resume', 'continue the run in --out from its last checkpoint')
+    .option(
+      '--data <file>',
+      'train on trajectories.jsonl, sharegpt.json or verl.parquet instead of generated solutions',
+    )
+    .option('--unmasked', 'also train on interpreter output (default: masked from the loss)')
     .option('--json', 'print the training report as JSON')
     .action(async (flags: SftFlags) => {
       const config = configFrom(flags);
+      if (flags.data !== undefined && flags.out === undefined) {
+        throw new AgentMathError(
+          'CLI_BAD_OPTION',
+          '--data needs --out: a model trained on a data file has no default folder',
+        );
+      }
       const paths = embeddedModelPaths();
       const dir = flags.out ?? (config.style === 'text' ? paths.text : paths.tool);
       const progress = progressWriter();
