@@ -183,7 +183,8 @@ async function alignCalls(
 ): Promise<RefineResult> {
   for (let index = 0; index < draft.length; index++) {
     const call = draft[index]!;
-    if (call.kind !== 'call' || call.outcome === null) continue;
+    // A call already aligned (the prefix of a regenerated continuation) is not judged again.
+    if (call.kind !== 'call' || call.outcome === null || call.useReal) continue;
     const real = realOutput(call)!;
     if (call.simulated === null || call.simulated.replace(/\s+/g, ' ') === real.replace(/\s+/g, ' ')) {
       call.useReal = true;
