@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalSandboxPool } from '../src/sandbox/index.ts';
 import { OpenAiTeacher, runSynth, type SynthConfigInput } from '../src/synth/index.ts';
 import { readSftDataFile } from '../src/train/sft-data-file.ts';
-import { readTrajectories } from '../src/trajectory/index.ts';
+import { readTrajectories, type Trajectory } from '../src/trajectory/index.ts';
 import { openTestSandbox } from './agent-sandbox.ts';
 import { type ScriptedTeacher, startScriptedTeacher } from './fixtures/scripted-teacher-server.ts';
 
@@ -45,6 +45,12 @@ function reply(content: string): string {
     return `So the product is as printed.${end('56088')}`;
   const tag = Object.keys(REWRITES).find((name) => content.includes(`[${name}]`));
   return tag === undefined ? 'unknown' : REWRITES[tag]!;
+}
+
+async function allTrajectories(file: string): Promise<Trajectory[]> {
+  const trajectories: Trajectory[] = [];
+  for await (const trajectory of readTrajectories(file)) trajectories.push(trajectory);
+  return trajectories;
 }
 
 const BENCH_PROBLEM =
@@ -119,7 +125,7 @@ describe('synth run with a scripted teacher and the real sandbox', () => {
     expect(judged).toHaveLength(1);
     expect(judged[0]?.content).toContain('even');
 
-    const trajectories = await Array.fromAsync(readTrajectories(join(out, 'trajectories.jsonl')));
+    const trajectories = await allTrajectories(join(out, 'trajectories.jsonl'));
     const byId = new Map(trajectories.map((trajectory) => [trajectory.problemId, trajectory]));
     expect([...byId.keys()].sort()).toEqual(['clean', 'fails', 'fences', 'holds', 'trivial']);
     const holds = byId.get('holds')!;
@@ -196,7 +202,7 @@ describe('synth run with a scripted teacher and the real sandbox', () => {
       sandbox,
     });
     expect(Object.keys(stats.dropped)).toEqual(['rewrite']);
-    const trajectories = await Array.fromAsync(readTrajectories(join(dir, 'raw', 'trajectories.jsonl')));
+    const trajectories = await allTrajectories(join(dir, 'raw', 'trajectories.jsonl'));
     const mismatch = trajectories.find((trajectory) => trajectory.problemId === 'mismatch')!;
     expect(mismatch.toolCalls[0]?.outcome).toMatchObject({
       status: 'killed',
