@@ -2,7 +2,10 @@
 // Launcher for the `agentmath` command. The sources are TypeScript run by Node's own type
 // stripping (Node >= 22.18). On an older Node this re-executes itself with the Node 24 binary
 // that the `node` npm package installed beside the project, so the command works either way.
-import { spawnSync } from 'node:child_process';
+// The re-executed process is a plain child: TERM, INT and HUP sent to this launcher are passed
+// on to it, and its end comes back as this process's own (the same exit code, or death by the
+// same signal, so `$?` is 128+N).
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,8 +24,28 @@ if (canStripTypes) {
     );
     process.exit(1);
   }
-  const result = spawnSync(bundled, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+  const forwarded = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2'];
+  const child = spawn(bundled, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
     stdio: 'inherit',
   });
-  process.exit(result.status ?? 1);
+  const pass = (signal) => {
+    try {
+      child.kill(signal);
+    } catch {
+      // the child has ended already
+    }
+  };
+  for (const signal of forwarded) process.on(signal, pass);
+  child.on('error', (error) => {
+    process.stderr.write(`agentmath: cannot start ${bundled}: ${error.message}\n`);
+    process.exit(1);
+  });
+  child.on('exit', (code, signal) => {
+    for (const name of forwarded) process.off(name, pass);
+    if (signal !== null) {
+      process.kill(process.pid, signal);
+      return;
+    }
+    process.exit(code ?? 1);
+  });
 }

@@ -498,6 +498,95 @@ describe('resumeAgent', () => {
     expect(park.size).toBe(0);
   });
 
+  /**
+   * Pauses the run on engine calls listed in `pauseOn` (0-based, counted over all calls): the
+   * pause fires while the call runs and the engine answers `abort` with the first half of its
+   * tokens (as SGLang does), or throws when `partial` is false. Resumes until finished.
+   */
+  async function runWithPauses(pauseOn: readonly number[], partial: boolean) {
+    let calls = 0;
+    let controller = new AbortController();
+    const inner = seeded(counterSandbox()).engine;
+    const engine: AgentOptions['engine'] = {
+      name: 'pausing',
+      async generate(request, signal) {
+        const call = calls++;
+        const result = await inner.generate(request);
+        if (!pauseOn.includes(call)) return result;
+        controller.abort();
+        expect(signal?.aborted).toBe(true);
+        if (!partial) throw new Error('request aborted');
+        const keep = Math.floor((result.tokenIds?.length ?? 0) / 2);
+        const tokenIds = (result.tokenIds ?? []).slice(0, keep);
+        return {
+          tokenIds,
+          text: tokenizer.decode(tokenIds),
+          logprobs: result.logprobs?.slice(0, keep) ?? null,
+          finishReason: 'abort',
+          matchedStop: null,
+          policyVersion: 0,
+        };
+      },
+    };
+    const sandbox = counterSandbox();
+    const base = { ...seeded(sandbox), engine };
+    let trajectory = await runAgent(problem, { ...base, pause: controller.signal, step: 0 });
+    const reasons = [trajectory.finish?.reason];
+    let step = 0;
+    while (trajectory.finish?.reason === 'paused') {
+      controller = new AbortController();
+      step += 1;
+      trajectory = await resumeAgent(JSON.parse(JSON.stringify(trajectory)) as Trajectory, {
+        ...base,
+        pause: controller.signal,
+        step,
+      });
+      reasons.push(trajectory.finish?.reason);
+    }
+    return { trajectory, reasons, sandbox };
+  }
+
+  it('pauses mid-generation keeping the partial tokens, and resumes token-identically', async () => {
+    const whole = await runAgent(problem, seeded(counterSandbox()));
+    for (const partial of [true, false]) {
+      const { trajectory, reasons, sandbox } = await runWithPauses([0, 2, 3, 6], partial);
+      expect(reasons).toEqual(['paused', 'paused', 'paused', 'paused', 'answer']);
+      expect(responseTokens(trajectory)).toEqual(responseTokens(whole));
+      expect(trajectory.answer).toBe(whole.answer);
+      expect(trajectory.toolCalls.map((call) => call.outcome)).toEqual(
+        whole.toolCalls.map((call) => call.outcome),
+      );
+      const model = trajectory.segments.filter((segment) => segment.kind === 'model');
+      // Partial segments are kept as the engine returned them, marked `abort`.
+      expect(model.filter((segment) => segment.finishReason === 'abort')).toHaveLength(partial ? 4 : 0);
+      expect(model.map((segment) => segment.step)).toEqual(
+        [...model.map((segment) => segment.step)].sort((a, b) => (a ?? 0) - (b ?? 0)),
+      );
+      expect(model.at(-1)?.step).toBe(4);
+      // Without partial tokens the first paused call leaves nothing behind.
+      expect(model[0]?.step).toBe(partial ? 0 : 1);
+      expect(sandbox.opened).toBe(sandbox.closed);
+      expect(trajectorySchema.safeParse(trajectory).success).toBe(true);
+    }
+  });
+
+  it('pauses before the next turn when asked while a tool call runs, and parks the session', async () => {
+    const controller = new AbortController();
+    const sandbox = functionSandbox(() => {
+      controller.abort();
+      return ok('2\n');
+    });
+    const park = new SessionPark();
+    const base = seeded(sandbox, { park });
+    const paused = await runAgent(problem, { ...base, pause: controller.signal });
+    expect(paused.finish).toEqual({ reason: 'paused' });
+    expect(paused.toolCalls).toHaveLength(1);
+    expect(paused.segments.at(-1)?.kind).toBe('tool');
+    expect(park.size).toBe(1);
+    expect(sandbox.closed).toBe(0);
+    await park.closeAll();
+  });
+
   it('refuses a trajectory that did not stop at a segment budget', async () => {
     const whole = await runAgent(problem, seeded(counterSandbox()));
     await expect(resumeAgent(whole, seeded(counterSandbox()))).rejects.toMatchObject({

@@ -15,12 +15,16 @@ import { startScriptedSglangServer } from './agent-fixtures.ts';
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const { NO_COLOR: _noColor, FORCE_COLOR: _forceColor, ...baseEnv } = process.env;
 
-function run(args: string[], cwd = root): Promise<{ code: number; stdout: string; stderr: string }> {
+function run(
+  args: string[],
+  cwd = root,
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [join(root, 'bin', 'agentmath.js'), ...args],
-      { cwd, timeout: 60_000, env: { ...baseEnv, NO_COLOR: '1' } },
+      { cwd, timeout: 60_000, env: { ...baseEnv, NO_COLOR: '1', ...env } },
       (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );
   });
@@ -28,6 +32,8 @@ function run(args: string[], cwd = root): Promise<{ code: number; stdout: string
 
 let folder: string;
 let server: Awaited<ReturnType<typeof startScriptedSglangServer>>;
+let silent: Awaited<ReturnType<typeof startScriptedSglangServer>>;
+let hung: Awaited<ReturnType<typeof startScriptedSglangServer>>;
 
 beforeAll(async () => {
   folder = await mkdtemp(join(tmpdir(), 'agentmath-solve-'));
@@ -43,7 +49,21 @@ beforeAll(async () => {
   });
 });
 
+beforeAll(async () => {
+  silent = await startScriptedSglangServer({
+    tokenizer: createByteLevelTokenizer(),
+    model: { parts: ['<think>I cannot tell.</think>\nNo idea.'] },
+  });
+  hung = await startScriptedSglangServer({
+    tokenizer: createByteLevelTokenizer(),
+    model: { parts: ['never sent'] },
+    behaviour: () => 'hang',
+  });
+});
+
 afterAll(async () => {
+  await silent.close();
+  await hung.close();
   await server.close();
   await rm(folder, { recursive: true, force: true });
 });
@@ -77,7 +97,7 @@ describe('agentmath solve', () => {
   });
 
   it('says how to get an engine when none is given and no embedded model exists', async () => {
-    const result = await run(['solve', 'anything'], folder);
+    const result = await run(['solve', 'anything'], folder, { AGENTMATH_HOME: folder });
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/\[NO_ENGINE\] no engine: pass --engine URL/);
   });
@@ -86,5 +106,59 @@ describe('agentmath solve', () => {
     const result = await run(['solve', 'x', '--engine', server.url, '--api', 'sglang']);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/--tokenizer DIR/);
+  });
+
+  it('refuses an empty problem with status 2', async () => {
+    const result = await run(['solve', '  ', ...engineFlags()]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/the problem is empty/);
+  });
+
+  it('exits 1 when the trajectory ends without an answer', async () => {
+    const tokenizer = ['--api', 'sglang', '--tokenizer', join(folder, 'tokenizer')];
+    const result = await run(['solve', 'What is x?', '--engine', silent.url, ...tokenizer]);
+    expect(result.stdout).toContain('Answer: (none)');
+    expect(result.stderr).toMatch(/no answer \(finish: no-answer\)/);
+    expect(result.code).toBe(1);
+  });
+
+  it('says when the prompt does not fit the context, before calling the engine', async () => {
+    const calls = server.calls();
+    const result = await run([
+      'solve',
+      'Add these: 1+1. '.repeat(20),
+      ...engineFlags(),
+      '--max-tokens',
+      '64',
+    ]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(
+      /the prompt is \d+ tokens and does not fit the context budget of 64 tokens/,
+    );
+    expect(server.calls()).toBe(calls);
+  });
+
+  it('gives up on a hung engine after --engine-timeout-ms, naming its URL', async () => {
+    const tokenizer = ['--api', 'sglang', '--tokenizer', join(folder, 'tokenizer')];
+    const result = await run([
+      'solve',
+      'Compute 1+1.',
+      '--engine',
+      hung.url,
+      ...tokenizer,
+      '--engine-timeout-ms',
+      '300',
+    ]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/timed out/);
+    expect(result.stderr).toContain(`${hung.url} timed out after 300 ms`);
+  });
+
+  it('refuses out-of-range numbers before starting anything, naming the option', async () => {
+    const result = await run(['solve', 'x', ...engineFlags(), '--top-p', '0']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(
+      /option '--top-p <p>' argument '0' is invalid\. expected a number > 0 and <= 1/,
+    );
   });
 });

@@ -25,13 +25,13 @@ export function killGroup(child: ChildProcess): void {
 /** Starts `agentmath ARGS` in `cwd`; `done` resolves when it exits (or is killed at `limitMs`). */
 export function startCli(
   args: string[],
-  { cwd, limitMs = 150_000 }: { cwd: string; limitMs?: number },
+  { cwd, limitMs = 150_000, env = {} }: { cwd: string; limitMs?: number; env?: NodeJS.ProcessEnv },
 ): { child: ChildProcess; done: Promise<CliResult> } {
   const child = spawn(process.execPath, [CLI, ...args], {
     cwd,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NO_COLOR: '1' },
+    env: { ...process.env, NO_COLOR: '1', ...env },
   });
   running.add(child);
   let stdout = '';

@@ -113,13 +113,14 @@ describe('real response bodies', () => {
     expect(result.matchedStop).toBeNull();
   });
 
-  it('OpenAI completions: no stop_reason, one stop requested → inferred, trimmed', async () => {
+  it('OpenAI completions: no stop_reason → no guess, the stop is unreported', async () => {
     const result = await answerWith('openai', openAiCompletionBody);
     expect(result).toMatchObject({
       tokenIds: null,
       logprobs: null,
-      matchedStop: '</code>',
+      matchedStop: null,
       stopIncluded: false,
+      stopUnreported: true,
     });
     expect(result.text).toBe(openAiCompletionBody.choices[0]!.text);
   });
@@ -172,10 +173,11 @@ describe('text API stop inference', () => {
     expect(result.text).toBe('```python\nprint(1)\n');
   });
 
-  it('reports no matched stop when several were requested and the server names none', async () => {
+  it('reports no matched stop, and that it was unreported, when the server names none', async () => {
     const result = await scripted('openai-chat', false, ['```\n', '</code>']);
     expect(result.finishReason).toBe('stop');
     expect(result.matchedStop).toBeNull();
+    expect(result.stopUnreported).toBe(true);
   });
 
   it('sends messages and continue_final_message for a trailing assistant message', async () => {

@@ -104,6 +104,17 @@ describe('HTTP service requests', () => {
       run_result: { status: 'Finished', return_code: 1 },
     });
     expect(failed.json.run_result.stderr).toMatch(/ValueError: bad/);
+    // The process's own exit status, as SandboxFusion reports it.
+    const exited = await run({ code: 'print("so far")\nimport sys\nsys.exit(3)', language: 'python' });
+    expect(exited.json).toMatchObject({
+      status: 'Failed',
+      run_result: { status: 'Finished', return_code: 3, stdout: 'so far\n' },
+    });
+    expect(exited.json.run_result.stderr).toMatch(/SystemExit: 3/);
+    const message = await run({ code: 'import sys\nsys.exit("bad input")', language: 'python' });
+    expect(message.json.run_result.return_code).toBe(1);
+    const clean = await run({ code: 'import sys\nsys.exit(0)', language: 'python' });
+    expect(clean.json).toMatchObject({ status: 'Success', run_result: { return_code: 0 } });
     const slow = await run({ code: 'import time\ntime.sleep(10)', language: 'python', run_timeout: 0.3 });
     expect(slow.json).toMatchObject({ status: 'Failed', run_result: { status: 'TimeLimitExceeded' } });
     const memory = await run({ code: 'b = bytearray(8 * 1024 ** 3)', language: 'python' });

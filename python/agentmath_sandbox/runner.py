@@ -175,8 +175,9 @@ class Session:
                 if value is not None and self.capture.stdout_bytes() == 0:
                     self.capture.text_streams[0].write(_safe_repr(value) + "\n")
             except SystemExit as exit_request:
-                if exit_request.code not in (None, 0):
-                    result = {"status": "error", "exception": f"SystemExit: {exit_request.code}"}
+                exit_code = process_exit_status(exit_request.code)
+                if exit_code != 0:
+                    result = {"status": "error", "exception": f"SystemExit: {exit_request.code}", "exit_code": exit_code}
         except ExecutionTimeout:
             result = {"status": "timeout"}
         except MemoryError:
@@ -190,6 +191,16 @@ class Session:
         if self.reap:
             reap_background_processes()
         return result
+
+
+def process_exit_status(code):
+    """The status a Python process exits with for `sys.exit(code)`: None is 0, an int is taken
+    modulo 256 as the OS does, anything else (a message) is 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code % 256
+    return 1
 
 
 def _safe_repr(value):

@@ -74,6 +74,18 @@ class RunnerTest(unittest.TestCase):
         self.assertIn("<cell-1>", reply["exception"])
         self.assertNotIn("runner.py", reply["exception"])
 
+    def test_sys_exit_reports_the_status_the_process_would_exit_with(self):
+        reply = self.runner.run("print('partial')\nimport sys\nsys.exit(3)\nprint('never')")
+        self.assertEqual(reply["status"], "error")
+        self.assertEqual(reply["exit_code"], 3)
+        self.assertEqual(reply["stdout"], "partial\n")
+        self.assertIn("SystemExit: 3", reply["exception"])
+        self.assertEqual(self.runner.run("import sys\nsys.exit('bad input')")["exit_code"], 1)
+        self.assertEqual(self.runner.run("import sys\nsys.exit(-1)")["exit_code"], 255)
+        self.assertEqual(self.runner.run("import sys\nsys.exit(0)")["status"], "ok")
+        self.assertEqual(self.runner.run("import sys\nsys.exit()")["status"], "ok")
+        self.assertNotIn("exit_code", self.runner.run("1 / 0"))
+
     def test_syntax_error_is_an_error_outcome(self):
         reply = self.runner.run("def (:")
         self.assertEqual(reply["status"], "error")

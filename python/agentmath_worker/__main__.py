@@ -20,7 +20,7 @@ import sys
 import threading
 
 from .app import WorkerOptions, build_worker
-from .server import serve
+from .server import api_key_for, is_loopback, serve
 
 
 def main(argv=None) -> int:
@@ -38,12 +38,22 @@ def main(argv=None) -> int:
     parser.add_argument("--micro-batch-tokens", type=int, default=8192)
     parser.add_argument("--device", default="auto", help="Hugging Face models: auto, cpu or cuda")
     parser.add_argument("--log-level", default="info")
+    parser.add_argument("--no-auth", action="store_true",
+                        help="serve a non-loopback --host without AGENTMATH_ENGINE_API_KEY (anyone who reaches it can train the model)")
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper(), logging.INFO),
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    try:
+        api_key = api_key_for(args.host, os.environ, args.no_auth)
+    except ValueError as error:
+        print(f"agentmath_worker: {error}", file=sys.stderr)
+        return 2
+    if api_key is None and not is_loopback(args.host):
+        logging.getLogger("agentmath_worker").warning(
+            "serving %s without authentication (--no-auth): anyone who can reach it can generate and change the weights", args.host)
     options = WorkerOptions(
         model=args.model, seed=args.seed, max_running_requests=args.max_running_requests, decode_threads=args.decode_threads, train_threads=args.train_threads,
         learning_rate=args.learning_rate, weight_decay=args.weight_decay, max_grad_norm=args.max_grad_norm,
@@ -54,7 +64,7 @@ def main(argv=None) -> int:
     except (ValueError, OSError, ImportError) as error:
         print(f"agentmath_worker: {error}", file=sys.stderr)
         return 2
-    server, port = serve(worker, args.host, args.port)
+    server, port = serve(worker, args.host, args.port, api_key)
 
     def stop(signum, frame) -> None:
         del frame

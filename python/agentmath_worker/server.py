@@ -10,10 +10,17 @@ Training (this worker's own; bodies in docs/embedded-model.md):
   POST /train/sft_step  /train/grpo_step  /train/score
   POST /train/save_checkpoint {path}  /train/load_checkpoint {path}
   GET  /train/state
+
+Authentication (SGLang's --api-key rule): when the worker has an API key (from the
+AGENTMATH_ENGINE_API_KEY environment variable, never the command line), every route but
+/health needs `Authorization: Bearer <key>`, compared in constant time; a refused request
+gets 401 and its connection is closed without reading the body.
 """
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import json
 import logging
 import os
@@ -162,7 +169,37 @@ def _read_version(folder: str) -> Optional[int]:
         return int(json.load(handle)["policy_version"])
 
 
-def make_handler(worker: Worker):
+API_KEY_VARIABLE = "AGENTMATH_ENGINE_API_KEY"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` only accepts connections from this machine."""
+    bare = host.strip("[]").lower()
+    if bare == "localhost" or bare.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(bare)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def api_key_for(host: str, environ, no_auth: bool) -> Optional[str]:
+    """The key to require, by the project's bind rule: an empty key is refused; a non-loopback
+    host needs a key unless `no_auth`. Raises ValueError with the reason."""
+    key = environ.get(API_KEY_VARIABLE)
+    if key is not None and key.strip() == "":
+        raise ValueError(f"{API_KEY_VARIABLE} is set but empty; an empty key does not turn authentication off")
+    if key is not None and no_auth:
+        raise ValueError(f"{API_KEY_VARIABLE} is set and --no-auth was given; choose one")
+    if key is None and not no_auth and not is_loopback(host):
+        raise ValueError(f"{host} is not a loopback address: set {API_KEY_VARIABLE}, or pass --no-auth to serve without a key")
+    return key
+
+
+def make_handler(worker: Worker, api_key: Optional[str] = None):
+    expected = None if api_key is None else f"Bearer {api_key}".encode("utf-8")
     post_routes: Dict[str, Callable[[Any], Any]] = {
         "/generate": worker.generate,
         "/update_weights_from_disk": worker.update_weights_from_disk,
@@ -197,13 +234,34 @@ def make_handler(worker: Worker):
         def _error(self, status: int, message: str) -> None:
             self._send(status, {"error": {"message": message, "code": status}})
 
+        def _authorized(self) -> bool:
+            """True when no key is set, for /health, or when the bearer key matches; else answers 401."""
+            if expected is None or self.path.split("?")[0] == "/health":
+                return True
+            given = (self.headers.get("Authorization") or "").encode("utf-8")
+            if hmac.compare_digest(given, expected):
+                return True
+            self.close_connection = True
+            body = json.dumps({"error": {"message": "missing or wrong API key", "code": 401}}).encode("utf-8")
+            self.send_response(HTTPStatus.UNAUTHORIZED)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(body)
+            return False
+
         def do_GET(self) -> None:  # noqa: N802 (http.server naming)
+            if not self._authorized():
+                return
             route = get_routes.get(self.path.split("?")[0])
             if route is None:
                 return self._error(HTTPStatus.NOT_FOUND, f"no route GET {self.path}")
             self._run(route)
 
         def do_POST(self) -> None:  # noqa: N802
+            if not self._authorized():
+                return
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             route = post_routes.get(self.path.split("?")[0])
@@ -230,8 +288,9 @@ def make_handler(worker: Worker):
     return Handler
 
 
-def serve(worker: Worker, host: str, port: int) -> Tuple[ThreadingHTTPServer, int]:
-    """Binds (port 0 picks a free one) and returns the server and its port; call serve_forever()."""
-    server = ThreadingHTTPServer((host, port), make_handler(worker))
+def serve(worker: Worker, host: str, port: int, api_key: Optional[str] = None) -> Tuple[ThreadingHTTPServer, int]:
+    """Binds (port 0 picks a free one) and returns the server and its port; call serve_forever().
+    With `api_key`, every route but /health needs it as a bearer token."""
+    server = ThreadingHTTPServer((host, port), make_handler(worker, api_key))
     server.daemon_threads = True
     return server, server.server_address[1]

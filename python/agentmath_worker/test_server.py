@@ -15,10 +15,11 @@ import urllib.request
 PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def start_worker(*extra):
+def start_worker(*extra, env=None):
+    environ = {key: value for key, value in os.environ.items() if key != "AGENTMATH_ENGINE_API_KEY"}
     process = subprocess.Popen(
         [sys.executable, "-m", "agentmath_worker", "--model", "test", "--port", "0", "--decode-threads", "1", "--train-threads", "1", *extra],
-        cwd=PYTHON_DIR, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        cwd=PYTHON_DIR, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={**environ, **(env or {})},
     )
     line = process.stdout.readline()
     if not line:
@@ -143,6 +144,69 @@ class ServerTest(unittest.TestCase):
             process.send_signal(signal.SIGTERM)
             self.assertEqual(process.wait(timeout=20), 0)
             process.stdout.close()
+
+
+class AuthTest(unittest.TestCase):
+    """The API key rule: every route but /health needs the key; public binds need a key or --no-auth."""
+
+    def test_routes_need_the_key_except_health(self):
+        process, url = start_worker(env={"AGENTMATH_ENGINE_API_KEY": "worker-key"})
+        try:
+            def status(path, authorization=None, body=None):
+                headers = {"Content-Type": "application/json"}
+                if authorization is not None:
+                    headers["Authorization"] = authorization
+                data = None if body is None else json.dumps(body).encode()
+                request = urllib.request.Request(url + path, data=data, headers=headers)
+                try:
+                    with urllib.request.urlopen(request, timeout=60) as response:
+                        response.read()
+                        return response.status
+                except urllib.error.HTTPError as error:
+                    error.read()
+                    return error.code
+
+            generate = {"input_ids": [1, 2, 3], "sampling_params": {"max_new_tokens": 2, "temperature": 0}}
+            self.assertEqual(status("/health"), 200)
+            self.assertEqual(status("/get_model_info"), 401)
+            self.assertEqual(status("/generate", body=generate), 401)
+            self.assertEqual(status("/train/sft_step", "Bearer wrong-key", {"input_ids": [[1, 2]]}), 401)
+            self.assertEqual(status("/generate", "worker-key", generate), 401)
+            self.assertEqual(status("/get_model_info", "Bearer worker-key"), 200)
+            self.assertEqual(status("/generate", "Bearer worker-key", generate), 200)
+        finally:
+            process.kill()
+            process.wait()
+            process.stdout.close()
+
+    def run_refused(self, *args, env=None):
+        environ = {key: value for key, value in os.environ.items() if key != "AGENTMATH_ENGINE_API_KEY"}
+        return subprocess.run(
+            [sys.executable, "-m", "agentmath_worker", "--model", "test", "--port", "0", *args],
+            cwd=PYTHON_DIR, capture_output=True, text=True, timeout=120, env={**environ, **(env or {})},
+        )
+
+    def test_public_bind_without_a_key_and_an_empty_key_are_refused_before_binding(self):
+        public = self.run_refused("--host", "0.0.0.0")
+        self.assertEqual(public.returncode, 2)
+        self.assertIn("not a loopback address", public.stderr)
+        self.assertEqual(public.stdout, "")
+        empty = self.run_refused(env={"AGENTMATH_ENGINE_API_KEY": ""})
+        self.assertEqual(empty.returncode, 2)
+        self.assertIn("set but empty", empty.stderr)
+
+    def test_bind_rule(self):
+        from agentmath_worker.server import api_key_for, is_loopback
+
+        for host in ("127.0.0.1", "127.9.9.9", "localhost", "::1", "[::1]", "::ffff:127.0.0.1"):
+            self.assertTrue(is_loopback(host), host)
+        for host in ("0.0.0.0", "::", "10.1.2.3", "example.com"):
+            self.assertFalse(is_loopback(host), host)
+        self.assertIsNone(api_key_for("127.0.0.1", {}, False))
+        self.assertEqual(api_key_for("0.0.0.0", {"AGENTMATH_ENGINE_API_KEY": "k"}, False), "k")
+        self.assertIsNone(api_key_for("0.0.0.0", {}, True))
+        with self.assertRaises(ValueError):
+            api_key_for("0.0.0.0", {"AGENTMATH_ENGINE_API_KEY": "k"}, True)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import type { Tokenizer } from '../engine/tokenizer.ts';
 import type { Engine } from '../engine/types.ts';
 import type { Dialect } from '../protocol/dialect.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
+import type { Clock } from '../shared/clock.ts';
 import { AgentConfigError } from './agent-errors.ts';
 import type { AgentEvent } from './agent-event.ts';
 import type { PromptBuilder } from './prompt-builder.ts';
@@ -95,13 +96,29 @@ export type AgentOptions = z.input<typeof agentConfigSchema> & {
   prompt?: PromptBuilder;
   onEvent?: (event: AgentEvent) => void;
   signal?: AbortSignal;
+  /**
+   * A pause request, distinct from the hard abort: when it fires the trajectory stops with
+   * `paused` — in the middle of an engine call, keeping the tokens the engine returns with
+   * `finishReason: 'abort'` — and `resumeAgent` continues it later exactly where it stopped.
+   * A running tool call finishes first. See docs/agent.md, "How a scheduler pauses and resumes".
+   */
+  pause?: AbortSignal;
+  /** The rollout step recorded on every model segment this call produces; default null. */
+  step?: number | null;
   /** Sample index within the problem's group. */
   sample?: number;
   /** Where a session waits between segments instead of being closed (see `SessionPark`). */
   park?: SessionPark;
   meta?: Record<string, unknown>;
   createId?: () => string;
+  /** Wall-clock stamps for `timing.startedAt` / `finishedAt` (ISO strings); default the system date. */
   now?: () => Date;
+  /**
+   * Measures durations (`timing.engineMs`, `toolMs`, tool calls), times engine calls out, waits
+   * between retries and paces the cooperative yield; default `systemClock`. A virtual clock
+   * runs the loop in virtual time.
+   */
+  clock?: Clock;
 };
 
 /** Validates the configuration part of the options, naming the offending field. */

@@ -1,35 +1,62 @@
 /**
  * Keeps many trajectories from monopolising the event loop. Loop work runs in slices of at
- * most `SLICE_MS`; a trajectory that arrives when the current slice is spent waits for the
- * next timers phase, so timers and I/O (other engines' replies, servers in the process) run
- * in between. When the process is idle this costs one clock read and nothing else.
+ * most `sliceMs` (measured on the clock); a trajectory that arrives when the current slice is
+ * spent waits for the next one, so timers and I/O (other engines' replies, servers in the
+ * process) run in between. A slice ends when the clock's `sleep(0)` resolves: with the system
+ * clock that is the next timers phase; with a virtual clock it is whatever that clock says, so
+ * a virtual clock never depends on real timers. When the process is idle this costs one clock
+ * read and nothing else.
+ *
+ * One `CooperativeYield` per clock (`cooperativeYieldFor`): every trajectory driven by the same
+ * clock shares its slices.
  */
+import type { Clock } from '../shared/clock.ts';
 
-const SLICE_MS = 5;
-let sliceStartedAt: number | null = null;
+export type CooperativeYieldOptions = { clock: Clock; sliceMs?: number };
 
-function endSlice(): void {
-  sliceStartedAt = null;
-}
+export class CooperativeYield {
+  readonly #clock: Clock;
+  readonly #sliceMs: number;
+  #sliceStartedAt: number | null = null;
 
-/** Null when the caller may go on now; else a promise that resolves in a later slice. */
-export function yieldIfBusy(): Promise<void> | null {
-  return enterSlice() ? null : waitForSlice();
-}
-
-/** Whether work may run in the current slice (opening one if none is open). */
-function enterSlice(): boolean {
-  const now = performance.now();
-  if (sliceStartedAt === null) {
-    sliceStartedAt = now;
-    // Fires at the next timers phase: the event loop got its turn, a new slice may start.
-    setTimeout(endSlice, 0).unref();
-    return true;
+  constructor({ clock, sliceMs = 5 }: CooperativeYieldOptions) {
+    this.#clock = clock;
+    this.#sliceMs = sliceMs;
   }
-  return now - sliceStartedAt < SLICE_MS;
+
+  /** Null when the caller may go on now; else a promise that resolves in a later slice. */
+  yieldIfBusy(): Promise<void> | null {
+    return this.#enterSlice() ? null : this.#waitForSlice();
+  }
+
+  /** Whether work may run in the current slice (opening one if none is open). */
+  #enterSlice(): boolean {
+    const now = this.#clock.now();
+    if (this.#sliceStartedAt === null) {
+      this.#sliceStartedAt = now;
+      // Resolves once the event loop (or the virtual clock) got its turn: a new slice may start.
+      void this.#clock.sleep(0).then(() => {
+        this.#sliceStartedAt = null;
+      });
+      return true;
+    }
+    return now - this.#sliceStartedAt < this.#sliceMs;
+  }
+
+  async #waitForSlice(): Promise<void> {
+    do await this.#clock.sleep(0);
+    while (!this.#enterSlice());
+  }
 }
 
-async function waitForSlice(): Promise<void> {
-  do await new Promise<void>((resolve) => setTimeout(resolve, 0));
-  while (!enterSlice());
+const perClock = new WeakMap<Clock, CooperativeYield>();
+
+/** The shared yield of every loop driven by `clock`. */
+export function cooperativeYieldFor(clock: Clock): CooperativeYield {
+  let found = perClock.get(clock);
+  if (found === undefined) {
+    found = new CooperativeYield({ clock });
+    perClock.set(clock, found);
+  }
+  return found;
 }

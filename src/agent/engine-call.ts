@@ -7,20 +7,29 @@
 
 import { EngineTimeoutError } from '../engine/engine-errors.ts';
 import type { Engine, GenerateRequest, GenerateResult } from '../engine/types.ts';
-import { abortableSleep } from '../shared/abortable-sleep.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
+import { type Clock, systemClock } from '../shared/clock.ts';
 import { EngineFailedError } from './agent-errors.ts';
 import type { AgentConfig } from './agent-options.ts';
 
 export type EngineCallResult =
   | { status: 'ok'; result: GenerateResult; ms: number }
   | { status: 'aborted'; ms: number }
+  | { status: 'paused'; ms: number }
   | { status: 'failed'; error: EngineFailedError; ms: number };
 
 export type EngineCallOptions = {
   retry: AgentConfig['retry'];
   timeoutMs: number;
   signal: AbortSignal | undefined;
+  /**
+   * A pause request: passed to the engine with the other signals, so an engine that can
+   * answers at once with `finishReason: 'abort'` and the tokens generated so far (returned as
+   * `ok`); an engine that throws instead gives `paused`. Never retried.
+   */
+  pause?: AbortSignal;
+  /** Measures the call, times it out and waits between attempts; default `systemClock`. */
+  clock?: Clock;
   onRetry?: (attempt: number, delayMs: number, error: unknown) => void;
 };
 
@@ -28,35 +37,44 @@ export type EngineCallOptions = {
 export async function callEngine(
   engine: Engine,
   request: GenerateRequest,
-  { retry, timeoutMs, signal, onRetry }: EngineCallOptions,
+  { retry, timeoutMs, signal, pause, clock = systemClock, onRetry }: EngineCallOptions,
 ): Promise<EngineCallResult> {
-  const started = performance.now();
-  const elapsed = () => performance.now() - started;
+  const started = clock.now();
+  const elapsed = () => clock.now() - started;
   let lastError: unknown = null;
   let attempts = 0;
   for (let attempt = 1; attempt <= retry.attempts; attempt++) {
     attempts = attempt;
     if (signal?.aborted) return { status: 'aborted', ms: elapsed() };
+    if (pause?.aborted) return { status: 'paused', ms: elapsed() };
     const timeout = new AbortController();
-    const timer = setTimeout(() => timeout.abort(new EngineTimeoutError(engine.name, timeoutMs)), timeoutMs);
-    const combined = signal === undefined ? timeout.signal : AbortSignal.any([signal, timeout.signal]);
+    const timer = new AbortController();
+    void clock.sleep(timeoutMs, timer.signal).then(() => {
+      if (!timer.signal.aborted) timeout.abort(new EngineTimeoutError(engine.name, timeoutMs));
+    });
+    const hard = signal === undefined ? timeout.signal : AbortSignal.any([signal, timeout.signal]);
+    // The engine sees the pause too; the loop stops waiting only on a hard abort or the timeout,
+    // so a paused engine can still hand back its partial tokens.
+    const combined = pause === undefined ? hard : AbortSignal.any([hard, pause]);
     try {
-      const result = await untilAborted(engine.generate(request, combined), combined);
+      const result = await untilAborted(engine.generate(request, combined), hard);
       if (signal?.aborted) return { status: 'aborted', ms: elapsed() };
       // Clients answer an aborted request with an `abort` result; ours was a timeout.
       if (timeout.signal.aborted) throw timeout.signal.reason;
       return { status: 'ok', result, ms: elapsed() };
     } catch (error) {
       if (signal?.aborted) return { status: 'aborted', ms: elapsed() };
+      if (pause?.aborted && !timeout.signal.aborted) return { status: 'paused', ms: elapsed() };
       lastError = timeout.signal.aborted ? timeout.signal.reason : error;
     } finally {
-      clearTimeout(timer);
+      timer.abort();
     }
     if (!retryable(lastError)) break;
     if (attempt < retry.attempts) {
       const delayMs = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1));
       onRetry?.(attempt, delayMs, lastError);
-      if (!(await abortableSleep(delayMs, signal))) return { status: 'aborted', ms: elapsed() };
+      await clock.sleep(delayMs, signal);
+      if (signal?.aborted) return { status: 'aborted', ms: elapsed() };
     }
   }
   return {

@@ -29,6 +29,7 @@ export {
   resolveAgentConfig,
   type SamplingOptions,
   samplingSchema,
+  toolOptionsSchema,
 } from './agent-options.ts';
 export { InstantEngine, type InstantEngineOptions } from './instant-engine.ts';
 export {

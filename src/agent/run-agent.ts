@@ -13,6 +13,7 @@ import type { ChatMessage, Tokenizer } from '../engine/tokenizer.ts';
 import type { GenerateResult } from '../engine/types.ts';
 import { extractBoxedAnswer } from '../protocol/boxed-answer.ts';
 import type { ClosedCode, Dialect } from '../protocol/dialect.ts';
+import { type Clock, systemClock } from '../shared/clock.ts';
 import type {
   ModelSegment,
   ToolCall,
@@ -28,7 +29,7 @@ import {
 } from './agent-errors.ts';
 import type { AgentEvent } from './agent-event.ts';
 import { type AgentConfig, type AgentOptions, type Problem, resolveAgentConfig } from './agent-options.ts';
-import { yieldIfBusy } from './cooperative-yield.ts';
+import { cooperativeYieldFor } from './cooperative-yield.ts';
 import { callEngine, describeError } from './engine-call.ts';
 import { appendSegment, type LoopState, loopStateFrom, modelText } from './loop-state.ts';
 import { instructedPrompt, renderPrompt } from './prompt-builder.ts';
@@ -41,10 +42,11 @@ import {
   toolCallsSpent,
 } from './stop-condition.ts';
 import { TrajectorySession } from './trajectory-session.ts';
+import { resolveUnreportedStop } from './unreported-stop.ts';
 
 /** Runs one trajectory for a problem and returns its finished (or parked) record. */
 export async function runAgent(problem: Problem, options: AgentOptions): Promise<Trajectory> {
-  const wait = yieldIfBusy();
+  const wait = cooperativeYieldFor(options.clock ?? systemClock).yieldIfBusy();
   if (wait !== null) await wait;
   const config = resolveAgentConfig(options);
   const { tokenizer, dialect } = options;
@@ -71,12 +73,13 @@ export async function runAgent(problem: Problem, options: AgentOptions): Promise
 }
 
 /**
- * Continues a trajectory that stopped with `segment-budget`. The input record is not changed;
+ * Continues a trajectory that stopped with `segment-budget` or `paused`. The input record is not changed;
  * the returned one carries the new segments. Its session comes from `options.park` when it
  * was parked there, else a new session is rebuilt by replay (see `TrajectorySession`).
  */
 export async function resumeAgent(trajectory: Trajectory, options: AgentOptions): Promise<Trajectory> {
-  if (trajectory.finish?.reason !== 'segment-budget') {
+  const reason = trajectory.finish?.reason;
+  if (reason !== 'segment-budget' && reason !== 'paused') {
     throw new TrajectoryNotResumableError(
       trajectory.id,
       trajectory.finish === null
@@ -117,9 +120,12 @@ async function drive(
   config: AgentConfig,
   resumed: boolean,
 ): Promise<Trajectory> {
-  const { engine, tokenizer, dialect, signal } = options;
+  const { engine, tokenizer, dialect, signal, pause } = options;
+  const step = options.step ?? null;
   const emit = options.onEvent ?? (() => {});
   const now = options.now ?? (() => new Date());
+  const clock = options.clock ?? systemClock;
+  const cooperative = cooperativeYieldFor(clock);
   const state = loopStateFrom(trajectory, tokenizer);
   const parked = resumed ? (options.park?.take(trajectory.id) ?? null) : null;
   const tools = new TrajectorySession({
@@ -127,6 +133,7 @@ async function drive(
     session: parked,
     priorCalls: trajectory.toolCalls,
     timeoutMs: config.tool.timeoutMs,
+    clock,
     onRestore: (replayedCalls, ms) =>
       emit({ type: 'session-restore', trajectoryId: trajectory.id, replayedCalls, ms }),
   });
@@ -135,7 +142,7 @@ async function drive(
 
   try {
     while (finish === null) {
-      const stop = firstStop(stopsBeforeTurn, { state, budgets: config.budgets, signal });
+      const stop = firstStop(stopsBeforeTurn, { state, budgets: config.budgets, signal, pause });
       if (stop !== null) {
         finish = { reason: stop };
         break;
@@ -168,6 +175,8 @@ async function drive(
           retry: config.retry,
           timeoutMs: config.engineTimeoutMs,
           signal,
+          ...(pause === undefined ? {} : { pause }),
+          clock,
           onRetry: (attempt, delayMs, error) =>
             emit({
               type: 'engine-retry',
@@ -183,15 +192,28 @@ async function drive(
         finish = { reason: 'aborted' };
         break;
       }
+      if (call.status === 'paused') {
+        finish = { reason: 'paused' };
+        break;
+      }
       if (call.status === 'failed') {
         finish = { reason: 'error', error: describeError(call.error) };
         break;
       }
 
-      const wait = yieldIfBusy();
+      const wait = cooperative.yieldIfBusy();
       if (wait !== null) await wait;
-      const result = afterLengthCut(state, call.result, dialect, tokenizer);
-      const made = modelSegment(state, result, tokenizer, engine.name);
+      const result = resolveUnreportedStop(
+        state.turnText,
+        afterLengthCut(state, call.result, dialect, tokenizer),
+        dialect,
+      );
+      const pausedHere = result.finishReason === 'abort' && pause?.aborted === true && !signal?.aborted;
+      if (pausedHere && result.tokenIds !== null && result.tokenIds.length === 0 && result.text === '') {
+        finish = { reason: 'paused' };
+        break;
+      }
+      const made = modelSegment(state, result, tokenizer, engine.name, step);
       if (made.status === 'error') {
         finish = { reason: 'error', error: describeError(made.error) };
         break;
@@ -199,6 +221,11 @@ async function drive(
       appendSegment(state, made.segment);
       emit({ type: 'turn-end', trajectoryId: trajectory.id, turn, segment: made.segment, engineMs: call.ms });
 
+      if (pausedHere) {
+        // The partial tokens are kept; the resumed loop continues the turn from them.
+        finish = { reason: 'paused' };
+        break;
+      }
       const next = nextStep(state, result, dialect);
       if (next.type === 'finish') finish = { reason: next.reason };
       else if (next.type === 'execute') {
@@ -207,7 +234,7 @@ async function drive(
             ? null
             : { reason: 'max-tool-calls' };
         if (finish === null)
-          await runTool(state, tools, next.closed, { dialect, tokenizer, config, signal, emit });
+          await runTool(state, tools, next.closed, { dialect, tokenizer, config, signal, clock, emit });
       }
     }
   } catch (error) {
@@ -221,10 +248,11 @@ async function drive(
     }
   }
 
-  const parkHere = finish.reason === 'segment-budget' && options.park !== undefined;
-  const releaseStarted = performance.now();
+  const parkHere =
+    (finish.reason === 'segment-budget' || finish.reason === 'paused') && options.park !== undefined;
+  const releaseStarted = clock.now();
   await tools.release(parkHere && options.park ? { park: options.park, trajectoryId: trajectory.id } : null);
-  trajectory.timing.toolMs += performance.now() - releaseStarted;
+  trajectory.timing.toolMs += clock.now() - releaseStarted;
   trajectory.answer = extractBoxedAnswer(modelText(trajectory));
   trajectory.finish = finish;
   trajectory.timing.finishedAt = now().toISOString();
@@ -243,6 +271,7 @@ function modelSegment(
   result: GenerateResult,
   tokenizer: Tokenizer | null,
   engineName: string,
+  step: number | null,
 ): { status: 'ok'; segment: ModelSegment } | { status: 'error'; error: Error } {
   if (state.tokenLevel && result.tokenIds === null) {
     if (state.turns > 0) return { status: 'error', error: new EngineTokensMissingError(engineName) };
@@ -271,7 +300,7 @@ function modelSegment(
       policyVersion: result.policyVersion,
       finishReason: result.finishReason,
       matchedStop: result.matchedStop,
-      step: null,
+      step,
       replica: result.replica ?? null,
     },
   };
@@ -298,7 +327,10 @@ function afterLengthCut(
   tokenizer: Tokenizer | null,
 ): GenerateResult {
   const last = state.trajectory.segments.at(-1);
-  if (last?.kind !== 'model' || last.finishReason !== 'length') return result;
+  // A turn cut by the length limit or by a pause goes on in this call.
+  if (last?.kind !== 'model' || (last.finishReason !== 'length' && last.finishReason !== 'abort')) {
+    return result;
+  }
   const stops = dialect.stopStrings;
   return joinSplitStop(state.turnText, result, stops, state.tokenLevel ? tokenizer : null) ?? result;
 }
@@ -331,16 +363,17 @@ async function runTool(
     tokenizer: Tokenizer | null;
     config: AgentConfig;
     signal: AbortSignal | undefined;
+    clock: Clock;
     emit: (event: AgentEvent) => void;
   },
 ): Promise<void> {
-  const { dialect, tokenizer, config, signal, emit } = context;
+  const { dialect, tokenizer, config, signal, clock, emit } = context;
   const trajectory = state.trajectory;
   const toolCallIndex = trajectory.toolCalls.length;
   emit({ type: 'tool-call', trajectoryId: trajectory.id, toolCallIndex, code: step.code });
-  const started = performance.now();
+  const started = clock.now();
   const outcome = await tools.execute(step.code, signal);
-  const ms = performance.now() - started;
+  const ms = clock.now() - started;
   const toolCall: ToolCall = { code: step.code, outcome, ms };
   trajectory.toolCalls.push(toolCall);
   trajectory.timing.toolMs += ms;

@@ -8,11 +8,20 @@ import type { TrajectoryFinishReason } from '../trajectory/trajectory.ts';
 import type { Budgets } from './agent-options.ts';
 import type { LoopState } from './loop-state.ts';
 
-export type StopCheck = { state: LoopState; budgets: Budgets; signal: AbortSignal | undefined };
+export type StopCheck = {
+  state: LoopState;
+  budgets: Budgets;
+  signal: AbortSignal | undefined;
+  /** The caller's pause request (see `AgentOptions.pause`). */
+  pause?: AbortSignal | undefined;
+};
 export type StopCondition = (check: StopCheck) => TrajectoryFinishReason | null;
 
 /** The caller aborted. */
 export const abortRequested: StopCondition = ({ signal }) => (signal?.aborted ? 'aborted' : null);
+
+/** The caller asked the trajectory to pause: park it for a later resume. */
+export const pauseRequested: StopCondition = ({ pause }) => (pause?.aborted ? 'paused' : null);
 
 /** No room is left in the context for another token. */
 export const contextFull: StopCondition = ({ state, budgets }) =>
@@ -28,7 +37,12 @@ export const segmentSpent: StopCondition = ({ state, budgets }) => {
 };
 
 /** Checked in this order before every engine call; the first that fires ends the trajectory. */
-export const stopsBeforeTurn: readonly StopCondition[] = [abortRequested, contextFull, segmentSpent];
+export const stopsBeforeTurn: readonly StopCondition[] = [
+  abortRequested,
+  contextFull,
+  segmentSpent,
+  pauseRequested,
+];
 
 export function firstStop(
   conditions: readonly StopCondition[],

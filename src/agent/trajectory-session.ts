@@ -15,6 +15,7 @@
  * reports `killed`: the model is told its state is gone and the loop goes on.
  */
 import type { ExecutionOutcome, SandboxProvider, SandboxSession } from '../sandbox/types.ts';
+import { type Clock, systemClock } from '../shared/clock.ts';
 import type { ToolCall } from '../trajectory/trajectory.ts';
 import { SandboxSessionError } from './agent-errors.ts';
 import { untilAborted } from './engine-call.ts';
@@ -27,18 +28,29 @@ export type TrajectorySessionOptions = {
   /** Calls made before this segment; replayed into a new session before the next call. */
   priorCalls: readonly ToolCall[];
   timeoutMs: number;
+  /** Measures the replay; default `systemClock`. */
+  clock?: Clock;
   onRestore?: (replayedCalls: number, ms: number) => void;
 };
 
 export class TrajectorySession {
   readonly #provider: SandboxProvider;
   readonly #timeoutMs: number;
+  readonly #clock: Clock;
   readonly #onRestore: TrajectorySessionOptions['onRestore'];
   #session: SandboxSession | null;
   #pendingReplay: readonly ToolCall[];
 
-  constructor({ provider, session, priorCalls, timeoutMs, onRestore }: TrajectorySessionOptions) {
+  constructor({
+    provider,
+    session,
+    priorCalls,
+    timeoutMs,
+    clock = systemClock,
+    onRestore,
+  }: TrajectorySessionOptions) {
     this.#provider = provider;
+    this.#clock = clock;
     this.#session = session;
     this.#timeoutMs = timeoutMs;
     this.#onRestore = onRestore;
@@ -87,9 +99,9 @@ export class TrajectorySession {
     const replay = this.#pendingReplay;
     this.#pendingReplay = [];
     if (replay.length > 0) {
-      const started = performance.now();
+      const started = this.#clock.now();
       for (const call of replay) await session.execute(call.code, { timeoutMs: this.#timeoutMs });
-      this.#onRestore?.(replay.length, performance.now() - started);
+      this.#onRestore?.(replay.length, this.#clock.now() - started);
     }
     return session;
   }

@@ -31,7 +31,7 @@ export { loadTokenizer } from './load-tokenizer.ts';
 export { OpenAiChatEngine, type OpenAiChatEngineOptions } from './openai-chat-engine.ts';
 export { OpenAiCompletionsEngine, type OpenAiCompletionsEngineOptions } from './openai-completions-engine.ts';
 export { SglangEngine, type SglangEngineOptions } from './sglang-engine.ts';
-export { resolveTextStop, type TextStopInput } from './text-stop-resolution.ts';
+export { resolveTextStop, type TextStop, type TextStopInput } from './text-stop-resolution.ts';
 export type { ChatMessage, EncodeOptions, Tokenizer } from './tokenizer.ts';
 export { TokenizerError, type TokenizerErrorCode } from './tokenizer-errors.ts';
 export type { Engine, FinishReason, GenerateRequest, GenerateResult } from './types.ts';

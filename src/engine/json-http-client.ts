@@ -3,6 +3,8 @@
  * client, a timeout on every attempt, retries with exponential backoff on connection errors
  * and 5xx answers (never on 4xx or timeouts), cancellation by AbortSignal, and a cap on
  * requests in flight. Cancellation is a value (`{ status: 'aborted' }`), failures are thrown.
+ * Credentials in `headers` never reach an error: a server that echoes the key in its error
+ * body has it replaced by `[redacted]`.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -58,6 +60,7 @@ export class JsonHttpClient {
   readonly #agent: http.Agent;
   readonly #limiter: ConcurrencyLimiter;
   readonly #random: () => number;
+  readonly #secrets: string[];
 
   constructor(options: JsonHttpClientOptions) {
     this.#options = options;
@@ -67,6 +70,7 @@ export class JsonHttpClient {
     this.#agent = isHttps ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
     this.#limiter = new ConcurrencyLimiter(options.maxConcurrency);
     this.#random = options.random ?? Math.random;
+    this.#secrets = credentialsIn(options.headers ?? {});
   }
 
   /** Requests currently holding a concurrency slot. */
@@ -122,21 +126,32 @@ export class JsonHttpClient {
         continue;
       }
       if (result.statusCode >= 400 || result.statusCode < 200) {
-        throw new EngineHttpError(where, result.statusCode, result.text);
+        throw new EngineHttpError(where, result.statusCode, this.#redact(result.text));
       }
       try {
         return { status: 'ok', body: JSON.parse(result.text) };
       } catch (error) {
-        throw new EngineBadResponseError(where, `body is not JSON: ${result.text.slice(0, 200)}`, {
-          cause: error,
-        });
+        throw new EngineBadResponseError(
+          where,
+          `body is not JSON: ${this.#redact(result.text).slice(0, 200)}`,
+          {
+            cause: error,
+          },
+        );
       }
     }
     if (lastFailure?.kind === 'response') {
-      throw new EngineHttpError(where, lastFailure.statusCode, lastFailure.text);
+      throw new EngineHttpError(where, lastFailure.statusCode, this.#redact(lastFailure.text));
     }
     const cause = lastFailure?.kind === 'connection-error' ? lastFailure.error : undefined;
     throw new EngineUnavailableError(where, maxRetries + 1, { cause });
+  }
+
+  /** The text with every credential sent in the headers replaced. */
+  #redact(text: string): string {
+    let redacted = text;
+    for (const secret of this.#secrets) redacted = redacted.replaceAll(secret, '[redacted]');
+    return redacted;
   }
 
   #sendOnce(url: URL, payload: string, signal: AbortSignal | undefined): Promise<Attempt> {
@@ -189,6 +204,17 @@ export class JsonHttpClient {
       request.end(payload);
     });
   }
+}
+
+/** Values of credential headers (`authorization` without its scheme, `api-key`, `x-api-key`). */
+function credentialsIn(headers: Record<string, string>): string[] {
+  const secrets: string[] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    if (!/^(authorization|(x-)?api-key)$/i.test(name)) continue;
+    const credential = value.replace(/^(Bearer|Basic)\s+/i, '');
+    if (credential.length > 0) secrets.push(credential);
+  }
+  return secrets;
 }
 
 function isRetryableConnectionError(error: Error): boolean {

@@ -12,13 +12,27 @@ describe('resolveTextStop', () => {
   });
 
   it('treats a reported null or token id as EOS', () => {
-    expect(resolveTextStop({ ...base, reportedStop: null }).matchedStop).toBeNull();
+    expect(resolveTextStop({ ...base, reportedStop: null })).toEqual({
+      matchedStop: null,
+      stopIncluded: false,
+    });
     expect(resolveTextStop({ ...base, reportedStop: 151645 }).matchedStop).toBeNull();
   });
 
-  it('infers the only requested stop when the server reports nothing', () => {
+  it('does not guess when the server reports nothing, even with one requested stop', () => {
     expect(resolveTextStop({ ...base, reportedStop: undefined })).toEqual({
-      matchedStop: '</code>',
+      matchedStop: null,
+      stopIncluded: false,
+      stopUnreported: true,
+    });
+    expect(
+      resolveTextStop({ ...base, requestedStops: ['a', 'b'], reportedStop: undefined }).stopUnreported,
+    ).toBe(true);
+  });
+
+  it('is EOS, not unreported, when no stop string was requested', () => {
+    expect(resolveTextStop({ ...base, requestedStops: [], reportedStop: undefined })).toEqual({
+      matchedStop: null,
       stopIncluded: false,
     });
   });
@@ -33,12 +47,13 @@ describe('resolveTextStop', () => {
     expect(result).toEqual({ matchedStop: '</code>', stopIncluded: true });
   });
 
-  it('gives up (null) with several stops and no report, and for length finishes', () => {
-    expect(
-      resolveTextStop({ ...base, requestedStops: ['a', 'b'], reportedStop: undefined }).matchedStop,
-    ).toBeNull();
-    expect(
-      resolveTextStop({ ...base, finishReason: 'length', reportedStop: '</code>' }).matchedStop,
-    ).toBeNull();
+  it('has no stop for length and abort finishes', () => {
+    expect(resolveTextStop({ ...base, finishReason: 'length', reportedStop: '</code>' })).toEqual({
+      matchedStop: null,
+      stopIncluded: false,
+    });
+    expect(resolveTextStop({ ...base, finishReason: 'abort', reportedStop: undefined }).stopUnreported).toBe(
+      undefined,
+    );
   });
 });

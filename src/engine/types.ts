@@ -32,6 +32,12 @@ export type GenerateResult = {
   matchedStop: string | null;
   /** Whether `text` ends with `matchedStop` (false when the engine trimmed it). */
   stopIncluded?: boolean;
+  /**
+   * True when generation ended by a stop string or by EOS and the server did not say which
+   * (the official OpenAI API trims the stop string and reports `"stop"` for both); `matchedStop`
+   * is then null, and the caller decides from the text (see `src/agent/unreported-stop.ts`).
+   */
+  stopUnreported?: boolean;
   policyVersion: number | null;
   /** The replica that served the request (a router sets it: URL or name); absent when unknown. */
   replica?: string | null;

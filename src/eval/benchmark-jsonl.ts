@@ -2,7 +2,7 @@
  * Reads a benchmark from a JSONL file: one JSON object per line, blank lines skipped. A line
  * that is not a JSON object, or lacks a problem or answer, is an error naming file and line.
  */
-import { readFile } from 'node:fs/promises';
+import { readTextInput, stripBom } from '../shared/text-input.ts';
 import {
   assertUniqueIds,
   type BenchmarkProblem,
@@ -17,7 +17,7 @@ export function parseBenchmarkJsonl(
   { file, fields, idPrefix }: { file: string; fields?: FieldMapping; idPrefix: string },
 ): BenchmarkProblem[] {
   const rows: { problem: BenchmarkProblem; line: number }[] = [];
-  const lines = text.split('\n');
+  const lines = stripBom(text).split('\n');
   lines.forEach((raw, index) => {
     const line = index + 1;
     if (raw.trim() === '') return;
@@ -50,5 +50,5 @@ export async function loadBenchmarkJsonl(
   path: string,
   options: { fields?: FieldMapping; idPrefix: string },
 ): Promise<BenchmarkProblem[]> {
-  return parseBenchmarkJsonl(await readFile(path, 'utf8'), { file: path, ...options });
+  return parseBenchmarkJsonl(await readTextInput(path, 'benchmark file'), { file: path, ...options });
 }

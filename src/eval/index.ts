@@ -29,6 +29,7 @@ export {
   runEval,
   type SolveTrajectory,
 } from './eval-runner.ts';
+export { evalSamplingSchema } from './eval-sampling.ts';
 export { compact, type Histogram, histogram } from './histogram.ts';
 export {
   BENCHMARK_PRESETS,

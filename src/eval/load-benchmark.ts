@@ -41,6 +41,14 @@ export async function loadBenchmark(
   options: LoadBenchmarkOptions = {},
 ): Promise<LoadedBenchmark> {
   const { fields, builtins = [] } = options;
+  if (spec === '-') {
+    // Standard input: a JSONL benchmark.
+    const problems = await loadBenchmarkJsonl('-', {
+      idPrefix: 'stdin',
+      ...(fields === undefined ? {} : { fields }),
+    });
+    return { name: 'stdin', source: { kind: 'file', path: '-' }, problems };
+  }
   const extension = extname(spec).toLowerCase();
   if (extension in READERS || existsSync(spec)) {
     return loadFile(resolve(spec), fields);

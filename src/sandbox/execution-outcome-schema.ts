@@ -10,6 +10,7 @@ export const executionOutcomeSchema: z.ZodType<ExecutionOutcome> = z.discriminat
     stderr: z.string(),
     exception: z.string(),
     ms: z.number(),
+    exitCode: z.number().int().min(1).max(255).exactOptional(),
   }),
   z.object({ status: z.literal('timeout'), stdout: z.string(), limitMs: z.number() }),
   z.object({ status: z.literal('memory-exceeded'), limitBytes: z.number() }),

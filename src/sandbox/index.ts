@@ -6,6 +6,7 @@ export { executionOutcomeSchema } from './execution-outcome-schema.ts';
 export type { LocalSandboxOptions } from './local-sandbox-options.ts';
 export {
   createLocalSandbox,
+  type LocalSandboxEnvironment,
   LocalSandboxPool,
   LocalSandboxSession,
   type LocalSandboxStats,

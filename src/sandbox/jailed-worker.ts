@@ -214,7 +214,16 @@ export class JailedWorker {
     if (status === 'ok') this.#settle({ status, stdout, stderr, ms });
     else if (status === 'error') {
       const exception = typeof message.exception === 'string' ? message.exception : '';
-      this.#settle({ status, stdout, stderr, exception, ms });
+      const exitCode = message.exit_code;
+      const exited = Number.isInteger(exitCode) && (exitCode as number) >= 1 && (exitCode as number) <= 255;
+      this.#settle({
+        status,
+        stdout,
+        stderr,
+        exception,
+        ms,
+        ...(exited ? { exitCode: exitCode as number } : {}),
+      });
     } else if (status === 'timeout') this.#settle({ status, stdout, limitMs: pending.limitMs });
     else this.#settle({ status: 'memory-exceeded', limitBytes: this.#limits.memoryBytes });
   }

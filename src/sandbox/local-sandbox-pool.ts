@@ -8,6 +8,8 @@
  * throws `SandboxPoolFullError` (code SANDBOX_POOL_FULL).
  */
 import { randomUUID } from 'node:crypto';
+import { type Clock, systemClock } from '../shared/clock.ts';
+import { everyInterval } from '../shared/clock-interval.ts';
 import { type CgroupSupport, detectCgroupSupport } from './cgroup-limits.ts';
 import { JailedWorker } from './jailed-worker.ts';
 import {
@@ -39,6 +41,12 @@ type WorkerWaiter = {
   failures: number;
 };
 
+/**
+ * What the pool runs in: its log, and the clock of its idle sweep (default `systemClock`;
+ * `now` alone, in milliseconds, is still accepted and measures idleness on the sweep's clock).
+ */
+export type LocalSandboxEnvironment = { log?: (line: string) => void; clock?: Clock; now?: () => number };
+
 /** The pool. Create it with `createLocalSandbox(options)`. */
 export class LocalSandboxPool implements SandboxProvider {
   readonly options: ResolvedLocalSandboxOptions;
@@ -51,7 +59,7 @@ export class LocalSandboxPool implements SandboxProvider {
   readonly #slotWaiters: Array<() => void> = [];
   readonly #sessions = new Map<string, LocalSandboxSession>();
   readonly #retiring = new Set<Promise<void>>();
-  readonly #sweeper: NodeJS.Timeout;
+  readonly #stopSweeper: () => void;
   #starting = 0;
   #startsBegun = 0;
   #bound = 0;
@@ -60,18 +68,15 @@ export class LocalSandboxPool implements SandboxProvider {
   #workersStarted = 0;
   #workerStartFailures = 0;
 
-  constructor(
-    options: LocalSandboxOptions = {},
-    environment: { log?: (line: string) => void; now?: () => number } = {},
-  ) {
+  constructor(options: LocalSandboxOptions = {}, environment: LocalSandboxEnvironment = {}) {
     this.options = localSandboxOptionsSchema.parse(options);
     this.#log = environment.log ?? ((line) => process.stderr.write(`${line}\n`));
-    this.#now = environment.now ?? Date.now;
+    const clock = environment.clock ?? systemClock;
+    this.#now = environment.now ?? (() => clock.now());
     this.#cgroups = this.options.cgroups === 'auto' ? detectCgroupSupport(this.#log) : null;
     this.#launcher = new WorkerLauncher({ pythonPath: this.options.pythonPath, log: this.#log });
     const sweepMs = Math.max(50, Math.min(5_000, Math.floor(this.options.idleTtlMs / 4)));
-    this.#sweeper = setInterval(() => this.#expireIdle(), sweepMs);
-    this.#sweeper.unref();
+    this.#stopSweeper = everyInterval(clock, sweepMs, () => this.#expireIdle());
     this.#refill();
   }
 
@@ -146,7 +151,7 @@ export class LocalSandboxPool implements SandboxProvider {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    clearInterval(this.#sweeper);
+    this.#stopSweeper();
     for (const waiter of this.#workerWaiters.splice(0))
       waiter.reject(new SandboxStartError('sandbox pool is closed'));
     await Promise.all([...this.#sessions.values()].map((session) => session.close()));
@@ -420,7 +425,7 @@ export class LocalSandboxSession implements SandboxSession {
 /** Creates the in-process pool of jailed workers and starts warming it. */
 export function createLocalSandbox(
   options: LocalSandboxOptions = {},
-  environment: { log?: (line: string) => void; now?: () => number } = {},
+  environment: LocalSandboxEnvironment = {},
 ): LocalSandboxPool {
   return new LocalSandboxPool(options, environment);
 }

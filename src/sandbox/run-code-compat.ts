@@ -1,7 +1,8 @@
 /**
  * SandboxFusion-compatible `POST /run_code`: its request fields in, its response shape out,
  * so verl / ToRL configurations can point at an AgentMath node. Each request runs in a fresh
- * session. Differences: only Python; `memory_limit_MB` is accepted but the node's own limit
+ * session. `return_code` is the process's status (`sys.exit(3)` gives 3, an uncaught exception
+ * 1, a timeout or memory kill null). Differences: only Python; `memory_limit_MB` is accepted but the node's own limit
  * applies; `stdin` and `files` are not supported (a non-empty one is a 400).
  */
 import { z } from 'zod';
@@ -64,7 +65,14 @@ export function toRunCodeResponse(outcome: ExecutionOutcome, elapsedMs: number):
     case 'ok':
       return respond('Success', 'Finished', 0, outcome.stdout, outcome.stderr);
     case 'error':
-      return respond('Failed', 'Finished', 1, outcome.stdout, `${outcome.stderr}${outcome.exception}\n`);
+      // The process's own status: `sys.exit(3)` is 3, an uncaught exception 1.
+      return respond(
+        'Failed',
+        'Finished',
+        outcome.exitCode ?? 1,
+        outcome.stdout,
+        `${outcome.stderr}${outcome.exception}\n`,
+      );
     case 'timeout':
       return respond('Failed', 'TimeLimitExceeded', null, outcome.stdout, '');
     case 'memory-exceeded':

@@ -5,11 +5,13 @@
  *   POST /run_code (SandboxFusion-compatible, one fresh session per request)
  * Errors are JSON `{error: {code, message}}` with a 4xx/5xx status; a bad request never
  * crashes the server. With a token set, every request needs `Authorization: Bearer <token>`.
+ * Who may listen where follows `checkBindAuth`: a non-loopback host needs a token or `noAuth`,
+ * and an empty token is refused before anything starts.
  */
-import { timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
+import { checkBindAuth, tokenMatches } from '../shared/bind-auth.ts';
 import type { LocalSandboxOptions } from './local-sandbox-options.ts';
 import { createLocalSandbox, type LocalSandboxPool, type LocalSandboxSession } from './local-sandbox-pool.ts';
 import { runCodeRequestSchema, runCodeSandboxError, toRunCodeResponse } from './run-code-compat.ts';
@@ -20,8 +22,10 @@ export type SandboxServerOptions = {
   host?: string;
   /** 0 picks a free port. */
   port?: number;
-  /** When set, requests without `Authorization: Bearer <token>` get 401. */
+  /** When set, requests without `Authorization: Bearer <token>` get 401. Empty is refused. */
   token?: string | undefined;
+  /** Serve a non-loopback host without a token (a warning is logged). Default false. */
+  noAuth?: boolean;
   /** Serve this pool (the server will not close it), or build one from `poolOptions`. */
   pool?: LocalSandboxPool;
   poolOptions?: LocalSandboxOptions;
@@ -57,11 +61,19 @@ class HttpError extends Error {
 export async function startSandboxServer(options: SandboxServerOptions = {}): Promise<SandboxServer> {
   const { host = '127.0.0.1', port = 0, token, maxBodyBytes = 1024 * 1024 } = options;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const warning = checkBindAuth({
+    server: 'sandbox serve',
+    host,
+    token,
+    tokenSource: '--token or AGENTMATH_SANDBOX_TOKEN',
+    noAuth: options.noAuth ?? false,
+    risk: 'runs any code in the sandbox',
+  });
+  if (warning !== null) log(warning);
   const ownsPool = options.pool === undefined;
   const pool = options.pool ?? createLocalSandbox(options.poolOptions ?? {}, { log });
   const sessions = new Map<string, LocalSandboxSession>();
   const metrics = new SandboxMetrics();
-  const expectedAuth = token ? Buffer.from(`Bearer ${token}`) : null;
 
   const sweeper = setInterval(() => {
     for (const [id, session] of sessions) if (session.expired) sessions.delete(id);
@@ -80,11 +92,8 @@ export async function startSandboxServer(options: SandboxServerOptions = {}): Pr
   };
 
   const route = async (request: http.IncomingMessage, response: http.ServerResponse): Promise<void> => {
-    if (expectedAuth) {
-      const given = Buffer.from(request.headers.authorization ?? '');
-      if (given.length !== expectedAuth.length || !timingSafeEqual(given, expectedAuth)) {
-        throw new HttpError(401, 'UNAUTHORIZED', 'missing or wrong bearer token');
-      }
+    if (token !== undefined && !tokenMatches(request.headers.authorization, token)) {
+      throw new HttpError(401, 'UNAUTHORIZED', 'missing or wrong bearer token');
     }
     const url = new URL(request.url ?? '/', 'http://sandbox');
     const path = url.pathname;

@@ -115,10 +115,20 @@ export type TrainerState = {
 export class TrainerClient {
   readonly baseUrl: string;
   readonly #timeoutMs: number;
+  readonly #headers: Record<string, string>;
 
-  constructor({ baseUrl, timeoutMs = 600_000 }: { baseUrl: string; timeoutMs?: number }) {
+  /** `apiKey`: the worker's key (`engine serve --api-key`), sent as a bearer token. */
+  constructor({
+    baseUrl,
+    timeoutMs = 600_000,
+    apiKey,
+  }: { baseUrl: string; timeoutMs?: number; apiKey?: string }) {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
     this.#timeoutMs = timeoutMs;
+    this.#headers = {
+      'Content-Type': 'application/json',
+      ...(apiKey === undefined ? {} : { Authorization: `Bearer ${apiKey}` }),
+    };
   }
 
   /** One SFT step: cross-entropy on tokens with loss mask 1. */
@@ -220,7 +230,7 @@ export class TrainerClient {
     try {
       response = await fetch(`${this.baseUrl}${route}`, {
         method,
-        headers: { 'Content-Type': 'application/json' },
+        headers: this.#headers,
         signal: AbortSignal.timeout(this.#timeoutMs),
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });

@@ -5,9 +5,10 @@
  * most the line it was writing. Such a cut-off last line is skipped with a warning by a
  * tolerant reader, and removed (with a warning) when a writer reopens the file.
  */
-import { createReadStream } from 'node:fs';
+
 import { type FileHandle, open } from 'node:fs/promises';
 import { AgentMathError } from '../shared/agentmath-error.ts';
+import { readTextChunks } from '../shared/text-input.ts';
 import { type Trajectory, trajectorySchema } from './trajectory.ts';
 import { InvalidTrajectoryError, type RecordLocation } from './trajectory-file-error.ts';
 
@@ -67,28 +68,23 @@ export async function* readTrajectories(
   for await (const { trajectory } of readTrajectoryLines(file, options)) yield trajectory;
 }
 
-/** Lines of a UTF-8 file; `terminated` is false only for a last line without a newline. */
+/** Lines of a UTF-8 file (`-`: standard input; a BOM dropped); `terminated` is false only for a last line without a newline. */
 async function* readLines(file: string): AsyncGenerator<{ text: string; line: number; terminated: boolean }> {
-  const stream = createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 16 });
   let pending = '';
   let line = 0;
-  try {
-    for await (const chunk of stream as AsyncIterable<string>) {
-      let start = 0;
-      let newline = chunk.indexOf('\n');
-      while (newline !== -1) {
-        line++;
-        yield { text: stripCarriageReturn(pending + chunk.slice(start, newline)), line, terminated: true };
-        pending = '';
-        start = newline + 1;
-        newline = chunk.indexOf('\n', start);
-      }
-      pending += chunk.slice(start);
+  for await (const chunk of readTextChunks(file, 'trajectory file')) {
+    let start = 0;
+    let newline = chunk.indexOf('\n');
+    while (newline !== -1) {
+      line++;
+      yield { text: stripCarriageReturn(pending + chunk.slice(start, newline)), line, terminated: true };
+      pending = '';
+      start = newline + 1;
+      newline = chunk.indexOf('\n', start);
     }
-    if (pending !== '') yield { text: pending, line: line + 1, terminated: false };
-  } finally {
-    stream.destroy();
+    pending += chunk.slice(start);
   }
+  if (pending !== '') yield { text: pending, line: line + 1, terminated: false };
 }
 
 function stripCarriageReturn(text: string): string {

@@ -76,6 +76,7 @@ export const trajectoryFinishReasonSchema = z.enum([
   'max-tokens',
   'max-tool-calls',
   'segment-budget',
+  'paused',
   'aborted',
   'error',
 ]);

@@ -1,21 +1,48 @@
 /**
  * The engine a command talks to: `--engine URL` with `--api`, or, when no URL is given, the
- * embedded model under `.agentmath/models/` (its worker started here and stopped by `close`).
- * Shared by `solve` and `eval`.
+ * embedded model under `.agentmath/models/` of the working directory or, failing that, of the
+ * project folder this command is installed in (its worker started here and stopped by `close`,
+ * or by the process lifecycle on a signal or a closed stdout). Shared by `solve` and `eval`;
+ * `engineOptions` adds the flags every engine-calling command takes.
  */
+import { fileURLToPath } from 'node:url';
+import { type Command, Option } from 'commander';
 import { findEmbeddedModel, startEmbeddedEngine } from '../../engine/embedded/index.ts';
-import { createEngine, type HttpEngine, loadTokenizer } from '../../engine/index.ts';
+import { createEngine, engineOptionsSchema, type HttpEngine, loadTokenizer } from '../../engine/index.ts';
 import type { Tokenizer } from '../../engine/tokenizer.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
+import { defaultOf, integerOption } from '../cli-options.ts';
+import { onShutdown } from '../process-lifecycle.ts';
+import { resolveApiKey } from './api-key.ts';
+
+/**
+ * Where the embedded model is looked for after the working directory: `AGENTMATH_HOME`, else
+ * the project folder this command is installed in (the one holding `bin/agentmath.js`).
+ */
+function projectHome(): string {
+  return process.env.AGENTMATH_HOME || fileURLToPath(new URL('../../../', import.meta.url));
+}
+
+/** `--engine-timeout-ms`: the default is the engine client's own. */
+export function addEngineTimeoutOption(command: Command): Command {
+  return command.addOption(
+    new Option('--engine-timeout-ms <ms>', 'one engine request longer than this fails (then is retried)')
+      .argParser(integerOption({ min: 1 }))
+      .default(defaultOf(engineOptionsSchema, 'timeoutMs')),
+  );
+}
 
 export type EngineFlags = {
   engine?: string;
   api: 'sglang' | 'vllm' | 'openai' | 'openai-chat';
   model?: string;
+  /** `--api-key`; when absent the API's environment variable is read (see api-key.ts). */
   apiKey?: string;
   tokenizer?: string;
   /** Requests in flight at once. */
   concurrency?: number;
+  /** One request's time limit. */
+  engineTimeoutMs?: number;
 };
 
 export type EngineTarget = {
@@ -37,38 +64,46 @@ export async function resolveEngineTarget(flags: EngineFlags): Promise<EngineTar
         `--api ${flags.api} works on token ids: pass --tokenizer DIR (the model folder with tokenizer.json and tokenizer_config.json)`,
       );
     }
+    const apiKey = resolveApiKey(flags.api, flags.apiKey);
     const tokenizer = flags.tokenizer === undefined ? null : await loadTokenizer(flags.tokenizer);
     const engine = createEngine({
       api: flags.api,
       url: flags.engine,
       ...(flags.model === undefined ? {} : { model: flags.model }),
-      ...(flags.apiKey === undefined ? {} : { apiKey: flags.apiKey }),
+      ...(apiKey === undefined ? {} : { apiKey }),
       ...(flags.concurrency === undefined ? {} : { maxConcurrency: flags.concurrency }),
+      ...(flags.engineTimeoutMs === undefined ? {} : { timeoutMs: flags.engineTimeoutMs }),
     });
     return { engine, tokenizer, embeddedModel: null, contextTokens: null, close: async () => engine.close() };
   }
-  const model = findEmbeddedModel();
+  const model = findEmbeddedModel() ?? findEmbeddedModel(projectHome());
   if (model === null) {
     throw new AgentMathError(
       'NO_ENGINE',
       'no engine: pass --engine URL with --api sglang|vllm|openai|openai-chat (for example a running SGLang ' +
         'server: --engine http://127.0.0.1:30000 --api sglang --tokenizer MODEL_DIR), or train the embedded ' +
-        'model first (`agentmath quickstart` or `agentmath train sft --task arith`) so that .agentmath/models/ holds one',
+        `model first (\`agentmath quickstart\` or \`agentmath train sft --task arith\`) so that .agentmath/models/ holds one (looked in ${process.cwd()} and ${projectHome()}, which AGENTMATH_HOME sets)`,
     );
   }
   process.stderr.write(`starting the embedded model ${model} …\n`);
   const embedded = await startEmbeddedEngine({
     model,
     ...(flags.concurrency === undefined ? {} : { maxConcurrency: flags.concurrency }),
+    ...(flags.engineTimeoutMs === undefined ? {} : { timeoutMs: flags.engineTimeoutMs }),
     onLog: (line, stream) => {
       if (stream === 'stderr' && /error|traceback/i.test(line)) process.stderr.write(`worker: ${line}\n`);
     },
   });
+  // Stopped on a signal or a closed stdout too, so the PyTorch worker never outlives the command.
+  const unregister = onShutdown(embedded.close);
   return {
     engine: embedded.engine,
     tokenizer: embedded.tokenizer,
     embeddedModel: model,
     contextTokens: embedded.contextTokens,
-    close: embedded.close,
+    close: async () => {
+      unregister();
+      await embedded.close();
+    },
   };
 }

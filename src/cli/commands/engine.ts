@@ -1,14 +1,23 @@
 import type { Command } from 'commander';
-import { benchEngine, startEmbeddedWorker, type WorkerEvent } from '../../engine/embedded/index.ts';
+import {
+  benchEngine,
+  ENGINE_API_KEY_VARIABLE,
+  startEmbeddedWorker,
+  type WorkerEvent,
+} from '../../engine/embedded/index.ts';
+import { hostOption, integerOption, listOption, portOption } from '../cli-options.ts';
+import { onShutdown } from '../process-lifecycle.ts';
 
 type ServeOptions = {
   model: string;
-  port: string;
+  port: number;
   host: string;
-  maxRunningRequests?: string;
-  decodeThreads?: string;
-  trainThreads?: string;
-  seed?: string;
+  apiKey?: string;
+  auth: boolean;
+  maxRunningRequests?: number;
+  decodeThreads?: number;
+  trainThreads?: number;
+  seed?: number;
 };
 
 function describe(event: WorkerEvent): string {
@@ -26,12 +35,7 @@ function describe(event: WorkerEvent): string {
   }
 }
 
-function numberOption(value: string | undefined, name: string): number | undefined {
-  if (value === undefined) return undefined;
-  const parsed = Number(value);
-  if (!Number.isFinite(parsed)) throw new Error(`${name} must be a number, got ${JSON.stringify(value)}`);
-  return parsed;
-}
+const threads = integerOption({ min: 0, max: 1024 });
 
 /** `agentmath engine serve`: the embedded PyTorch worker behind SGLang's routes. */
 export function registerEngine(program: Command): void {
@@ -40,22 +44,36 @@ export function registerEngine(program: Command): void {
     .command('serve')
     .description('start the embedded worker (SGLang /generate + training routes), restart it if it crashes')
     .option('--model <name|path>', 'tiny, test, a saved model folder, or a Hugging Face folder', 'tiny')
-    .option('--port <n>', 'port (0 picks a free one)', '30000')
-    .option('--host <host>', 'address to bind', '127.0.0.1')
-    .option('--max-running-requests <n>', 'sequences decoded together')
-    .option('--decode-threads <n>', 'torch threads while generating')
-    .option('--train-threads <n>', 'torch threads while training')
-    .option('--seed <n>', 'initialisation seed of a preset model')
+    .option('--port <n>', 'port (0 picks a free one)', portOption, 30000)
+    .option(
+      '--host <host>',
+      'address to bind (any but loopback needs --api-key or --no-auth)',
+      hostOption,
+      '127.0.0.1',
+    )
+    .option(
+      '--api-key <key>',
+      `require this bearer token on every route but /health (default: ${ENGINE_API_KEY_VARIABLE}); empty is refused`,
+    )
+    .option('--no-auth', 'serve a non-loopback --host without a key (printed as a warning)')
+    .option(
+      '--max-running-requests <n>',
+      "sequences decoded together (default: the worker's)",
+      integerOption({ min: 1, max: 4096 }),
+    )
+    .option('--decode-threads <n>', 'torch threads while generating (0 = all cores)', threads)
+    .option('--train-threads <n>', 'torch threads while training (0 = all cores)', threads)
+    .option('--seed <n>', 'initialisation seed of a preset model', integerOption())
     .action(async (options: ServeOptions) => {
       const log = (line: string) => process.stderr.write(`${line}\n`);
-      const maxRunningRequests = numberOption(options.maxRunningRequests, '--max-running-requests');
-      const decodeThreads = numberOption(options.decodeThreads, '--decode-threads');
-      const trainThreads = numberOption(options.trainThreads, '--train-threads');
-      const seed = numberOption(options.seed, '--seed');
+      const { maxRunningRequests, decodeThreads, trainThreads, seed } = options;
+      const apiKey = options.apiKey ?? process.env[ENGINE_API_KEY_VARIABLE];
       const worker = await startEmbeddedWorker({
         model: options.model,
         host: options.host,
-        port: numberOption(options.port, '--port') ?? 30000,
+        ...(apiKey === undefined ? {} : { apiKey }),
+        noAuth: !options.auth,
+        port: options.port,
         ...(maxRunningRequests === undefined ? {} : { maxRunningRequests }),
         ...(decodeThreads === undefined ? {} : { decodeThreads }),
         ...(trainThreads === undefined ? {} : { trainThreads }),
@@ -63,16 +81,28 @@ export function registerEngine(program: Command): void {
         onLog: (line) => log(`[worker] ${line}`),
         onEvent: (event) => log(`[engine] ${describe(event)}`),
       });
-      process.stdout.write(`${worker.url}\n`);
-      await new Promise<void>((resolve) => {
-        const shutdown = () => resolve();
-        process.once('SIGINT', shutdown);
-        process.once('SIGTERM', shutdown);
+      // Served until a signal: the lifecycle stops the worker, then the process exits by it.
+      onShutdown(async () => {
+        log('[engine] stopping');
+        await worker.stop();
       });
-      log('[engine] stopping');
-      await worker.stop();
+      process.stdout.write(`${worker.url}\n`);
+      await new Promise<never>(() => {});
     });
 }
+
+type EngineBenchOptions = {
+  model: string;
+  url?: string;
+  batches: number[];
+  newTokens: number;
+  promptTokens: number;
+  rounds: number;
+  sftSteps: number;
+  decodeThreads?: number;
+  trainThreads?: number;
+  json?: boolean;
+};
 
 /** `agentmath bench engine`: generation tokens/s at batch 1/16/64 and SFT step time. */
 export function registerEngineBench(bench: Command): void {
@@ -82,42 +112,44 @@ export function registerEngineBench(bench: Command): void {
       'embedded engine: generation tokens/s at batch 1, 16, 64 (baseline: batch 1) and SFT step time',
     )
     .option('--model <name|path>', 'model to serve', 'tiny')
-    .option('--url <url>', 'measure a worker already running here instead (it gets trained)')
-    .option('--batches <list>', 'batch sizes', '1,16,64')
-    .option('--new-tokens <n>', 'tokens generated per request', '256')
-    .option('--prompt-tokens <n>', 'prompt length', '100')
-    .option('--rounds <n>', 'repetitions per batch size', '3')
-    .option('--sft-steps <n>', 'SFT steps to time (0 skips)', '5')
-    .option('--decode-threads <n>', 'torch threads while generating')
-    .option('--train-threads <n>', 'torch threads while training')
+    .option(
+      '--url <url>',
+      `measure a worker already running here instead (it gets trained; its key from ${ENGINE_API_KEY_VARIABLE})`,
+    )
+    .option('--batches <list>', 'batch sizes', listOption(integerOption({ min: 1, max: 4096 })), [1, 16, 64])
+    .option('--new-tokens <n>', 'tokens generated per request', integerOption({ min: 1 }), 256)
+    .option('--prompt-tokens <n>', 'prompt length', integerOption({ min: 1 }), 100)
+    .option('--rounds <n>', 'repetitions per batch size', integerOption({ min: 1 }), 3)
+    .option('--sft-steps <n>', 'SFT steps to time (0 skips)', integerOption(), 5)
+    .option('--decode-threads <n>', 'torch threads while generating (0 = all cores)', threads)
+    .option('--train-threads <n>', 'torch threads while training (0 = all cores)', threads)
     .option('--json', 'print the figures as JSON')
-    .action(async (options: Record<string, string | boolean | undefined>) => {
-      const text = (key: string) => (typeof options[key] === 'string' ? (options[key] as string) : undefined);
-      const decodeThreads = numberOption(text('decodeThreads'), '--decode-threads');
-      const trainThreads = numberOption(text('trainThreads'), '--train-threads');
-      const worker = text('url')
+    .action(async (options: EngineBenchOptions) => {
+      const { decodeThreads, trainThreads } = options;
+      const apiKey = process.env[ENGINE_API_KEY_VARIABLE] || undefined;
+      const worker = options.url
         ? null
         : await startEmbeddedWorker({
-            model: text('model') ?? 'tiny',
+            model: options.model,
             port: 0,
             restart: false,
             ...(decodeThreads === undefined ? {} : { decodeThreads }),
             ...(trainThreads === undefined ? {} : { trainThreads }),
           });
+      const unregister = onShutdown(async () => worker?.stop());
       try {
         const report = await benchEngine({
-          url: worker?.url ?? text('url')!,
-          batchSizes: (text('batches') ?? '1,16,64')
-            .split(',')
-            .map((item) => numberOption(item.trim(), '--batches')!),
-          newTokens: numberOption(text('newTokens'), '--new-tokens') ?? 256,
-          promptTokens: numberOption(text('promptTokens'), '--prompt-tokens') ?? 100,
-          rounds: numberOption(text('rounds'), '--rounds') ?? 3,
-          sftSteps: numberOption(text('sftSteps'), '--sft-steps') ?? 5,
+          url: worker?.url ?? options.url!,
+          ...(worker === null && apiKey !== undefined ? { apiKey } : {}),
+          batchSizes: options.batches,
+          newTokens: options.newTokens,
+          promptTokens: options.promptTokens,
+          rounds: options.rounds,
+          sftSteps: options.sftSteps,
           onProgress: options.json ? () => {} : (message) => process.stderr.write(`${message}\n`),
         });
         if (options.json) {
-          process.stdout.write(`${JSON.stringify({ model: text('model') ?? 'tiny', ...report }, null, 2)}\n`);
+          process.stdout.write(`${JSON.stringify({ model: options.model, ...report }, null, 2)}\n`);
           return;
         }
         const rows: [string, string][] = report.generation.map((figures) => [
@@ -139,6 +171,7 @@ export function registerEngineBench(bench: Command): void {
           `(prompt ${report.promptTokens} tokens, ${report.newTokens} new tokens per request, ${report.rounds} rounds; shared machines make these noisy)\n`,
         );
       } finally {
+        unregister();
         await worker?.stop();
       }
     });

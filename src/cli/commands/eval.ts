@@ -20,6 +20,7 @@ import { answersEquivalent, gradeAnswer } from '../../grader/index.ts';
 import { getDialect } from '../../protocol/index.ts';
 import { createLocalSandbox, SandboxClient } from '../../sandbox/index.ts';
 import type { SandboxProvider } from '../../sandbox/types.ts';
+import { API_KEY_HELP, API_KEY_VARIABLES, withoutApiKey } from './api-key.ts';
 import { resolveEngineTarget } from './engine-target.ts';
 
 type EvalCommandOptions = {
@@ -108,7 +109,7 @@ export function registerEval(program: Command): void {
         .default('sglang'),
     )
     .option('--model <name>', 'served model name (required for openai and openai-chat)')
-    .option('--api-key <key>', 'bearer token for the server')
+    .option('--api-key <key>', API_KEY_HELP)
     .option('--tokenizer <dir>', 'Hugging Face tokenizer folder (token-level engines: sglang, vllm)')
     .addOption(
       new Option('--dialect <name>', 'code-block markup').choices(['tags', 'markdown']).default('tags'),
@@ -258,14 +259,14 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     );
     if (result.status === 'interrupted') {
       process.stderr.write(
-        `interrupted after ${result.done}/${result.total}; resume with:\n  ${resumeCommand(outDir)}\n`,
+        `interrupted after ${result.done}/${result.total}; resume with:\n  ${resumeCommand(outDir, options.api)}\n`,
       );
       return 130;
     }
     if (result.status === 'incomplete') {
       process.stderr.write(
         `${result.failed} trajectories ended in an engine or sandbox error (see ${join(outDir, RUN_FILES.errors)}); ` +
-          `${result.done}/${result.total} done. Retry them with:\n  ${resumeCommand(outDir)}\n`,
+          `${result.done}/${result.total} done. Retry them with:\n  ${resumeCommand(outDir, options.api)}\n`,
       );
       return 1;
     }
@@ -273,7 +274,7 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
   } catch (error) {
     reporter.finish();
     process.stderr.write(
-      `the run stopped; what was written is kept. Resume with:\n  ${resumeCommand(outDir)}\n`,
+      `the run stopped; what was written is kept. Resume with:\n  ${resumeCommand(outDir, options.api)}\n`,
     );
     throw error;
   } finally {
@@ -284,12 +285,19 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
   }
 }
 
-/** The same command line with `--resume` and an explicit `--out`. */
-function resumeCommand(outDir: string): string {
-  const args = process.argv.slice(2).filter((arg) => arg !== '--resume');
+/**
+ * The same command line with `--resume` and an explicit `--out`. An `--api-key` is left out
+ * (never printed): the line after the command names the environment variable to set instead.
+ */
+function resumeCommand(outDir: string, api: EvalCommandOptions['api']): string {
+  const { args: safe, dropped } = withoutApiKey(process.argv.slice(2));
+  const args = safe.filter((arg) => arg !== '--resume');
   const outIndex = args.findIndex((arg) => arg === '--out' || arg.startsWith('--out='));
   if (outIndex !== -1) args.splice(outIndex, args[outIndex] === '--out' ? 2 : 1);
-  return ['agentmath', ...args, '--out', outDir, '--resume'].map(shellQuote).join(' ');
+  const command = ['agentmath', ...args, '--out', outDir, '--resume'].map(shellQuote).join(' ');
+  return dropped
+    ? `${command}\n  (with the API key in ${API_KEY_VARIABLES[api]}; --api-key is left out so that the key is not printed)`
+    : command;
 }
 function shellQuote(arg: string): string {
   return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", "'\\''")}'`;

@@ -1,7 +1,13 @@
-import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
+/**
+ * `agentmath grade`: one prediction against one reference, or a JSONL file of pairs (`-` reads
+ * standard input), one JSON result per line on stdout. Exit status 1 when any line was
+ * invalid, 0 otherwise.
+ */
 import type { Command } from 'commander';
 import { gradeAnswer, gradeLines, releaseSymbolicSessions } from '../../grader/index.ts';
+import { readTextLines } from '../../shared/text-input.ts';
+import { integerOption, usageError } from '../cli-options.ts';
+import { onShutdown } from '../process-lifecycle.ts';
 import { openSandboxForGrading } from './grader-sandbox.ts';
 
 type GradeCommandOptions = {
@@ -9,7 +15,7 @@ type GradeCommandOptions = {
   reference?: string;
   input?: string;
   sandbox?: string | boolean;
-  timeoutMs: string;
+  timeoutMs: number;
 };
 
 export function registerGrade(program: Command): void {
@@ -18,45 +24,51 @@ export function registerGrade(program: Command): void {
     .description('grade predictions against reference answers (one pair, or a JSONL file of pairs)')
     .option('--prediction <text>', 'a model response or a bare answer')
     .option('--reference <text>', 'the reference answer')
-    .option('--input <file>', 'JSONL file, one {"prediction", "reference"} per line')
+    .option('--input <file>', 'JSONL file, one {"prediction", "reference"} per line (- for standard input)')
     .option(
       '--sandbox <url>',
       'sandbox server for the symbolic step (default: a local pool, started when needed)',
     )
     .option('--no-sandbox', 'skip the symbolic step')
-    .option('--timeout-ms <ms>', 'time budget of the symbolic step per grade', '5000')
+    .option(
+      '--timeout-ms <ms>',
+      'time budget of the symbolic step per grade',
+      integerOption({ min: 1 }),
+      5000,
+    )
     .action(async (options: GradeCommandOptions) => {
       const single = options.prediction !== undefined || options.reference !== undefined;
       if (single === (options.input !== undefined)) {
-        throw new Error('give either --prediction and --reference, or --input FILE');
+        throw usageError('give either --prediction and --reference, or --input FILE');
       }
       if (single && (options.prediction === undefined || options.reference === undefined)) {
-        throw new Error('--prediction and --reference go together');
+        throw usageError('--prediction and --reference go together');
       }
-      const timeoutMs = Number(options.timeoutMs);
-      if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
-        throw new Error(`--timeout-ms: not a positive number: ${options.timeoutMs}`);
+      const { timeoutMs } = options;
       const sandbox = options.sandbox === false ? null : openSandboxForGrading(options.sandbox);
       const gradeOptions = sandbox === null ? { timeoutMs } : { sandbox, timeoutMs };
+      const unregister = onShutdown(async () => {
+        await sandbox?.close();
+      });
       try {
         if (single) {
           const result = await gradeAnswer(options.prediction!, options.reference!, gradeOptions);
           process.stdout.write(`${JSON.stringify(result)}\n`);
           return;
         }
-        const lines = createInterface({
-          input: createReadStream(options.input!),
-          crlfDelay: Number.POSITIVE_INFINITY,
-        });
         const { errors } = await gradeLines(
-          lines,
+          readTextLines(options.input!, 'grade input'),
           (result) => {
             process.stdout.write(`${JSON.stringify(result)}\n`);
           },
           gradeOptions,
         );
-        if (errors > 0) process.stderr.write(`agentmath grade: ${errors} bad line(s)\n`);
+        if (errors > 0) {
+          process.stderr.write(`agentmath grade: ${errors} bad line(s)\n`);
+          process.exitCode = 1;
+        }
       } finally {
+        unregister();
         if (sandbox !== null) {
           await releaseSymbolicSessions(sandbox);
           await sandbox.close();

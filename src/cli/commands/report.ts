@@ -2,10 +2,12 @@
  * `agentmath report DIR [--compare DIR2]`: writes a self-contained report.html for one run
  * folder, or several side by side. Only wires options to `writeRunReport`.
  */
+import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { writeRunReport } from '../../eval/index.ts';
 import { answersEquivalent } from '../../grader/index.ts';
+import { AgentMathError } from '../../shared/agentmath-error.ts';
 
 export function registerReport(program: Command): void {
   program
@@ -15,6 +17,7 @@ export function registerReport(program: Command): void {
     .option('--compare <dirs...>', 'other run folders to show side by side')
     .option('--out <file>', 'where to write the page (default: <dir>/report.html)')
     .action(async (dir: string, options: { compare?: string[]; out?: string }) => {
+      for (const folder of [dir, ...(options.compare ?? [])]) assertRunFolder(folder);
       // Majority votes are recomputed only for a run killed before it wrote summary.json.
       const path = await writeRunReport([dir, ...(options.compare ?? [])], {
         equivalent: (left, right) => answersEquivalent(left, right),
@@ -22,4 +25,16 @@ export function registerReport(program: Command): void {
       });
       process.stdout.write(`${path}\n`);
     });
+}
+
+/** A clear error when `folder` is missing or is a file. */
+function assertRunFolder(folder: string): void {
+  let isFolder: boolean;
+  try {
+    isFolder = statSync(folder).isDirectory();
+  } catch {
+    throw new AgentMathError('RUN_NOT_FOUND', `run folder ${folder} does not exist`);
+  }
+  if (!isFolder)
+    throw new AgentMathError('RUN_NOT_FOUND', `${folder} is a file; report needs an eval run folder`);
 }

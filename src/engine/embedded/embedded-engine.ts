@@ -25,6 +25,8 @@ export type EmbeddedEngineOptions = {
   model: string;
   /** Requests in flight at once from this process. */
   maxConcurrency?: number;
+  /** One request longer than this fails with ENGINE_TIMEOUT (default: the engine client's). */
+  timeoutMs?: number;
   /** Receives the worker's log lines. */
   onLog?: (line: string, stream: 'stdout' | 'stderr') => void;
 };
@@ -56,6 +58,7 @@ export async function startEmbeddedEngine(options: EmbeddedEngineOptions): Promi
       url: worker.url,
       name: `embedded:${options.model}`,
       ...(options.maxConcurrency === undefined ? {} : { maxConcurrency: options.maxConcurrency }),
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     });
     const tokenizer = await loadTokenizer(options.model);
     return {

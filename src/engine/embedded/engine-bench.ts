@@ -10,6 +10,8 @@ import { TrainerClient } from '../../train/index.ts';
 
 export type EngineBenchOptions = {
   url: string;
+  /** The worker's API key, sent as a bearer token. */
+  apiKey?: string;
   batchSizes?: number[];
   promptTokens?: number;
   newTokens?: number;
@@ -58,8 +60,12 @@ export async function benchEngine(options: EngineBenchOptions): Promise<EngineBe
     sftSequenceTokens = 300,
     onProgress = () => {},
   } = options;
+  const headers: Record<string, string> = {
+    'Content-Type': 'application/json',
+    ...(options.apiKey === undefined ? {} : { Authorization: `Bearer ${options.apiKey}` }),
+  };
   const prompt = Array.from({ length: promptTokens }, (_, index) => 48 + (index % 10));
-  await generate(url, prompt, 8, 0); // warm-up
+  await generate(url, headers, prompt, 8, 0); // warm-up
   const measured: Omit<GenerationFigures, 'ratioToBatch1'>[] = [];
   for (const batchSize of batchSizes) {
     const rates: number[] = [];
@@ -69,7 +75,7 @@ export async function benchEngine(options: EngineBenchOptions): Promise<EngineBe
       const seconds = await Promise.all(
         Array.from({ length: batchSize }, async (_, index) => {
           const requestStart = performance.now();
-          await generate(url, prompt, newTokens, round * 1000 + index);
+          await generate(url, headers, prompt, newTokens, round * 1000 + index);
           return (performance.now() - requestStart) / 1000;
         }),
       );
@@ -92,7 +98,10 @@ export async function benchEngine(options: EngineBenchOptions): Promise<EngineBe
   }));
   let sft: EngineBenchReport['sft'] = null;
   if (sftSteps > 0) {
-    const trainer = new TrainerClient({ baseUrl: url });
+    const trainer = new TrainerClient({
+      baseUrl: url,
+      ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+    });
     const sequences = Array.from({ length: sftSequences }, (_, row) => {
       const inputIds = Array.from({ length: sftSequenceTokens }, (_, index) => (row * 31 + index * 7) % 256);
       const lossMask = inputIds.map((_, index) => (index < 60 ? 0 : 1));
@@ -118,10 +127,16 @@ export async function benchEngine(options: EngineBenchOptions): Promise<EngineBe
   return { url, promptTokens, newTokens, rounds, generation, sft };
 }
 
-async function generate(url: string, inputIds: number[], maxNewTokens: number, seed: number): Promise<void> {
+async function generate(
+  url: string,
+  headers: Record<string, string>,
+  inputIds: number[],
+  maxNewTokens: number,
+  seed: number,
+): Promise<void> {
   const response = await fetch(`${url}/generate`, {
     method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
+    headers,
     body: JSON.stringify({
       input_ids: inputIds,
       sampling_params: {

@@ -25,6 +25,7 @@ export {
   defaultPython,
   type EmbeddedWorker,
   type EmbeddedWorkerOptions,
+  ENGINE_API_KEY_VARIABLE,
   startEmbeddedWorker,
   type WorkerEvent,
   WorkerStartError,

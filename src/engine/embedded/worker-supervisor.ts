@@ -3,6 +3,9 @@
  * until `/health` answers, forwards its log lines, restarts it on the same port when it
  * crashes, and stops it cleanly (SIGTERM, then SIGKILL after a grace period). It does not
  * speak the worker's API: use the SGLang engine client and the trainer client on `url`.
+ * The worker applies `checkBindAuth`'s rule itself (it binds the address): with `apiKey`, every
+ * route but `/health` needs it as a bearer token. The key reaches the worker in its
+ * environment (`AGENTMATH_ENGINE_API_KEY`), never on its command line, where `ps` shows it.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -10,6 +13,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
+import { checkBindAuth } from '../../shared/bind-auth.ts';
 
 /** The worker could not be started or did not become healthy in time. */
 export class WorkerStartError extends AgentMathError {
@@ -28,7 +32,12 @@ export type WorkerEvent =
 export type EmbeddedWorkerOptions = {
   /** `tiny` (default), `test`, a saved model folder, or a Hugging Face folder. */
   model?: string;
+  /** Default 127.0.0.1; any other address needs `apiKey` or `noAuth`. */
   host?: string;
+  /** Required as `Authorization: Bearer <apiKey>` on every route but `/health`. Empty is refused. */
+  apiKey?: string;
+  /** Serve a non-loopback host without a key (a warning is logged). Default false. */
+  noAuth?: boolean;
   /** 0 (default) picks a free port on the first start; restarts reuse it. */
   port?: number;
   /** Python interpreter; default `$AGENTMATH_PYTHON` or `/usr/bin/python3`. */
@@ -60,6 +69,9 @@ export type EmbeddedWorker = {
   stop(): Promise<void>;
 };
 
+/** The environment variable that carries the worker's API key (also read by `engine serve`). */
+export const ENGINE_API_KEY_VARIABLE = 'AGENTMATH_ENGINE_API_KEY';
+
 const PYTHON_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'python');
 
 /** Default interpreter: the Debian Python that has PyTorch. */
@@ -71,6 +83,15 @@ export function defaultPython(): string {
 export async function startEmbeddedWorker(options: EmbeddedWorkerOptions = {}): Promise<EmbeddedWorker> {
   const { host = '127.0.0.1', startupTimeoutMs = 120_000, restart = true, maxRestarts = 5 } = options;
   const emit = options.onEvent ?? (() => {});
+  const warning = checkBindAuth({
+    server: 'engine serve',
+    host,
+    token: options.apiKey,
+    tokenSource: `--api-key or ${ENGINE_API_KEY_VARIABLE}`,
+    noAuth: options.noAuth ?? false,
+    risk: 'can generate and train (change the weights)',
+  });
+  if (warning !== null) options.onLog?.(warning, 'stderr');
   let port = options.port ?? 0;
   let child: ChildProcess | undefined;
   let stopping = false;
@@ -86,8 +107,16 @@ export async function startEmbeddedWorker(options: EmbeddedWorkerOptions = {}): 
         `Python interpreter ${python} not found; set AGENTMATH_PYTHON or install python3`,
       );
     }
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PYTHONPATH: joinPythonPath(process.env.PYTHONPATH),
+      PYTHONUNBUFFERED: '1',
+    };
+    // Only the key given here: one inherited from this process's environment would lock out its clients.
+    if (options.apiKey === undefined) delete env[ENGINE_API_KEY_VARIABLE];
+    else env[ENGINE_API_KEY_VARIABLE] = options.apiKey;
     const process_ = spawn(python, ['-m', 'agentmath_worker', ...workerArguments(options, host, port)], {
-      env: { ...process.env, PYTHONPATH: joinPythonPath(process.env.PYTHONPATH), PYTHONUNBUFFERED: '1' },
+      env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child = process_;
@@ -192,6 +221,7 @@ function workerArguments(options: EmbeddedWorkerOptions, host: string, port: num
     ['--seed', options.seed],
   ];
   for (const [flag, value] of numeric) if (value !== undefined) args.push(flag, String(value));
+  if (options.noAuth === true) args.push('--no-auth');
   return [...args, ...(options.extraArgs ?? [])];
 }
 

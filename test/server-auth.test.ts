@@ -1,0 +1,128 @@
+/**
+ * Servers are not open to strangers. Refusals (a public bind without a token, an empty token
+ * or key, a token with --no-auth) are checked through the real CLI before anything binds, so
+ * these tests bind nothing but loopback. The embedded worker with an API key answers requests
+ * with the key and refuses those without it, through the project's own clients; the key is
+ * not on the worker's command line.
+ */
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type EmbeddedWorker, startEmbeddedWorker } from '../src/engine/embedded/index.ts';
+import { createByteLevelTokenizer, createEngine } from '../src/engine/index.ts';
+import { TrainerClient } from '../src/train/index.ts';
+import { killAllClis, startCli } from './cli-process.ts';
+
+afterAll(() => killAllClis());
+
+describe('refused before binding', () => {
+  const refusals: Array<{ name: string; args: string[]; env?: NodeJS.ProcessEnv; code: string }> = [
+    {
+      name: 'sandbox: public host, no token',
+      args: ['sandbox', 'serve', '--host', '0.0.0.0'],
+      code: 'AUTH_REQUIRED',
+    },
+    { name: 'sandbox: --token ""', args: ['sandbox', 'serve', '--token', ''], code: 'AUTH_TOKEN_EMPTY' },
+    {
+      name: 'sandbox: empty AGENTMATH_SANDBOX_TOKEN',
+      args: ['sandbox', 'serve', '--host', '0.0.0.0'],
+      env: { AGENTMATH_SANDBOX_TOKEN: '' },
+      code: 'AUTH_TOKEN_EMPTY',
+    },
+    {
+      name: 'sandbox: a token and --no-auth',
+      args: ['sandbox', 'serve', '--token', 't0k3n', '--no-auth'],
+      code: 'AUTH_CONFLICT',
+    },
+    { name: 'engine: public host, no key', args: ['engine', 'serve', '--host', '::'], code: 'AUTH_REQUIRED' },
+    { name: 'engine: --api-key ""', args: ['engine', 'serve', '--api-key', ''], code: 'AUTH_TOKEN_EMPTY' },
+    {
+      name: 'engine: empty AGENTMATH_ENGINE_API_KEY',
+      args: ['engine', 'serve', '--host', '0.0.0.0'],
+      env: { AGENTMATH_ENGINE_API_KEY: '' },
+      code: 'AUTH_TOKEN_EMPTY',
+    },
+  ];
+
+  it.each(refusals)(
+    '$name → $code',
+    async ({ args, env, code }) => {
+      const result = await startCli([...args, '--port', '0'], {
+        cwd: tmpdir(),
+        limitMs: 30_000,
+        env: { AGENTMATH_SANDBOX_TOKEN: undefined, AGENTMATH_ENGINE_API_KEY: undefined, ...env },
+      }).done;
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(`[${code}]`);
+      // Nothing was served: no URL on stdout, no worker started.
+      expect(result.stdout).toBe('');
+      expect(result.stderr).not.toMatch(/\[worker\]|serving/);
+    },
+    40_000,
+  );
+});
+
+describe('the embedded worker with an API key', () => {
+  const KEY = 'engine-key-5c1e9a';
+  let worker: EmbeddedWorker;
+
+  beforeAll(async () => {
+    worker = await startEmbeddedWorker({ model: 'test', decodeThreads: 1, trainThreads: 1, apiKey: KEY });
+  }, 120_000);
+  afterAll(async () => {
+    await worker?.stop();
+  });
+
+  const request = () => ({
+    promptTokenIds: createByteLevelTokenizer().encode('Compute 6*7.'),
+    maxNewTokens: 4,
+    temperature: 0,
+    topP: 1,
+    stop: [],
+  });
+
+  it('answers the engine and trainer clients that send the key', async () => {
+    const engine = createEngine({ api: 'sglang', url: worker.url, apiKey: KEY });
+    try {
+      const result = await engine.generate(request());
+      expect(result.tokenIds?.length).toBeGreaterThan(0);
+    } finally {
+      engine.close();
+    }
+    const state = await new TrainerClient({ baseUrl: worker.url, apiKey: KEY }).state();
+    expect(state.policyVersion).toBe(0);
+  });
+
+  it('refuses requests without the key or with a wrong one, and keeps /health open', async () => {
+    for (const apiKey of [undefined, 'wrong-key']) {
+      const engine = createEngine({
+        api: 'sglang',
+        url: worker.url,
+        maxRetries: 0,
+        ...(apiKey === undefined ? {} : { apiKey }),
+      });
+      try {
+        await expect(engine.generate(request())).rejects.toMatchObject({
+          code: 'ENGINE_HTTP_4XX',
+          status: 401,
+        });
+      } finally {
+        engine.close();
+      }
+    }
+    await expect(new TrainerClient({ baseUrl: worker.url }).state()).rejects.toMatchObject({ status: 401 });
+    const trained = fetch(`${worker.url}/train/sft_step`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer wrong-key' },
+      body: JSON.stringify({ sequences: [{ input_ids: [1, 2, 3], loss_mask: [0, 1, 1] }] }),
+    });
+    expect((await trained).status).toBe(401);
+    expect((await fetch(`${worker.url}/health`)).status).toBe(200);
+  });
+
+  it('keeps the key off the worker command line', () => {
+    const commandLine = readFileSync(`/proc/${worker.pid()}/cmdline`, 'utf8');
+    expect(commandLine).toContain('agentmath_worker');
+    expect(commandLine).not.toContain(KEY);
+  });
+});
