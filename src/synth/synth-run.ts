@@ -177,10 +177,11 @@ export async function runSynth(options: SynthRunOptions): Promise<SynthStats> {
   } else if (options.resume && (await readLines(files.records)).length > 0) {
     throw new SynthRunFolderError(`${dir}: no synth-run.json to resume from`);
   }
-  await writeFile(files.run, `${JSON.stringify(config, null, 2)}\n`);
 
   const input = await readSynthInput(config.input, config.fields);
   const records = config.limit === null ? input.records : input.records.slice(0, config.limit);
+  // Saved once the input is readable, so a typo in --input leaves no run behind.
+  await writeFile(files.run, `${JSON.stringify(config, null, 2)}\n`);
   const stages = new Set(config.stages);
   const { index, files: indexedFiles } = stages.has('decontaminate')
     ? await buildDecontaminationIndex({
