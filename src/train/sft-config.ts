@@ -38,6 +38,10 @@ export const sftConfigSchema = z
     evalProblems: z.number().int().nonnegative().default(160),
     evalConcurrency: positive.default(32),
     evalMaxToolCalls: z.number().int().nonnegative().default(4),
+    /** Train on this file (trajectories.jsonl, sharegpt.json or verl.parquet) instead of generated solutions. */
+    dataFile: z.string().min(1).nullable().default(null),
+    /** Interpreter output is masked from the loss (false trains on it too: the ablation's baseline). */
+    maskToolOutput: z.boolean().default(true),
   })
   .strict();
 

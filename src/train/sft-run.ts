@@ -23,6 +23,7 @@ import { evaluateHeldOut } from './held-out-eval.ts';
 import { learningRateAt } from './learning-rate-schedule.ts';
 import { planSftBatches } from './sft-batch-plan.ts';
 import { resolveSftConfig, type SftConfig, type SftConfigInput } from './sft-config.ts';
+import { readSftDataFile } from './sft-data-file.ts';
 import { buildSftExample, type SftExample } from './sft-example.ts';
 import { readSftState, type SftState, writeSftState } from './sft-state.ts';
 import { TrainerClient } from './trainer-client.ts';
@@ -307,6 +308,11 @@ async function prepareDataset(
   config: SftConfig,
   emit: (event: SftEvent) => void,
 ): Promise<TaskSolution[]> {
+  if (config.dataFile !== null) {
+    const solutions = await readSftDataFile(config.dataFile, { maskToolOutput: config.maskToolOutput });
+    emit({ type: 'data-progress', done: solutions.length, total: solutions.length });
+    return solutions;
+  }
   const out = join(dir, `data-${config.style}.jsonl`);
   const onProgress = ({
     resumed,

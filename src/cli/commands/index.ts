@@ -11,6 +11,7 @@ import { registerRollout } from './rollout.ts';
 import { registerSandbox } from './sandbox.ts';
 import { registerSimulate } from './simulate.ts';
 import { registerSolve } from './solve.ts';
+import { registerSynth } from './synth.ts';
 import { registerTasks } from './tasks.ts';
 import { registerTrain } from './train.ts';
 
@@ -24,6 +25,7 @@ export function registerCommands(program: Command): void {
   registerInspect(program);
   registerSandbox(program);
   registerSolve(program);
+  registerSynth(program);
   registerTasks(program);
   registerTrain(program);
   registerEval(program);

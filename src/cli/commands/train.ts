@@ -6,6 +6,7 @@
  */
 import { type Command, Option } from 'commander';
 import { embeddedModelPaths } from '../../engine/embedded/index.ts';
+import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { assertSameRun, type RunIdentity } from '../../shared/run-identity.ts';
 import {
   formatSftEvent,
@@ -21,7 +22,6 @@ import {
 } from '../../train/index.ts';
 import { defaultOf, integerOption, listOption, numberOption } from '../cli-options.ts';
 import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
-
 import { registerTrainRl } from './train-rl.ts';
 
 /** A default of the SFT config schema, for `--help`. */
@@ -30,6 +30,8 @@ const sftDefault = <K extends keyof SftConfigInput & string>(key: K) => defaultO
 type SftFlags = {
   task: 'arith';
   textOnly?: boolean;
+  data?: string;
+  unmasked?: boolean;
   steps: number;
   batchSize: number;
   learningRate: number;
@@ -73,6 +75,8 @@ const CONFIG_FIELDS = {
 function configFrom(flags: SftFlags, command: Command, explicitOnly: boolean): SftConfigInput {
   const config: Record<string, unknown> = { task: flags.task };
   if (!explicitOnly || flags.textOnly) config.style = flags.textOnly ? 'text' : 'tool';
+  if (flags.data !== undefined) config.dataFile = flags.data;
+  if (flags.unmasked) config.maskToolOutput = false;
   for (const [flag, field] of Object.entries(CONFIG_FIELDS)) {
     const value = flags[flag as keyof SftFlags];
     if (value === undefined) continue;
@@ -142,6 +146,11 @@ export function registerTrain(program: Command): void {
     )
     .addOption(new Option('--task <name>', 'task family').choices(['arith']).default('arith'))
     .option('--text-only', 'train on text-only solutions (the baseline) instead of tool-augmented ones')
+    .option(
+      '--data <file>',
+      'train on trajectories.jsonl, sharegpt.json or verl.parquet instead of generated solutions',
+    )
+    .option('--unmasked', 'also train on interpreter output (default: masked from the loss)')
     .option('--steps <n>', 'optimizer steps', integerOption({ min: 1 }), sftDefault('steps'))
     .option(
       '--batch-size <n>',
@@ -202,6 +211,12 @@ export function registerTrain(program: Command): void {
     .option('--resume', 'continue the run in --out from its last checkpoint, with its saved configuration')
     .option('--json', 'print the training report as JSON')
     .action(async (flags: SftFlags, command: Command) => {
+      if (flags.data !== undefined && flags.out === undefined) {
+        throw new AgentMathError(
+          'CLI_BAD_OPTION',
+          '--data needs --out: a model trained on a data file has no default folder',
+        );
+      }
       const paths = embeddedModelPaths();
       const dir = flags.out ?? (flags.textOnly ? paths.text : paths.tool);
       const config = configFrom(flags, command, false);
