@@ -12,12 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedWorker } from '../src/engine/embedded/index.ts';
 import { TrainerClient } from '../src/train/index.ts';
-import {
-  appendModelSegment,
-  createTrajectory,
-  finishTrajectory,
-} from '../src/trajectory/trajectory-builder.ts';
 import { alive, descendantsOf } from './process-tree.ts';
+import { appendModelSegment, createTrajectory, finishTrajectory } from './trajectory-builder.ts';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const CLI = join(ROOT, 'bin', 'agentmath.js');

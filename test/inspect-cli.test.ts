@@ -11,7 +11,7 @@ import {
   appendToolResult,
   createTrajectory,
   finishTrajectory,
-} from '../src/trajectory/trajectory-builder.ts';
+} from './trajectory-builder.ts';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const bytes = (text: string) => [...Buffer.from(text)];

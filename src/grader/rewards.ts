@@ -7,7 +7,6 @@
  * answer earns nothing for tool use, so the bonus cannot be farmed by running code alone.
  */
 import { z } from 'zod';
-import type { Trajectory } from '../trajectory/trajectory.ts';
 import type { GradeResult } from './types.ts';
 
 /** α, β, R_max of the composite reward. Defaults: α = 0.1, β = 0.02, R_max = 0.2. */
@@ -30,7 +29,7 @@ export function accuracyReward(grade: Pick<GradeResult, 'correct'>): number {
 }
 
 /** N_code: the executed code blocks of a trajectory (its tool calls, whatever their outcome). */
-export function countExecutedCode(trajectory: Pick<Trajectory, 'toolCalls'>): number {
+export function countExecutedCode(trajectory: { toolCalls: readonly unknown[] }): number {
   return trajectory.toolCalls.length;
 }
 
@@ -47,7 +46,7 @@ export function compositeReward(
 /** The composite reward of a graded trajectory. */
 export function trajectoryReward(
   grade: Pick<GradeResult, 'correct'>,
-  trajectory: Pick<Trajectory, 'toolCalls'>,
+  trajectory: { toolCalls: readonly unknown[] },
   config?: CompositeRewardConfig,
 ): number {
   return compositeReward(

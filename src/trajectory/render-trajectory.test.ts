@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { markdownDialect } from '../protocol/markdown-dialect.ts';
-import { tagsDialect } from '../protocol/tags-dialect.ts';
-import { createTrajectoryRenderer, heldBack, renderTrajectory, shouldUseColor } from './render-trajectory.ts';
-import type { Trajectory } from './trajectory.ts';
 import {
   appendModelSegment,
   appendToolResult,
   createTrajectory,
   finishTrajectory,
-} from './trajectory-builder.ts';
+} from '../../test/trajectory-builder.ts';
+import { markdownDialect } from '../protocol/markdown-dialect.ts';
+import { tagsDialect } from '../protocol/tags-dialect.ts';
+import { createTrajectoryRenderer, heldBack, renderTrajectory, shouldUseColor } from './render-trajectory.ts';
+import type { Trajectory } from './trajectory.ts';
 
 const ids = (text: string) => [...Buffer.from(text)];
 

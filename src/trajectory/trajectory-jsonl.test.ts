@@ -2,8 +2,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { appendModelSegment, createTrajectory, finishTrajectory } from '../../test/trajectory-builder.ts';
 import type { Trajectory } from './trajectory.ts';
-import { appendModelSegment, createTrajectory, finishTrajectory } from './trajectory-builder.ts';
 import { InvalidTrajectoryError } from './trajectory-file-error.ts';
 import { openTrajectoryWriter, readTrajectories, readTrajectoryLines } from './trajectory-jsonl.ts';
 

@@ -9,7 +9,7 @@ import {
   type QuickstartModelResult,
   type QuickstartStyle,
   runQuickstart,
-} from '../../eval/quickstart.ts';
+} from '../../quickstart/quickstart.ts';
 import { formatDuration, formatSftEvent } from '../../train/index.ts';
 
 type QuickstartFlags = {

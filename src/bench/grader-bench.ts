@@ -6,10 +6,10 @@
  * SymPy imported) timed in the same run.
  */
 import { readFileSync } from 'node:fs';
+import { gradeAnswer } from '../grader/grade-answer.ts';
+import { SymbolicChecker } from '../grader/symbolic-checker.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
 import { percentile } from '../shared/percentile.ts';
-import { gradeAnswer } from './grade-answer.ts';
-import { SymbolicChecker } from './symbolic-checker.ts';
 
 type CorpusCase = { prediction: string; reference: string; correct: boolean; symbolic?: boolean };
 
@@ -49,7 +49,7 @@ export type GraderBenchReport = {
 
 /** The grader's own corpus (src/grader/grader-corpus.jsonl). */
 export function loadGraderCorpus(): CorpusCase[] {
-  return readFileSync(new URL('./grader-corpus.jsonl', import.meta.url), 'utf8')
+  return readFileSync(new URL('../grader/grader-corpus.jsonl', import.meta.url), 'utf8')
     .trim()
     .split('\n')
     .map((line) => JSON.parse(line) as CorpusCase);

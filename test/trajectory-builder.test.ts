@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { tagsDialect } from '../protocol/tags-dialect.ts';
-import { responseTokens } from './loss-mask.ts';
-import { trajectorySchema } from './trajectory.ts';
+import { tagsDialect } from '../src/protocol/tags-dialect.ts';
+import { responseTokens } from '../src/trajectory/loss-mask.ts';
+import { trajectorySchema } from '../src/trajectory/trajectory.ts';
 import {
   appendModelSegment,
   appendToolResult,

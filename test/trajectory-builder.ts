@@ -1,15 +1,21 @@
 /**
- * Pure functions the agent loop uses to grow a trajectory: create one for a problem, append
+ * A test helper (the agent loop builds records itself, in `src/agent/run-agent.ts`): pure
+ * functions that grow a trajectory by hand for tests of readers, writers and renderers: create one for a problem, append
  * what the engine generated, append a tool call with its rendered result, finish it. Each
  * returns a new record and leaves its input untouched. A trajectory is token-level when its
  * prompt has token ids and text-only when it has none; segments must follow the prompt.
  */
-import type { GenerateResult } from '../engine/types.ts';
-import { getDialect } from '../protocol/dialects.ts';
-import { parseResponse } from '../protocol/response-parser.ts';
-import type { ExecutionOutcome } from '../sandbox/types.ts';
-import { AgentMathError } from '../shared/agentmath-error.ts';
-import type { ModelSegment, ToolSegment, Trajectory, TrajectoryFinishReason } from './trajectory.ts';
+import type { GenerateResult } from '../src/engine/types.ts';
+import { getDialect } from '../src/protocol/dialects.ts';
+import { parseResponse } from '../src/protocol/response-parser.ts';
+import { AgentMathError } from '../src/shared/agentmath-error.ts';
+import type { ExecutionOutcome } from '../src/shared/execution-outcome.ts';
+import type {
+  ModelSegment,
+  ToolSegment,
+  Trajectory,
+  TrajectoryFinishReason,
+} from '../src/trajectory/trajectory.ts';
 
 export type CreateTrajectoryOptions = {
   id: string;
