@@ -57,3 +57,4 @@ export {
   TrainingReportMissingError,
   writeTrainingReport,
 } from './training-report.ts';
+export type { Trainer } from './types.ts';
