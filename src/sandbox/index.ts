@@ -2,10 +2,9 @@
  * The sandbox module: jailed, warm, stateful Python sessions in process (`createLocalSandbox`),
  * over HTTP (`startSandboxServer`, `SandboxClient`) and over many nodes (`SandboxClusterClient`).
  */
-
 export { executionOutcomeSchema } from '../shared/execution-outcome.ts';
 export { codeDidNotRun } from './code-did-not-run.ts';
-export type { LocalSandboxOptions } from './local-sandbox-options.ts';
+export { type LocalSandboxOptions, localSandboxOptionsSchema } from './local-sandbox-options.ts';
 export {
   createLocalSandbox,
   type LocalSandboxEnvironment,

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { benchGrader } from '../../bench/grader-bench.ts';
 import { releaseSymbolicSessions } from '../../grader/index.ts';
+import { integerOption } from '../cli-options.ts';
 import { openSandboxForGrading } from './grader-sandbox.ts';
 
 /** `agentmath bench grader`: fast-path throughput and symbolic-path latency. */
@@ -9,14 +10,19 @@ export function registerGraderBench(bench: Command): void {
     .command('grader')
     .description('grader speed: fast path grades/s (one core), symbolic path p50/p99 with a warm sandbox')
     .option('--json', 'print the figures as JSON')
-    .option('--rounds <n>', 'passes over the fast-path corpus pairs', '50')
+    .option(
+      '--rounds <n>',
+      'passes over the fast-path corpus pairs',
+      integerOption({ min: 1, max: 1_000_000 }),
+      50,
+    )
     .option('--sandbox <url>', 'sandbox server (default: a local pool)')
     .option('--no-sandbox', 'fast path only')
-    .action(async (options: { json?: boolean; rounds: string; sandbox?: string | boolean }) => {
+    .action(async (options: { json?: boolean; rounds: number; sandbox?: string | boolean }) => {
       const sandbox = options.sandbox === false ? undefined : openSandboxForGrading(options.sandbox);
       try {
         const report = await benchGrader({
-          fastRounds: Number(options.rounds),
+          fastRounds: options.rounds,
           ...(sandbox === undefined ? {} : { sandbox }),
         });
         if (options.json) {
