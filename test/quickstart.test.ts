@@ -7,8 +7,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type QuickstartEvent, runQuickstart } from '../src/eval/quickstart.ts';
 import { readRunTrajectories } from '../src/eval/run-folder.ts';
+import { type QuickstartEvent, runQuickstart } from '../src/quickstart/quickstart.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'agentmath-quickstart-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -82,8 +82,7 @@ export type Budgets = z.infer<typeof budgetsSchema>;
 export type SamplingOptions = z.infer<typeof samplingSchema>;
 export type AgentConfig = z.infer<typeof agentConfigSchema>;
 
-/** A problem as the loop sees it. */
-export type Problem = { id: string; text: string };
+export type { Problem } from './problem.ts';
 
 /** Options of `runAgent` and `resumeAgent`. */
 export type AgentOptions = z.input<typeof agentConfigSchema> & {

@@ -5,13 +5,6 @@
  */
 
 export {
-  type AgentBenchOptions,
-  type AgentBenchReport,
-  benchTurns,
-  type Quantiles,
-  runAgentBench,
-} from './agent-bench.ts';
-export {
   AgentConfigError,
   EngineFailedError,
   EngineTokensMissingError,
@@ -31,7 +24,6 @@ export {
   samplingSchema,
   toolOptionsSchema,
 } from './agent-options.ts';
-export { InstantEngine, type InstantEngineOptions } from './instant-engine.ts';
 export {
   instructedPrompt,
   type PromptBuilder,

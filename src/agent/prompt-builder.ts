@@ -6,7 +6,7 @@
  */
 import type { ChatMessage, Tokenizer } from '../engine/tokenizer.ts';
 import type { Dialect, DialectName } from '../protocol/dialect.ts';
-import type { Problem } from './agent-options.ts';
+import type { Problem } from './problem.ts';
 
 /** Builds the chat messages for a problem in a dialect. */
 export type PromptBuilder = (problem: Problem, dialect: Dialect) => ChatMessage[];

@@ -44,6 +44,13 @@ export { SglangEngine, type SglangEngineOptions } from './sglang-engine.ts';
 export { resolveTextStop, type TextStop, type TextStopInput } from './text-stop-resolution.ts';
 export type { ChatMessage, EncodeOptions, Tokenizer } from './tokenizer.ts';
 export { TokenizerError, type TokenizerErrorCode } from './tokenizer-errors.ts';
-export type { Engine, FinishReason, GenerateRequest, GenerateResult } from './types.ts';
+export type {
+  Engine,
+  FinishReason,
+  GenerateRequest,
+  GenerateResult,
+  WeightUpdatableEngine,
+  WeightUpdateResult,
+} from './types.ts';
 export { Utf8StreamDecoder } from './utf8-stream-decoder.ts';
 export { VllmEngine, type VllmEngineOptions } from './vllm-engine.ts';

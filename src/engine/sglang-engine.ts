@@ -11,7 +11,9 @@ import { z } from 'zod';
 import { EngineBadResponseError } from './engine-errors.ts';
 import type { JsonHttpClient } from './json-http-client.ts';
 import { abortedResult, parseResponseBody, policyVersionFrom } from './response-parsing.ts';
-import type { Engine, GenerateRequest, GenerateResult } from './types.ts';
+import type { GenerateRequest, GenerateResult, WeightUpdatableEngine, WeightUpdateResult } from './types.ts';
+
+const weightUpdateSchema = z.object({ success: z.boolean(), message: z.string() });
 
 export type SglangEngineOptions = {
   client: JsonHttpClient;
@@ -43,7 +45,7 @@ const sglangResponseSchema = z.object({
 });
 
 /** An Engine speaking SGLang's `/generate` wire format. */
-export class SglangEngine implements Engine {
+export class SglangEngine implements WeightUpdatableEngine {
   readonly name: string;
   readonly #client: JsonHttpClient;
   readonly #includeStop: boolean;
@@ -52,6 +54,24 @@ export class SglangEngine implements Engine {
     this.#client = client;
     this.#includeStop = includeStopInOutput;
     this.name = name ?? `sglang@${client.baseUrl}`;
+  }
+
+  /** Loads new weights from a checkpoint folder the server can read (`/update_weights_from_disk`). */
+  async updateWeightsFromDisk(modelPath: string, signal?: AbortSignal): Promise<WeightUpdateResult> {
+    const answer = await this.#client.postJson(
+      '/update_weights_from_disk',
+      { model_path: modelPath },
+      signal,
+    );
+    if (answer.status === 'aborted') return { success: false, message: 'aborted' };
+    const parsed = weightUpdateSchema.safeParse(answer.body);
+    if (!parsed.success) {
+      throw new EngineBadResponseError(
+        `${this.#client.baseUrl}/update_weights_from_disk`,
+        'expected { success: boolean, message: string }',
+      );
+    }
+    return parsed.data;
   }
 
   async generate(request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {

@@ -49,3 +49,15 @@ export interface Engine {
   readonly name: string;
   generate(request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult>;
 }
+
+/** What loading new weights from disk answered (SGLang's `/update_weights_from_disk`). */
+export type WeightUpdateResult = { success: boolean; message: string };
+
+/**
+ * An engine whose served weights can be replaced by a checkpoint on disk, after a training
+ * step (SGLang's `POST /update_weights_from_disk {model_path}`; the embedded worker serves the
+ * same route). The policy version the engine reports changes with the weights.
+ */
+export interface WeightUpdatableEngine extends Engine {
+  updateWeightsFromDisk(modelPath: string, signal?: AbortSignal): Promise<WeightUpdateResult>;
+}

@@ -1,10 +1,4 @@
 /** The grader: answer extraction, normalisation, equivalence rules and reward functions. */
-export {
-  benchGrader,
-  type GraderBenchOptions,
-  type GraderBenchReport,
-  loadGraderCorpus,
-} from './bench-grader.ts';
 export { type CompareContext, compareAnswers, type Decision } from './compare-answers.ts';
 export { type Extraction, extractAnswer } from './extract-answer.ts';
 export {

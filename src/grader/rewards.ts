@@ -11,7 +11,6 @@
  * outage is not taught as a wrong answer. The grade itself carries the reason and its cause.
  */
 import { z } from 'zod';
-import type { Trajectory } from '../trajectory/trajectory.ts';
 import type { GradeResult } from './types.ts';
 
 /** α, β, R_max of the composite reward. Defaults: α = 0.1, β = 0.02, R_max = 0.2. */
@@ -35,7 +34,7 @@ export function accuracyReward(grade: Pick<GradeResult, 'correct'>): number | nu
 }
 
 /** N_code: the executed code blocks of a trajectory (its tool calls, whatever their outcome). */
-export function countExecutedCode(trajectory: Pick<Trajectory, 'toolCalls'>): number {
+export function countExecutedCode(trajectory: { toolCalls: readonly unknown[] }): number {
   return trajectory.toolCalls.length;
 }
 
@@ -52,7 +51,7 @@ export function compositeReward(
 /** The composite reward of a graded trajectory; null (missing) for a grade without a verdict. */
 export function trajectoryReward(
   grade: Pick<GradeResult, 'correct'>,
-  trajectory: Pick<Trajectory, 'toolCalls'>,
+  trajectory: { toolCalls: readonly unknown[] },
   config?: CompositeRewardConfig,
 ): number | null {
   const accuracy = accuracyReward(grade);

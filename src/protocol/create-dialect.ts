@@ -3,7 +3,7 @@
  * code block that just closed, rendering a tool result) is the same code for every dialect;
  * only the data differs, so nothing here branches on a dialect's name.
  */
-import type { ExecutionOutcome } from '../sandbox/types.ts';
+import type { ExecutionOutcome } from '../shared/execution-outcome.ts';
 import type { ClosedCode, Dialect, DialectMarkup, DialectName, RenderOptions } from './dialect.ts';
 import { parseResponse } from './response-parser.ts';
 import { renderOutcomeBody } from './tool-result.ts';

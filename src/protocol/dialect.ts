@@ -4,7 +4,7 @@
  * response parser reads), how it recognises a code block that just closed, and how it renders
  * a tool result. The agent loop never branches on a dialect's name.
  */
-import type { ExecutionOutcome } from '../sandbox/types.ts';
+import type { ExecutionOutcome } from '../shared/execution-outcome.ts';
 
 export type DialectName = 'tags' | 'markdown';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ExecutionOutcome } from '../sandbox/types.ts';
+import type { ExecutionOutcome } from '../shared/execution-outcome.ts';
 import { dialects, getDialect, UnknownDialectError } from './dialects.ts';
 import { markdownDialect } from './markdown-dialect.ts';
 import { parseResponse } from './response-parser.ts';

@@ -4,7 +4,7 @@
  * plain statement the model can act on for timeouts, memory limits and killed sessions.
  * The dialect wraps this body in its own markup.
  */
-import type { ExecutionOutcome } from '../sandbox/types.ts';
+import type { ExecutionOutcome } from '../shared/execution-outcome.ts';
 import type { RenderOptions } from './dialect.ts';
 
 /** Output kept by default (characters), and traceback lines kept by default. */

@@ -2,8 +2,8 @@
  * The sandbox module: jailed, warm, stateful Python sessions in process (`createLocalSandbox`),
  * over HTTP (`startSandboxServer`, `SandboxClient`) and over many nodes (`SandboxClusterClient`).
  */
+export { executionOutcomeSchema } from '../shared/execution-outcome.ts';
 export { codeDidNotRun } from './code-did-not-run.ts';
-export { executionOutcomeSchema } from './execution-outcome-schema.ts';
 export { type LocalSandboxOptions, localSandboxOptionsSchema } from './local-sandbox-options.ts';
 export {
   createLocalSandbox,

@@ -4,7 +4,7 @@
  * are retried. A lost node makes a session's call report `killed` with reason `node-lost`.
  */
 import http from 'node:http';
-import { executionOutcomeSchema } from './execution-outcome-schema.ts';
+import { executionOutcomeSchema } from '../shared/execution-outcome.ts';
 import { errorMessage, requestJson } from './http-json-request.ts';
 import { type RemoteBinding, RemoteSandboxSession } from './remote-sandbox-session.ts';
 import { SandboxPoolFullError, SandboxRequestError, SandboxUnavailableError } from './sandbox-errors.ts';

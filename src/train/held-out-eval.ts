@@ -1,11 +1,13 @@
 /**
  * Held-out accuracy of a served model on arith eval problems, measured through the real
  * agent loop: `runAgent` with the SGLang client on the worker's `/generate`, code run in a
- * jailed local sandbox, the final answer graded with `gradeAnswer`. Greedy decoding by
+ * jailed local sandbox, the final answer graded by `gradeTrajectory` with `gradeAnswer`
+ * (the rule `eval` uses). Greedy decoding by
  * default; `concurrency` trajectories are in flight at once so the worker batches them.
  */
 import { problemOnlyPrompt, runAgent } from '../agent/index.ts';
 import { createByteLevelTokenizer, createEngine } from '../engine/index.ts';
+import { gradeTrajectory } from '../eval/trajectory-grade.ts';
 import { gradeAnswer } from '../grader/index.ts';
 import { getDialect } from '../protocol/index.ts';
 import { createLocalSandbox } from '../sandbox/index.ts';
@@ -96,8 +98,9 @@ export async function evaluateHeldOut(options: HeldOutEvalOptions): Promise<Held
         },
       );
       const response = trajectory.segments.map((segment) => segment.text).join('');
-      // Arithmetic answers: no symbolic step, so a grade is never unavailable here.
-      const grade = await gradeAnswer(response, problem.answer);
+      // Graded as `eval` grades: the trajectory's final answer (its last \boxed{} in model
+      // text), never the joined response, whose interpreter output may hold a \boxed{} too.
+      const grade = await gradeTrajectory(trajectory, problem.answer, gradeAnswer);
       const reason = trajectory.finish?.reason;
       if (reason !== undefined) finishReasons[reason] = (finishReasons[reason] ?? 0) + 1;
       if (trajectory.toolCalls.length > 0) usedTools++;

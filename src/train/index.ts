@@ -83,3 +83,4 @@ export {
   TrainingReportMissingError,
   writeTrainingReport,
 } from './training-report.ts';
+export type { Trainer } from './types.ts';

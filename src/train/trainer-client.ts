@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { AgentMathError } from '../shared/agentmath-error.ts';
+import type { Trainer } from './types.ts';
 
 /** The trainer answered with an error, an unexpected body, or not at all. */
 export class TrainerRequestError extends AgentMathError {
@@ -112,7 +113,7 @@ export type TrainerState = {
 };
 
 /** Typed access to a worker's training routes. */
-export class TrainerClient {
+export class TrainerClient implements Trainer {
   readonly baseUrl: string;
   readonly #timeoutMs: number;
   readonly #headers: Record<string, string>;

@@ -24,17 +24,6 @@ export {
   trajectoryFinishReasonSchema,
   trajectorySchema,
 } from './trajectory.ts';
-export {
-  appendModelSegment,
-  appendToolResult,
-  type CreateTrajectoryOptions,
-  createTrajectory,
-  type FinishOptions,
-  finishTrajectory,
-  isTextOnly,
-  responseText,
-  type ToolResultInput,
-} from './trajectory-builder.ts';
 export { InvalidTrajectoryError, type RecordLocation } from './trajectory-file-error.ts';
 export {
   openTrajectoryWriter,

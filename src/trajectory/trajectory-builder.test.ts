@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { tagsDialect } from '../protocol/tags-dialect.ts';
-import { responseTokens } from './loss-mask.ts';
-import { trajectorySchema } from './trajectory.ts';
+import { responseTokens } from '../trajectory/loss-mask.ts';
+import { trajectorySchema } from '../trajectory/trajectory.ts';
 import {
   appendModelSegment,
   appendToolResult,

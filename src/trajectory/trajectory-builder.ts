@@ -1,14 +1,15 @@
 /**
- * Pure functions the agent loop uses to grow a trajectory: create one for a problem, append
+ * Building a trajectory record outside the agent loop (which builds its own, in
+ * `src/agent/run-agent.ts`): the synthesis pipeline turns teacher drafts into records with it,
+ * and tests of readers, writers and renderers grow records by hand. Pure functions: create one for a problem, append
  * what the engine generated, append a tool call with its rendered result, finish it. Each
  * returns a new record and leaves its input untouched. A trajectory is token-level when its
  * prompt has token ids and text-only when it has none; segments must follow the prompt.
  */
-import type { GenerateResult } from '../engine/types.ts';
 import { getDialect } from '../protocol/dialects.ts';
 import { parseResponse } from '../protocol/response-parser.ts';
-import type { ExecutionOutcome } from '../sandbox/types.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
+import type { ExecutionOutcome } from '../shared/execution-outcome.ts';
 import type { ModelSegment, ToolSegment, Trajectory, TrajectoryFinishReason } from './trajectory.ts';
 
 export type CreateTrajectoryOptions = {
@@ -49,15 +50,14 @@ export function responseText(trajectory: Trajectory): string {
   return trajectory.segments.map((segment) => segment.text).join('');
 }
 
+/** What one engine call generated, as the segment records it (the engine's result has these fields). */
+export type GeneratedSegment = Pick<
+  ModelSegment,
+  'text' | 'tokenIds' | 'logprobs' | 'finishReason' | 'matchedStop' | 'policyVersion'
+> & { replica?: string | null; step?: number | null };
+
 /** Appends what one engine call generated (loss mask 1); `ms` is the call's wall time. */
-export function appendModelSegment(
-  trajectory: Trajectory,
-  result: Pick<
-    GenerateResult,
-    'text' | 'tokenIds' | 'logprobs' | 'finishReason' | 'matchedStop' | 'policyVersion' | 'replica'
-  > & { step?: number | null },
-  ms = 0,
-): Trajectory {
+export function appendModelSegment(trajectory: Trajectory, result: GeneratedSegment, ms = 0): Trajectory {
   assertRunning(trajectory);
   const tokenIds = requireMode(trajectory, result.tokenIds, 'model segment');
   if (tokenIds && result.logprobs && result.logprobs.length !== tokenIds.length) {

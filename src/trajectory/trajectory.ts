@@ -7,22 +7,9 @@
  * `logprobs` null on every segment and on the prompt.
  */
 import { z } from 'zod';
+import { executionOutcomeSchema } from '../shared/execution-outcome.ts';
 
-export const executionOutcomeSchema = z.discriminatedUnion('status', [
-  z.object({ status: z.literal('ok'), stdout: z.string(), stderr: z.string(), ms: z.number() }).strict(),
-  z
-    .object({
-      status: z.literal('error'),
-      stdout: z.string(),
-      stderr: z.string(),
-      exception: z.string(),
-      ms: z.number(),
-    })
-    .strict(),
-  z.object({ status: z.literal('timeout'), stdout: z.string(), limitMs: z.number() }).strict(),
-  z.object({ status: z.literal('memory-exceeded'), limitBytes: z.number() }).strict(),
-  z.object({ status: z.literal('killed'), reason: z.string() }).strict(),
-]);
+export { executionOutcomeSchema };
 
 const TOKEN_ID = 'expected nonnegative integer';
 const tokenIds = z

@@ -4,7 +4,7 @@
  * baseline loop, and many trajectories in flight at once (event-loop stall, memory).
  */
 import type { Command } from 'commander';
-import { type AgentBenchReport, runAgentBench } from '../../agent/index.ts';
+import { type AgentBenchReport, runAgentBench } from '../../bench/agent-bench.ts';
 import { createByteLevelTokenizer } from '../../engine/index.ts';
 import { getDialect } from '../../protocol/index.ts';
 import { createLocalSandbox } from '../../sandbox/index.ts';

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { benchGrader, releaseSymbolicSessions } from '../../grader/index.ts';
+import { benchGrader } from '../../bench/grader-bench.ts';
+import { releaseSymbolicSessions } from '../../grader/index.ts';
 import { integerOption } from '../cli-options.ts';
 import { openSandboxForGrading } from './grader-sandbox.ts';
 

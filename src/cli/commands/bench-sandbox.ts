@@ -1,6 +1,6 @@
 /** `agentmath bench sandbox`: wiring to the sandbox benchmark. */
 import type { Command } from 'commander';
-import { formatSandboxBench, runSandboxBench } from '../../sandbox/sandbox-bench.ts';
+import { formatSandboxBench, runSandboxBench } from '../../bench/sandbox-bench.ts';
 import { integerOption } from '../cli-options.ts';
 
 const integer = integerOption({ min: 1, max: 1_000_000 });

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
+import { benchEngine } from '../../bench/engine-bench.ts';
 import {
-  benchEngine,
   ENGINE_API_KEY_VARIABLE,
   startEmbeddedWorker,
   type WorkerEvent,

@@ -1,5 +1,5 @@
 /**
- * `agentmath quickstart`: the main job on the embedded default (see src/eval/quickstart.ts).
+ * `agentmath quickstart`: the main job on the embedded default (see src/quickstart/quickstart.ts).
  * This file only draws progress and the final table.
  */
 import { resolve } from 'node:path';
@@ -9,7 +9,7 @@ import {
   type QuickstartModelResult,
   type QuickstartStyle,
   runQuickstart,
-} from '../../eval/quickstart.ts';
+} from '../../quickstart/quickstart.ts';
 import { formatDuration, formatSftEvent } from '../../train/index.ts';
 import { integerOption, numberOption } from '../cli-options.ts';
 import { holdSignals, interruptSignal } from '../process-lifecycle.ts';

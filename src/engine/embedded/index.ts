@@ -1,6 +1,6 @@
 /**
  * The embedded engine: supervision of the PyTorch worker process (the default policy's
- * engine and trainer) and its benchmark.
+ * engine and trainer). Its benchmark is in `src/bench/engine-bench.ts`.
  */
 
 export {
@@ -15,12 +15,6 @@ export {
   findEmbeddedModel,
   isModelFolder,
 } from './embedded-model-paths.ts';
-export {
-  benchEngine,
-  type EngineBenchOptions,
-  type EngineBenchReport,
-  type GenerationFigures,
-} from './engine-bench.ts';
 export {
   defaultPython,
   type EmbeddedWorker,

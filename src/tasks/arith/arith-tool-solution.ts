@@ -12,8 +12,9 @@
  */
 import type { Dialect } from '../../protocol/dialect.ts';
 import { getDialect } from '../../protocol/dialects.ts';
-import type { ExecutionOutcome, SandboxSession } from '../../sandbox/types.ts';
+import type { SandboxSession } from '../../sandbox/types.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
+import type { ExecutionOutcome } from '../../shared/execution-outcome.ts';
 import type { TaskSolution } from '../types.ts';
 import type { ArithProblem } from './arith-spec.ts';
 import { taskProblemOf } from './arith-text-solution.ts';

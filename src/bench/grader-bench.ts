@@ -8,11 +8,11 @@
  * of unclosed boxes, a soup of `$` signs); a 2 MB / 1 MB ratio near 2 shows one linear pass.
  */
 import { readFileSync } from 'node:fs';
+import { extractAnswer } from '../grader/extract-answer.ts';
+import { gradeAnswer } from '../grader/grade-answer.ts';
+import { SymbolicChecker } from '../grader/symbolic-checker.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
 import { percentile } from '../shared/percentile.ts';
-import { extractAnswer } from './extract-answer.ts';
-import { gradeAnswer } from './grade-answer.ts';
-import { SymbolicChecker } from './symbolic-checker.ts';
 
 type CorpusCase = { prediction: string; reference: string; correct: boolean; symbolic?: boolean };
 
@@ -61,7 +61,7 @@ export type GraderBenchReport = {
 
 /** The grader's own corpus (src/grader/grader-corpus.jsonl). */
 export function loadGraderCorpus(): CorpusCase[] {
-  return readFileSync(new URL('./grader-corpus.jsonl', import.meta.url), 'utf8')
+  return readFileSync(new URL('../grader/grader-corpus.jsonl', import.meta.url), 'utf8')
     .trim()
     .split('\n')
     .map((line) => JSON.parse(line) as CorpusCase);

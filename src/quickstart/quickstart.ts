@@ -13,6 +13,12 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { problemOnlyPrompt, runAgent } from '../agent/index.ts';
 import { embeddedModelPaths, startEmbeddedEngine } from '../engine/embedded/index.ts';
+import type { BenchmarkProblem } from '../eval/benchmark-problem.ts';
+import { type EvalProgress, runEval } from '../eval/eval-runner.ts';
+import { readRunTrajectories } from '../eval/run-folder.ts';
+import { writeRunReport } from '../eval/run-report.ts';
+import type { RunSummary } from '../eval/run-summary.ts';
+import { gradeTrajectory, readGrade } from '../eval/trajectory-grade.ts';
 import { answersEquivalent, gradeAnswer } from '../grader/index.ts';
 import { getDialect } from '../protocol/index.ts';
 import { createLocalSandbox } from '../sandbox/index.ts';
@@ -27,12 +33,6 @@ import {
   TRAINING_REPORT_FILE,
   type TrainingReport,
 } from '../train/index.ts';
-import type { BenchmarkProblem } from './benchmark-problem.ts';
-import { type EvalProgress, runEval } from './eval-runner.ts';
-import { readRunTrajectories } from './run-folder.ts';
-import { writeRunReport } from './run-report.ts';
-import type { RunSummary } from './run-summary.ts';
-import { gradeTrajectory, readGrade } from './trajectory-grade.ts';
 
 export type QuickstartStyle = 'tool' | 'text';
 

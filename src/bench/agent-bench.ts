@@ -16,16 +16,16 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import type { AgentEvent } from '../agent/agent-event.ts';
+import { problemOnlyPrompt } from '../agent/prompt-builder.ts';
+import { runAgent } from '../agent/run-agent.ts';
 import type { Tokenizer } from '../engine/tokenizer.ts';
 import type { Engine, GenerateResult } from '../engine/types.ts';
 import type { Dialect } from '../protocol/dialect.ts';
 import type { SandboxProvider, SandboxSession } from '../sandbox/types.ts';
 import { ascending, percentile } from '../shared/percentile.ts';
 import type { TrajectoryFinishReason } from '../trajectory/trajectory.ts';
-import type { AgentEvent } from './agent-event.ts';
 import { InstantEngine } from './instant-engine.ts';
-import { problemOnlyPrompt } from './prompt-builder.ts';
-import { runAgent } from './run-agent.ts';
 
 export type AgentBenchOptions = {
   sandbox: SandboxProvider;

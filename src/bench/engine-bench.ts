@@ -5,8 +5,8 @@
  * is batch 1: the ratio says what continuous batching buys.
  */
 
-import { ascending, percentile } from '../../shared/percentile.ts';
-import { TrainerClient } from '../../train/index.ts';
+import { ascending, percentile } from '../shared/percentile.ts';
+import { TrainerClient } from '../train/index.ts';
 
 export type EngineBenchOptions = {
   url: string;

@@ -9,11 +9,11 @@
  */
 import { spawn } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { type LatencySummary, summarizeLatency } from './latency-summary.ts';
-import { createLocalSandbox } from './local-sandbox-pool.ts';
-import { SandboxClient } from './sandbox-client.ts';
-import { startSandboxServer } from './sandbox-server.ts';
-import type { SandboxSession } from './types.ts';
+import { type LatencySummary, summarizeLatency } from '../sandbox/latency-summary.ts';
+import { createLocalSandbox } from '../sandbox/local-sandbox-pool.ts';
+import { SandboxClient } from '../sandbox/sandbox-client.ts';
+import { startSandboxServer } from '../sandbox/sandbox-server.ts';
+import type { SandboxSession } from '../sandbox/types.ts';
 
 export type SandboxBenchOptions = {
   trivialCalls?: number;
