@@ -158,6 +158,10 @@ export type SglangServerOptions = {
   tokenizer: Tokenizer;
   /** Decides how to answer request number `call` (0-based): normally, with an HTTP error, or never. */
   behaviour?: (call: number) => 'answer' | 'fail' | 'reject' | 'hang';
+  /** Awaited before answering request `call` whose decoded context is `context` (controllable latency). */
+  gate?: (call: number, context: string) => Promise<void>;
+  /** Sent as `meta_info.weight_version` (the policy version), as SGLang does after a weight update. */
+  weightVersion?: () => string;
 };
 
 /**
@@ -203,6 +207,7 @@ export async function startScriptedSglangServer(
     }
     const params = body.sampling_params;
     const context = options.tokenizer.decode(body.input_ids);
+    await options.gate?.(call, context);
     const generation = generateScripted(
       context,
       { maxNewTokens: params.max_new_tokens, stop: params.stop ?? [] },
@@ -226,6 +231,7 @@ export async function startScriptedSglangServer(
           prompt_tokens: body.input_ids.length,
           completion_tokens: generation.tokenIds.length,
           cached_tokens: 0,
+          ...(options.weightVersion === undefined ? {} : { weight_version: options.weightVersion() }),
           output_token_logprobs: generation.tokenIds.map((id, index) => [
             seededLogprob(seed, body.input_ids.length + index, id),
             id,

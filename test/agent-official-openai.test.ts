@@ -66,7 +66,7 @@ const cases = [
 describe.each(cases)('the loop against the official OpenAI API ($api, $dialect)', ({ api, dialect }) => {
   async function solve(script: (conversation: string) => string) {
     const server: ScriptedServer = await startScriptedServer(api, { scriptFor: script });
-    const engine: HttpEngine = createEngine({ api, url: server.url, model: 'gpt-scripted', maxRetries: 0 });
+    const engine: HttpEngine = createEngine({ api, url: server.url, model: 'gpt-scripted' });
     try {
       const trajectory = await runAgent(
         { id: 'p', text: PROBLEM },

@@ -35,7 +35,7 @@ async function serve(
     tokenizer,
     ...(behaviour ? { behaviour } : {}),
   });
-  const engine = createEngine({ api: 'sglang', url: server.url, maxRetries: 0, timeoutMs: 2_000 });
+  const engine = createEngine({ api: 'sglang', url: server.url, timeoutMs: 2_000 });
   cleanups.push(
     () => server.close(),
     () => engine.close(),

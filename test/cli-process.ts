@@ -10,7 +10,13 @@ import { fileURLToPath } from 'node:url';
 const CLI = join(dirname(dirname(fileURLToPath(import.meta.url))), 'bin', 'agentmath.js');
 const running = new Set<ChildProcess>();
 
-export type CliResult = { code: number | null; stdout: string; stderr: string };
+/** `signal`: the signal the CLI died of (a stopped run re-raises the one that stopped it). */
+export type CliResult = {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+};
 
 /** SIGKILLs the child's process group, if it still runs. */
 export function killGroup(child: ChildProcess): void {
@@ -44,11 +50,11 @@ export function startCli(
   });
   const timer = setTimeout(() => killGroup(child), limitMs);
   const done = new Promise<CliResult>((resolve) => {
-    child.on('close', (code) => {
+    child.on('close', (code, signal) => {
       clearTimeout(timer);
       killGroup(child);
       running.delete(child);
-      resolve({ code, stdout, stderr });
+      resolve({ code, signal, stdout, stderr });
     });
   });
   return { child, done };

@@ -11,6 +11,7 @@ import {
   type EngineOptions,
   type GenerateRequest,
   type HttpEngine,
+  retryAdvice,
 } from '../src/engine/index.ts';
 import {
   type ScriptedServer,
@@ -72,8 +73,6 @@ describe.each(cases)('engine contract: $api', ({ api, tokenLevel, reportsStop })
       url: server.url,
       model: 'scripted-model',
       timeoutMs: 10_000,
-      maxRetries: 2,
-      retryBaseDelayMs: 5,
       ...options,
     } as EngineOptions);
     engines.push(engine);
@@ -192,40 +191,50 @@ describe.each(cases)('engine contract: $api', ({ api, tokenLevel, reportsStop })
     expect(server.requests).toHaveLength(0);
   });
 
-  it('retries 5xx answers and then succeeds', async () => {
-    const { server, engine } = await setup({ failFirst: 2 });
+  it('makes one attempt per call: a 5xx is thrown as retryable, and the next call succeeds', async () => {
+    const { server, engine } = await setup({ failFirst: 1 });
+    await expect(engine.generate(request())).rejects.toMatchObject({
+      code: 'ENGINE_HTTP_5XX',
+      status: 503,
+      retryable: true,
+    });
+    expect(server.requests).toHaveLength(1);
     const result = await engine.generate(request());
     expect(result).toMatchObject(trimmedStop);
-    expect(server.requests).toHaveLength(3);
+    expect(server.requests).toHaveLength(2);
   });
 
-  it('gives up on persistent 5xx with ENGINE_HTTP_5XX after maxRetries', async () => {
-    const { server, engine } = await setup({ failFirst: 100 });
-    await expect(engine.generate(request())).rejects.toMatchObject({ code: 'ENGINE_HTTP_5XX', status: 503 });
-    expect(server.requests).toHaveLength(3);
+  it("reports a 429 as retryable with the server's Retry-After", async () => {
+    const { server, engine } = await setup({ rateLimitFirst: 1, retryAfterSeconds: 7 });
+    const failure = engine.generate(request());
+    await expect(failure).rejects.toMatchObject({ code: 'ENGINE_HTTP_4XX', status: 429, retryable: true });
+    const error: unknown = await failure.catch((caught: unknown) => caught);
+    expect(retryAdvice(error)).toEqual({ retryable: true, retryAfterMs: 7_000 });
+    expect(server.requests).toHaveLength(1);
   });
 
   it('does not retry a 4xx answer and says what the server said', async () => {
     const { server, engine } = await setup({ clientErrorStatus: 400 });
     const failure = engine.generate(request());
-    await expect(failure).rejects.toMatchObject({ code: 'ENGINE_HTTP_4XX', status: 400 });
+    await expect(failure).rejects.toMatchObject({ code: 'ENGINE_HTTP_4XX', status: 400, retryable: false });
     await expect(failure).rejects.toThrow(/maximum context length/);
     expect(server.requests).toHaveLength(1);
   });
 
-  it('retries refused connections, then throws ENGINE_UNAVAILABLE with the cause', async () => {
+  it('throws a refused connection as retryable ENGINE_UNAVAILABLE with the cause', async () => {
     const url = await closedPortUrl();
-    const engine = createEngine({ api, url, model: 'm', maxRetries: 2, retryBaseDelayMs: 5 });
+    const engine = createEngine({ api, url, model: 'm' });
     engines.push(engine);
     const failure = engine.generate(request());
     await expect(failure).rejects.toMatchObject({
       code: 'ENGINE_UNAVAILABLE',
+      retryable: true,
       cause: { code: 'ECONNREFUSED' },
     });
-    await expect(failure).rejects.toThrow(/after 3 attempt/);
+    await expect(failure).rejects.toThrow(/ECONNREFUSED/);
   });
 
-  it('throws ENGINE_TIMEOUT when the server is too slow, without retrying', async () => {
+  it('throws ENGINE_TIMEOUT (retryable) when the server is too slow, after one attempt', async () => {
     const { server, engine } = await setup({ delayMs: 30_000 }, { timeoutMs: 150 });
     await expect(engine.generate(request())).rejects.toMatchObject({
       code: 'ENGINE_TIMEOUT',

@@ -50,7 +50,6 @@ async function answerWith(
     api,
     url: server.url,
     model: 'm',
-    maxRetries: 0,
     ...options,
   } as EngineOptions);
   engines.push(engine);
@@ -68,6 +67,8 @@ describe('real response bodies', () => {
       matchedStop: '</code>',
       stopIncluded: true,
       policyVersion: null,
+      // meta_info.cached_tokens: prompt tokens served from the prefix cache.
+      cachedTokens: sglangStopStringBody.meta_info.cached_tokens,
     });
   });
 

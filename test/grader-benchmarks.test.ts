@@ -1,9 +1,8 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gradeAnswer, releaseSymbolicSessions } from '../src/grader/index.ts';
-import type { SandboxProvider } from '../src/sandbox/types.ts';
-import { openGraderTestSandbox } from './grader-sandbox.ts';
+import { describe, expect, it } from 'vitest';
+import { gradeAnswer } from '../src/grader/index.ts';
+import { useGraderTestSandbox } from './grader-sandbox.ts';
 
 /** AGENTMATH_DATA_DIR, else the shared data folder beside the project or beside its worktree. */
 function benchmarkDirectory(): string | null {
@@ -40,14 +39,7 @@ const answers: { id: string; answer: string }[] = directory
   : [];
 
 describe.skipIf(directory === null)('benchmark reference answers', () => {
-  let sandbox: SandboxProvider;
-  beforeAll(async () => {
-    ({ sandbox } = await openGraderTestSandbox());
-  });
-  afterAll(async () => {
-    await releaseSymbolicSessions(sandbox);
-    await sandbox.close();
-  });
+  const sandboxOf = useGraderTestSandbox();
 
   it('finds the benchmark files', () => {
     expect(answers.length).toBeGreaterThan(600);
@@ -82,9 +74,11 @@ describe.skipIf(directory === null)('benchmark reference answers', () => {
     expect(pair).toBeDefined();
     const [first, second] = pair!.answer.split(/,(?![^{]*})/);
     const swapped = `${second!.trim()}, ${first!.trim()}`;
-    const result = await gradeAnswer(`Both roots work: \\boxed{${swapped}}`, pair!.answer, { sandbox });
+    const result = await gradeAnswer(`Both roots work: \\boxed{${swapped}}`, pair!.answer, {
+      sandbox: sandboxOf(),
+    });
     expect(result).toMatchObject({ correct: true, reason: 'structural' });
-    const onlyOne = await gradeAnswer(`\\boxed{${first}}`, pair!.answer, { sandbox });
+    const onlyOne = await gradeAnswer(`\\boxed{${first}}`, pair!.answer, { sandbox: sandboxOf() });
     expect(onlyOne.correct).toBe(false);
   });
 });

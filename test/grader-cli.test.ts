@@ -34,10 +34,16 @@ describe('agentmath grade', () => {
         JSON.stringify({ prediction: 'The final answer is 0.5', reference: '\\frac12' }),
       ].join('\n'),
     );
-    const { stdout } = await run(process.execPath, [cli, 'grade', '--no-sandbox', '--input', input], {
+    // Invalid lines make the status 1, after every line was graded or reported.
+    const failed = await run(process.execPath, [cli, 'grade', '--no-sandbox', '--input', input], {
       timeout: 60_000,
-    });
-    const lines = stdout
+    }).then(
+      () => null,
+      (error: { code: number; stdout: string; stderr: string }) => error,
+    );
+    expect(failed?.code).toBe(1);
+    expect(failed?.stderr).toContain('agentmath grade: 2 bad line(s)');
+    const lines = failed!.stdout
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line) as Record<string, unknown>);
@@ -48,10 +54,34 @@ describe('agentmath grade', () => {
     expect(lines[3]).toEqual({ correct: true, extracted: '0.5', reason: 'exact' });
   });
 
+  it('reads standard input for --input - and accepts a byte-order mark; all valid: status 0', async () => {
+    const pairs = [
+      JSON.stringify({ prediction: '\\boxed{4}', reference: '4' }),
+      JSON.stringify({ prediction: '\\boxed{5}', reference: '4' }),
+    ];
+    const child = execFile(process.execPath, [cli, 'grade', '--no-sandbox', '--input', '-'], {
+      timeout: 60_000,
+    });
+    let stdout = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stdin!.end(`\uFEFF${pairs.join('\r\n')}\r\n`);
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    expect(code).toBe(0);
+    expect(
+      stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line).correct),
+    ).toEqual([true, false]);
+  });
+
   it('refuses a missing reference with a clear message', async () => {
     await expect(
       run(process.execPath, [cli, 'grade', '--prediction', '5'], { timeout: 60_000 }),
     ).rejects.toMatchObject({
+      code: 2,
       stderr: expect.stringContaining('--prediction and --reference go together'),
     });
   });

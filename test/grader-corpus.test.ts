@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gradeAnswer, releaseSymbolicSessions } from '../src/grader/index.ts';
-import type { SandboxProvider } from '../src/sandbox/types.ts';
-import { openGraderTestSandbox } from './grader-sandbox.ts';
+import { describe, expect, it } from 'vitest';
+import { gradeAnswer } from '../src/grader/index.ts';
+import { useGraderTestSandbox } from './grader-sandbox.ts';
 
 type Case = { prediction: string; reference: string; correct: boolean; rule: string; symbolic?: boolean };
 
@@ -49,19 +48,15 @@ describe('grader corpus', () => {
 });
 
 describe('grader corpus with the sandbox', () => {
-  let sandbox: SandboxProvider;
-  beforeAll(async () => {
-    ({ sandbox } = await openGraderTestSandbox());
-  });
-  afterAll(async () => {
-    await releaseSymbolicSessions(sandbox);
-    await sandbox.close();
-  });
+  const sandboxOf = useGraderTestSandbox();
 
   it('grades every case as the corpus says', async () => {
     const failures: string[] = [];
     for (const item of corpus) {
-      const result = await gradeAnswer(item.prediction, item.reference, { sandbox, timeoutMs: 20_000 });
+      const result = await gradeAnswer(item.prediction, item.reference, {
+        sandbox: sandboxOf(),
+        timeoutMs: 20_000,
+      });
       if (result.correct !== item.correct) failures.push(`${label(item)} → ${result.reason}`);
       expect([
         'exact',
@@ -79,7 +74,7 @@ describe('grader corpus with the sandbox', () => {
 
   it('names the deciding rule', async () => {
     const reasons = async (prediction: string, reference: string) =>
-      (await gradeAnswer(prediction, reference, { sandbox })).reason;
+      (await gradeAnswer(prediction, reference, { sandbox: sandboxOf() })).reason;
     expect(await reasons('\\frac{9\\sqrt{23}}{23}', '\\frac{9}{\\sqrt{23}}')).toBe('symbolic');
     expect(await reasons('0.5', '\\frac12')).toBe('exact');
     expect(await reasons('0.333', '\\frac13')).toBe('numeric');
@@ -92,9 +87,9 @@ describe('grader corpus with the sandbox', () => {
 
   it('answers a symbolic check that overruns its budget with timeout, and the same check in budget as equal', async () => {
     const prediction = '\\sin^{2}(3x) + \\cos^{2}(3x) + \\tan(x)\\cot(x)';
-    const overrun = await gradeAnswer(prediction, '2', { sandbox, timeoutMs: 1 });
+    const overrun = await gradeAnswer(prediction, '2', { sandbox: sandboxOf(), timeoutMs: 1 });
     expect(overrun).toMatchObject({ correct: false, reason: 'timeout' });
-    const inBudget = await gradeAnswer(prediction, '2', { sandbox, timeoutMs: 10_000 });
+    const inBudget = await gradeAnswer(prediction, '2', { sandbox: sandboxOf(), timeoutMs: 10_000 });
     expect(inBudget).toMatchObject({ correct: true, reason: 'symbolic' });
   });
 });

@@ -157,4 +157,36 @@ describe('agentmath inspect', () => {
     expect(stdout).toContain('trajectory whole');
     expect(stderr).toContain(`agentmath: warning: ${cut} line 2: skipped a truncated last line`);
   });
+
+  it('names the path of a folder or a missing file, and reads - (standard input) with a BOM', async () => {
+    const folderResult = await run(['inspect', directory]);
+    expect(folderResult.code).toBe(1);
+    expect(folderResult.stderr).toContain(`trajectory file ${directory} is a folder, not a file`);
+    const missing = await run(['inspect', join(directory, 'nope.jsonl')]);
+    expect(missing.stderr).toContain(`trajectory file ${join(directory, 'nope.jsonl')} does not exist`);
+    const bom = join(directory, 'bom.jsonl');
+    await writeFile(bom, `\uFEFF${JSON.stringify(fixture('bom', '7'))}\n`);
+    const fromFile = await run(['inspect', bom]);
+    expect(fromFile.code).toBe(0);
+    expect(fromFile.stdout).toContain('trajectory bom');
+    const piped = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const child = execFile(process.execPath, [join(root, 'bin', 'agentmath.js'), 'inspect', '-'], {
+        env: { ...baseEnv, NO_COLOR: '1' },
+      });
+      let stdout = '';
+      child.stdout!.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
+      });
+      child.stdin!.end(`\uFEFF${JSON.stringify(fixture('piped', '7'))}\n`);
+      child.on('close', (code) => resolve({ code, stdout }));
+    });
+    expect(piped.code).toBe(0);
+    expect(piped.stdout).toContain('trajectory piped');
+  });
+
+  it('report on a missing folder says so', async () => {
+    const result = await run(['report', join(directory, 'no-such-run')]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`run folder ${join(directory, 'no-such-run')} does not exist`);
+  });
 });

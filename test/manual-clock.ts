@@ -54,6 +54,18 @@ export class ManualClock implements Clock {
     return true;
   }
 
+  /** Moves time forward by `ms`, firing every timer due on the way, in order. */
+  advance(ms: number): void {
+    const until = this.#now + ms;
+    for (;;) {
+      this.#timers.sort((a, b) => a.at - b.at || a.order - b.order);
+      const next = this.#timers[0];
+      if (next === undefined || next.at > until) break;
+      this.advanceToNext();
+    }
+    this.#now = until;
+  }
+
   /** Runs `promise` to completion in virtual time. */
   async run<T>(promise: Promise<T>): Promise<T> {
     let settled = false;

@@ -84,6 +84,30 @@ describe('HTTP service requests', () => {
     });
   });
 
+  it('opens no session for a malformed POST /v1/sessions, and answers 405 to a wrong method', async () => {
+    const before = (await call('GET', '/v1/health')).json.sessions;
+    const malformed = await call('POST', '/v1/sessions', '{not json');
+    expect(malformed.status).toBe(400);
+    expect(malformed.json.error.code).toBe('BAD_JSON');
+    expect((await call('POST', '/v1/sessions', '{"unknown": 1}')).status).toBe(400);
+    expect((await call('POST', '/v1/sessions', '[1, 2]')).status).toBe(400);
+    expect((await call('GET', '/v1/health')).json.sessions).toBe(before);
+    for (const [method, path] of [
+      ['GET', '/v1/sessions'],
+      ['POST', '/v1/health'],
+      ['DELETE', '/metrics'],
+      ['GET', '/run_code'],
+    ] as const) {
+      const response = await call(method, path);
+      expect(response.status, `${method} ${path}`).toBe(405);
+      expect(response.json.error.code).toBe('METHOD_NOT_ALLOWED');
+    }
+    // An empty body still opens one.
+    const opened = await call('POST', '/v1/sessions', '');
+    expect(opened.status).toBe(201);
+    expect((await call('DELETE', `/v1/sessions/${opened.json.id}`)).status).toBe(204);
+  });
+
   it('speaks the SandboxFusion /run_code protocol', async () => {
     const run = (body: unknown) => call('POST', '/run_code', JSON.stringify(body));
     const success = await run({

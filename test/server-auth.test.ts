@@ -52,7 +52,7 @@ describe('refused before binding', () => {
         limitMs: 30_000,
         env: { AGENTMATH_SANDBOX_TOKEN: undefined, AGENTMATH_ENGINE_API_KEY: undefined, ...env },
       }).done;
-      expect(result.code).toBe(1);
+      expect(result.code).toBe(2); // a command-line mistake, found before anything starts
       expect(result.stderr).toContain(`[${code}]`);
       // Nothing was served: no URL on stdout, no worker started.
       expect(result.stdout).toBe('');
@@ -98,7 +98,6 @@ describe('the embedded worker with an API key', () => {
       const engine = createEngine({
         api: 'sglang',
         url: worker.url,
-        maxRetries: 0,
         ...(apiKey === undefined ? {} : { apiKey }),
       });
       try {

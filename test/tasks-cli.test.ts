@@ -32,7 +32,10 @@ describe('agentmath tasks', () => {
     await expect(
       run(process.execPath, [cli, 'tasks', 'arith', '--kinds', 'division'], { timeout: 60_000 }),
     ).rejects.toMatchObject({
-      stderr: expect.stringContaining('--kinds: unknown division'),
+      code: 2,
+      stderr: expect.stringContaining(
+        "option '--kinds <list>' argument 'division' is invalid. expected one of product,",
+      ),
     });
   });
 

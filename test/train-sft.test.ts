@@ -128,6 +128,27 @@ describe('agentmath train sft', () => {
     expect(existsSync(join(dir, 'checkpoints', 'step-6'))).toBe(false);
   });
 
+  it('refuses a --resume whose flags contradict the saved configuration, writing nothing', async () => {
+    const dir = join(folder, 'cli');
+    const state = await readFile(join(dir, 'sft-state.json'), 'utf8');
+    const refused = await runCli([
+      'train',
+      'sft',
+      '--out',
+      dir,
+      '--resume',
+      '--steps',
+      '9',
+      '--levels',
+      '1,2,3',
+    ]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('steps: saved 8, now 9');
+    expect(refused.stderr).toContain('levels: saved [1,2], now [1,2,3]');
+    expect(refused.stderr).toContain('another --out');
+    expect(await readFile(join(dir, 'sft-state.json'), 'utf8')).toBe(state);
+  });
+
   it('decreases the loss', () => {
     const losses = cliReport.training.history.map((point) => point.loss);
     expect(losses).toHaveLength(8);

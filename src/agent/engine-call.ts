@@ -1,11 +1,13 @@
 /**
  * One turn's engine call with retries, a per-call time limit and the caller's abort signal.
+ * This is the one place that retries an engine request: clients make one attempt per call and
+ * say whether a failure is retryable (`retryAdvice`); back-off waits on the clock.
  * It never throws for engine failures: the result says whether the call succeeded, was
  * aborted, or failed every attempt (with the last error as the cause), so a trajectory
  * always finishes and never hangs on a dead engine.
  */
 
-import { EngineTimeoutError } from '../engine/engine-errors.ts';
+import { EngineTimeoutError, retryAdvice } from '../engine/engine-errors.ts';
 import type { Engine, GenerateRequest, GenerateResult } from '../engine/types.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { type Clock, systemClock } from '../shared/clock.ts';
@@ -69,9 +71,12 @@ export async function callEngine(
     } finally {
       timer.abort();
     }
-    if (!retryable(lastError)) break;
+    const advice = retryAdvice(lastError);
+    if (!advice.retryable) break;
     if (attempt < retry.attempts) {
-      const delayMs = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1));
+      // Exponential back-off, or longer when the server said so (HTTP 429/503 Retry-After).
+      const backoffMs = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1));
+      const delayMs = Math.max(backoffMs, advice.retryAfterMs ?? 0);
       onRetry?.(attempt, delayMs, lastError);
       await clock.sleep(delayMs, signal);
       if (signal?.aborted) return { status: 'aborted', ms: elapsed() };
@@ -82,13 +87,6 @@ export async function callEngine(
     error: new EngineFailedError(engine.name, attempts, { cause: lastError }),
     ms: elapsed(),
   };
-}
-
-/** Errors a retry cannot fix: the request itself was refused (HTTP 4xx, bad request or config). */
-const NOT_RETRYABLE = new Set(['ENGINE_HTTP_4XX', 'ENGINE_BAD_REQUEST', 'ENGINE_CONFIG_INVALID']);
-
-function retryable(error: unknown): boolean {
-  return !(error instanceof AgentMathError && NOT_RETRYABLE.has(error.code));
 }
 
 /** The error as `{ code, message }` for records and events. */

@@ -41,4 +41,4 @@ export {
   renderPrompt,
 } from './prompt-builder.ts';
 export { resumeAgent, runAgent } from './run-agent.ts';
-export { SessionPark } from './session-park.ts';
+export { SessionPark, type SessionParkOptions } from './session-park.ts';

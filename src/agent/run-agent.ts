@@ -134,6 +134,7 @@ async function drive(
     priorCalls: trajectory.toolCalls,
     timeoutMs: config.tool.timeoutMs,
     clock,
+    ...(options.park === undefined ? {} : { park: options.park }),
     onRestore: (replayedCalls, ms) =>
       emit({ type: 'session-restore', trajectoryId: trajectory.id, replayedCalls, ms }),
   });

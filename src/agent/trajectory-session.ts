@@ -5,7 +5,7 @@
  *
  * Restoring after a segment: a resumed trajectory whose session was closed gets a new one,
  * into which the earlier calls' code is replayed (output discarded) before the next call.
- * Only calls after the last reset are replayed (a `killed` outcome, which told the model its
+ * Only calls after the last reset are replayed (a `killed` outcome that ran, which told the model its
  * state was lost, or `memory-exceeded`, after which the local pool starts a fresh worker), and
  * calls that timed out are skipped. Replay re-runs
  * code, so state that depends on time or unseeded randomness may differ; park the session
@@ -13,8 +13,16 @@
  *
  * A session that throws (a lost node, a crashed pool) is replaced by a new one and the call
  * reports `killed`: the model is told its state is gone and the loop goes on.
+ *
+ * A session that refuses a call before running it (`codeDidNotRun`: it expired while parked or
+ * idle, or its node forgot it) is replaced by a new one into which every earlier call of the
+ * trajectory is replayed, and the call runs there: the model never reads `killed` for code that
+ * did not run. When the provider is full and a park was given, the longest-parked session is
+ * evicted to make room.
  */
+import { codeDidNotRun } from '../sandbox/code-did-not-run.ts';
 import type { ExecutionOutcome, SandboxProvider, SandboxSession } from '../sandbox/types.ts';
+import { AgentMathError } from '../shared/agentmath-error.ts';
 import { type Clock, systemClock } from '../shared/clock.ts';
 import type { ToolCall } from '../trajectory/trajectory.ts';
 import { SandboxSessionError } from './agent-errors.ts';
@@ -25,8 +33,13 @@ export type TrajectorySessionOptions = {
   provider: SandboxProvider;
   /** A parked session to continue in, or null. */
   session: SandboxSession | null;
-  /** Calls made before this segment; replayed into a new session before the next call. */
+  /**
+   * The trajectory's calls, read live (the loop appends to this array): those before this
+   * segment are replayed into a new session; all of them when a session has to be rebuilt.
+   */
   priorCalls: readonly ToolCall[];
+  /** Evicted from when the provider is full (see `SessionPark`). */
+  park?: SessionPark;
   timeoutMs: number;
   /** Measures the replay; default `systemClock`. */
   clock?: Clock;
@@ -38,6 +51,8 @@ export class TrajectorySession {
   readonly #timeoutMs: number;
   readonly #clock: Clock;
   readonly #onRestore: TrajectorySessionOptions['onRestore'];
+  readonly #calls: readonly ToolCall[];
+  readonly #park: SessionPark | undefined;
   #session: SandboxSession | null;
   #pendingReplay: readonly ToolCall[];
 
@@ -47,9 +62,12 @@ export class TrajectorySession {
     priorCalls,
     timeoutMs,
     clock = systemClock,
+    park,
     onRestore,
   }: TrajectorySessionOptions) {
     this.#provider = provider;
+    this.#calls = priorCalls;
+    this.#park = park;
     this.#clock = clock;
     this.#session = session;
     this.#timeoutMs = timeoutMs;
@@ -64,10 +82,18 @@ export class TrajectorySession {
   async execute(code: string, signal: AbortSignal | undefined): Promise<ExecutionOutcome> {
     // Empty code runs nothing: Python would print nothing, so no round trip is made.
     if (code.trim() === '') return { status: 'ok', stdout: '', stderr: '', ms: 0 };
-    const session = await this.#ready();
+    let session = await this.#ready();
     try {
-      const running = session.execute(code, { timeoutMs: this.#timeoutMs });
-      return await (signal === undefined ? running : untilAborted(running, signal));
+      let outcome = await this.#run(session, code, signal);
+      if (codeDidNotRun(outcome)) {
+        // Nothing ran: rebuild the state in a new session and run the cell there.
+        this.#session = null;
+        await closeQuietly(session);
+        this.#pendingReplay = callsToReplay(this.#calls);
+        session = await this.#ready();
+        outcome = await this.#run(session, code, signal);
+      }
+      return outcome;
     } catch (error) {
       if (signal?.aborted) throw error;
       this.#session = null;
@@ -75,6 +101,11 @@ export class TrajectorySession {
       const message = error instanceof Error ? error.message : String(error);
       return { status: 'killed', reason: `sandbox session lost: ${message}` };
     }
+  }
+
+  #run(session: SandboxSession, code: string, signal: AbortSignal | undefined): Promise<ExecutionOutcome> {
+    const running = session.execute(code, { timeoutMs: this.#timeoutMs });
+    return signal === undefined ? running : untilAborted(running, signal);
   }
 
   /** Closes the session, or parks it under the trajectory's id. */
@@ -90,7 +121,7 @@ export class TrajectorySession {
     if (this.#session !== null) return this.#session;
     let session: SandboxSession;
     try {
-      session = await this.#provider.openSession();
+      session = await this.#open();
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       throw new SandboxSessionError(`could not open a sandbox session: ${message}`, { cause: error });
@@ -104,6 +135,18 @@ export class TrajectorySession {
       this.#onRestore?.(replay.length, this.#clock.now() - started);
     }
     return session;
+  }
+
+  /** A new session; when the provider is full, parked sessions make room, oldest first. */
+  async #open(): Promise<SandboxSession> {
+    for (;;) {
+      try {
+        return await this.#provider.openSession();
+      } catch (error) {
+        const full = error instanceof AgentMathError && error.code === 'SANDBOX_POOL_FULL';
+        if (!full || this.#park === undefined || !(await this.#park.evictOldest())) throw error;
+      }
+    }
   }
 }
 

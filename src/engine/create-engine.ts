@@ -21,9 +21,6 @@ export const engineOptionsSchema = z
     apiKey: z.string().min(1).optional(),
     name: z.string().min(1).optional(),
     timeoutMs: z.number().int().positive().default(600_000),
-    maxRetries: z.number().int().nonnegative().default(3),
-    retryBaseDelayMs: z.number().nonnegative().default(250),
-    retryMaxDelayMs: z.number().nonnegative().default(10_000),
     maxConcurrency: z.number().int().positive().default(64),
     /** Token engines: keep a matched stop string at the end of `text`. */
     includeStopInOutput: z.boolean().default(true),
@@ -42,7 +39,7 @@ export type EngineOptions = z.input<typeof engineOptionsSchema>;
 export type HttpEngine = Engine & { close(): void };
 
 /** Builds an engine client from validated options; throws ENGINE_CONFIG_INVALID naming the bad field. */
-export function createEngine(options: EngineOptions, extra: { random?: () => number } = {}): HttpEngine {
+export function createEngine(options: EngineOptions): HttpEngine {
   const parsed = engineOptionsSchema.safeParse(options);
   if (!parsed.success) {
     const detail = parsed.error.issues
@@ -56,12 +53,8 @@ export function createEngine(options: EngineOptions, extra: { random?: () => num
   const client = new JsonHttpClient({
     baseUrl: config.url,
     timeoutMs: config.timeoutMs,
-    maxRetries: config.maxRetries,
-    retryBaseDelayMs: config.retryBaseDelayMs,
-    retryMaxDelayMs: config.retryMaxDelayMs,
     maxConcurrency: config.maxConcurrency,
     headers,
-    ...(extra.random ? { random: extra.random } : {}),
   });
   const name = config.name !== undefined ? { name: config.name } : {};
   switch (config.api) {

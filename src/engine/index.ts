@@ -24,12 +24,22 @@ export {
   EngineHttpError,
   EngineTimeoutError,
   EngineUnavailableError,
+  retryAdvice,
 } from './engine-errors.ts';
 export { HfTokenizer, type HfTokenizerSource } from './hf-tokenizer.ts';
 export { JsonHttpClient, type JsonHttpClientOptions, type PostResult } from './json-http-client.ts';
 export { loadTokenizer } from './load-tokenizer.ts';
 export { OpenAiChatEngine, type OpenAiChatEngineOptions } from './openai-chat-engine.ts';
 export { OpenAiCompletionsEngine, type OpenAiCompletionsEngineOptions } from './openai-completions-engine.ts';
+export {
+  createRouterPolicy,
+  ROUTER_POLICY_NAMES,
+  Router,
+  type RouterOptions,
+  type RouterPolicy,
+  type RouterPolicyName,
+  type RouterReplica,
+} from './router/index.ts';
 export { SglangEngine, type SglangEngineOptions } from './sglang-engine.ts';
 export { resolveTextStop, type TextStop, type TextStopInput } from './text-stop-resolution.ts';
 export type { ChatMessage, EncodeOptions, Tokenizer } from './tokenizer.ts';

@@ -1,14 +1,15 @@
 /**
  * POST-JSON over keep-alive HTTP(S) for the engine clients: one agent (connection pool) per
- * client, a timeout on every attempt, retries with exponential backoff on connection errors
- * and 5xx answers (never on 4xx or timeouts), cancellation by AbortSignal, and a cap on
- * requests in flight. Cancellation is a value (`{ status: 'aborted' }`), failures are thrown.
+ * client, one attempt per call with a timeout, cancellation by AbortSignal, and a cap on
+ * requests in flight. Cancellation is a value (`{ status: 'aborted' }`); failures are thrown
+ * as engine errors that say whether they are `retryable` (connection errors, timeouts, 5xx,
+ * 429 with its `Retry-After`). Retrying is the caller's decision (see `retryAdvice`), so a
+ * router can send the retry to another replica.
  * Credentials in `headers` never reach an error: a server that echoes the key in its error
  * body has it replaced by `[redacted]`.
  */
 import http from 'node:http';
 import https from 'node:https';
-import { abortableSleep } from '../shared/abortable-sleep.ts';
 import { ConcurrencyLimiter, LimiterAbortedError } from './concurrency-limiter.ts';
 import {
   EngineBadResponseError,
@@ -20,24 +21,19 @@ import {
 export type JsonHttpClientOptions = {
   /** Base URL of the server, e.g. `http://127.0.0.1:30000`. */
   baseUrl: string;
-  /** Limit for one attempt, from sending to the last byte of the answer. */
+  /** Limit for the request, from sending to the last byte of the answer. */
   timeoutMs: number;
-  /** Extra attempts after the first, for connection errors and 5xx answers. */
-  maxRetries: number;
-  /** First backoff delay; doubles per retry, with jitter, capped at `retryMaxDelayMs`. */
-  retryBaseDelayMs: number;
-  retryMaxDelayMs?: number;
   /** Requests in flight at once (also the socket pool size). */
   maxConcurrency: number;
   headers?: Record<string, string>;
-  /** Source of jitter in [0, 1); injectable for tests. */
-  random?: () => number;
+  /** Wall-clock milliseconds, to read an HTTP-date `Retry-After`; default `Date.now`. */
+  now?: () => number;
 };
 
 export type PostResult = { status: 'ok'; body: unknown } | { status: 'aborted' };
 
 type Attempt =
-  | { kind: 'response'; statusCode: number; text: string }
+  | { kind: 'response'; statusCode: number; text: string; retryAfter: string | undefined }
   | { kind: 'connection-error'; error: Error }
   | { kind: 'timeout'; error: Error }
   | { kind: 'aborted' };
@@ -59,7 +55,7 @@ export class JsonHttpClient {
   readonly #options: JsonHttpClientOptions;
   readonly #agent: http.Agent;
   readonly #limiter: ConcurrencyLimiter;
-  readonly #random: () => number;
+  readonly #now: () => number;
   readonly #secrets: string[];
 
   constructor(options: JsonHttpClientOptions) {
@@ -69,7 +65,7 @@ export class JsonHttpClient {
     const agentOptions = { keepAlive: true, maxSockets: options.maxConcurrency, keepAliveMsecs: 10_000 };
     this.#agent = isHttps ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
     this.#limiter = new ConcurrencyLimiter(options.maxConcurrency);
-    this.#random = options.random ?? Math.random;
+    this.#now = options.now ?? Date.now;
     this.#secrets = credentialsIn(options.headers ?? {});
   }
 
@@ -90,7 +86,7 @@ export class JsonHttpClient {
       throw error;
     }
     try {
-      return await this.#postWithRetries(url, payload, signal);
+      return await this.#postOnce(url, payload, signal);
     } finally {
       release();
     }
@@ -101,50 +97,34 @@ export class JsonHttpClient {
     this.#agent.destroy();
   }
 
-  async #postWithRetries(url: URL, payload: string, signal: AbortSignal | undefined): Promise<PostResult> {
-    const { maxRetries, retryBaseDelayMs, retryMaxDelayMs = 10_000, timeoutMs } = this.#options;
+  async #postOnce(url: URL, payload: string, signal: AbortSignal | undefined): Promise<PostResult> {
     const where = url.toString();
-    let lastFailure: Attempt | null = null;
-    for (let attempt = 0; attempt <= maxRetries; attempt++) {
-      if (attempt > 0) {
-        const delayMs =
-          Math.min(retryMaxDelayMs, retryBaseDelayMs * 2 ** (attempt - 1)) * (0.5 + this.#random() / 2);
-        if (!(await abortableSleep(delayMs, signal))) return { status: 'aborted' };
-      }
-      const result = await this.#sendOnce(url, payload, signal);
-      if (result.kind === 'aborted') return { status: 'aborted' };
-      if (result.kind === 'timeout') throw new EngineTimeoutError(where, timeoutMs, { cause: result.error });
-      if (result.kind === 'connection-error') {
-        if (!isRetryableConnectionError(result.error)) {
-          throw new EngineUnavailableError(where, attempt + 1, { cause: result.error });
-        }
-        lastFailure = result;
-        continue;
-      }
-      if (result.statusCode >= 500) {
-        lastFailure = result;
-        continue;
-      }
-      if (result.statusCode >= 400 || result.statusCode < 200) {
-        throw new EngineHttpError(where, result.statusCode, this.#redact(result.text));
-      }
-      try {
-        return { status: 'ok', body: JSON.parse(result.text) };
-      } catch (error) {
-        throw new EngineBadResponseError(
-          where,
-          `body is not JSON: ${this.#redact(result.text).slice(0, 200)}`,
-          {
-            cause: error,
-          },
-        );
-      }
+    const result = await this.#sendOnce(url, payload, signal);
+    if (result.kind === 'aborted') return { status: 'aborted' };
+    if (result.kind === 'timeout') {
+      throw new EngineTimeoutError(where, this.#options.timeoutMs, { cause: result.error });
     }
-    if (lastFailure?.kind === 'response') {
-      throw new EngineHttpError(where, lastFailure.statusCode, this.#redact(lastFailure.text));
+    if (result.kind === 'connection-error') {
+      throw new EngineUnavailableError(where, isRetryableConnectionError(result.error), {
+        cause: result.error,
+      });
     }
-    const cause = lastFailure?.kind === 'connection-error' ? lastFailure.error : undefined;
-    throw new EngineUnavailableError(where, maxRetries + 1, { cause });
+    if (result.statusCode >= 400 || result.statusCode < 200) {
+      throw new EngineHttpError(where, result.statusCode, this.#redact(result.text), {
+        retryAfterMs: retryAfterMs(result.retryAfter, this.#now()),
+      });
+    }
+    try {
+      return { status: 'ok', body: JSON.parse(result.text) };
+    } catch (error) {
+      throw new EngineBadResponseError(
+        where,
+        `body is not JSON: ${this.#redact(result.text).slice(0, 200)}`,
+        {
+          cause: error,
+        },
+      );
+    }
   }
 
   /** The text with every credential sent in the headers replaced. */
@@ -198,6 +178,7 @@ export class JsonHttpClient {
             kind: 'response',
             statusCode: response.statusCode ?? 0,
             text: Buffer.concat(chunks).toString('utf8'),
+            retryAfter: response.headers['retry-after'],
           }),
         );
       });
@@ -221,4 +202,13 @@ function isRetryableConnectionError(error: Error): boolean {
   const code = (error as NodeJS.ErrnoException).code;
   if (code !== undefined && RETRYABLE_CONNECTION_CODES.has(code)) return true;
   return error.message === 'socket hang up';
+}
+
+/** `Retry-After` (seconds, or an HTTP date) as milliseconds from now; null when absent or unreadable. */
+export function retryAfterMs(header: string | undefined, nowMs: number): number | null {
+  if (header === undefined || header.trim() === '') return null;
+  const trimmed = header.trim();
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
+  const at = Date.parse(trimmed);
+  return Number.isNaN(at) ? null : Math.max(0, at - nowMs);
 }

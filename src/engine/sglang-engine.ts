@@ -38,6 +38,7 @@ const sglangResponseSchema = z.object({
       .array(z.tuple([z.number().nullable(), z.number().int()]).rest(z.unknown()))
       .optional(),
     weight_version: z.unknown().optional(),
+    cached_tokens: z.number().int().nonnegative().optional(),
   }),
 });
 
@@ -110,5 +111,6 @@ function toGenerateResult(
     matchedStop,
     stopIncluded: matchedStop !== null && includeStop && body.text.endsWith(matchedStop),
     policyVersion: policyVersionFrom(body.meta_info.weight_version),
+    ...(body.meta_info.cached_tokens === undefined ? {} : { cachedTokens: body.meta_info.cached_tokens }),
   };
 }

@@ -41,6 +41,8 @@ export type GenerateResult = {
   policyVersion: number | null;
   /** The replica that served the request (a router sets it: URL or name); absent when unknown. */
   replica?: string | null;
+  /** Prompt tokens served from the engine's prefix cache (SGLang `meta_info.cached_tokens`); absent when unknown. */
+  cachedTokens?: number;
 };
 
 export interface Engine {

@@ -170,6 +170,61 @@ describe('runEval', () => {
     expect(second).toMatchObject({ status: 'completed', failed: 0, done: 6 });
   });
 
+  it('keeps grades without a verdict apart from accuracy and grades them again (only) on resume', async () => {
+    // The grader is down for problem p2: its two trajectories get no verdict.
+    const down: GradeTrajectory = async (trajectory, problem) =>
+      problem.id === 'p2'
+        ? {
+            correct: null,
+            extracted: trajectory.answer,
+            reason: 'grader-unavailable',
+            cause: 'sandbox unreachable',
+          }
+        : grade(trajectory, problem);
+    const first = await runEval({ ...base(), grade: down });
+    expect(first.status).toBe('incomplete');
+    expect(first.summary).toMatchObject({ gradeUnavailable: 2, trajectories: 4, complete: false });
+    // p1 and p3 answer right on sample 0 only: avg 0.5 over the problems with a verdict, not 2/6.
+    expect(first.summary.avgAtK).toBe(0.5);
+    expect(first.summary.perProblem.find((entry) => entry.id === 'p2')).toMatchObject({
+      samples: 0,
+      gradeUnavailable: 2,
+    });
+    const stored = lines().find((line) => line.problemId === 'p2');
+    expect(stored?.meta).toMatchObject({
+      correct: null,
+      reason: 'grader-unavailable',
+      gradeCause: 'sandbox unreachable',
+    });
+
+    const solved: string[] = [];
+    const regraded: string[] = [];
+    const second = await runEval({
+      ...base(),
+      resume: true,
+      solve: async (problem, sample, signal) => {
+        solved.push(`${problem.id}/${sample}`);
+        return solve(problem, sample, signal);
+      },
+      grade: async (trajectory, problem) => {
+        regraded.push(`${problem.id}/${trajectory.sample}`);
+        return grade(trajectory, problem);
+      },
+    });
+    expect(solved).toEqual([]);
+    expect(regraded.sort()).toEqual(['p2/0', 'p2/1']);
+    expect(second.status).toBe('completed');
+    expect(second.summary).toMatchObject({
+      gradeUnavailable: 0,
+      trajectories: 6,
+      complete: true,
+      avgAtK: 0.5,
+    });
+    const p2 = lines().filter((line) => line.problemId === 'p2' && line.sample === 1);
+    expect(p2.map((line) => line.meta.correct)).toEqual([null, false]);
+    expect(p2[1]!.meta.gradeCause).toBeUndefined();
+  });
+
   it('stops after too many error-finished trajectories in a row', async () => {
     let calls = 0;
     await expect(

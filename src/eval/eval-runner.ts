@@ -23,7 +23,7 @@ import { EvalInfrastructureError, EvalOutputExistsError, EvalResumeMismatchError
 import type { AnswerEquivalence } from './majority-vote.ts';
 import { folderHasEntries, RUN_FILES, readRunJson, readRunTrajectories, writeRunJson } from './run-folder.ts';
 import { plannedTrajectories, type RunSummary, summarizeRun } from './run-summary.ts';
-import { attachGrade, readGrade } from './trajectory-grade.ts';
+import { attachGrade, hasVerdict, readGrade } from './trajectory-grade.ts';
 
 /** Produces one trajectory for (problem, sample); must honour `signal`. */
 export type SolveTrajectory = (
@@ -47,6 +47,8 @@ export type EvalProgress = {
   running: number;
   /** Trajectories that ended in an infrastructure error in this invocation (not written). */
   failed: number;
+  /** Done trajectories whose grade has no verdict (grader unavailable): not in `correct`'s base. */
+  gradeUnavailable: number;
 };
 
 export type EvalRunOptions = {
@@ -114,7 +116,15 @@ export async function runEval(options: EvalRunOptions): Promise<EvalRunResult> {
   const doneKeys = new Set(
     planned.map((trajectory) => pairKey(trajectory.problemId as string, trajectory.sample)),
   );
-  const queue: { problem: BenchmarkProblem; sample: number }[] = [];
+  const queue: { problem: BenchmarkProblem; sample: number; regrade?: Trajectory }[] = [];
+  // Trajectories saved without a verdict (the grader was down) are graded again, not solved again.
+  const byId = new Map(benchmark.problems.map((problem) => [problem.id, problem]));
+  for (const trajectory of planned) {
+    const problem = byId.get(trajectory.problemId as string);
+    if (problem !== undefined && !hasVerdict(readGrade(trajectory))) {
+      queue.push({ problem, sample: trajectory.sample, regrade: trajectory });
+    }
+  }
   for (let sample = 0; sample < k; sample++) {
     for (const problem of benchmark.problems) {
       if (!doneKeys.has(pairKey(problem.id, sample))) queue.push({ problem, sample });
@@ -129,6 +139,7 @@ export async function runEval(options: EvalRunOptions): Promise<EvalRunResult> {
     codeCalls: planned.reduce((total, trajectory) => total + trajectory.toolCalls.length, 0),
     running: 0,
     failed: 0,
+    gradeUnavailable: planned.filter((trajectory) => !hasVerdict(readGrade(trajectory))).length,
   };
   onProgress?.({ ...progress });
   const maxConsecutiveErrors = options.maxConsecutiveErrors ?? Math.max(8, 2 * concurrency);
@@ -148,9 +159,18 @@ export async function runEval(options: EvalRunOptions): Promise<EvalRunResult> {
 
   const worker = async () => {
     for (let next = queue.shift(); next !== undefined && !stop.signal.aborted; next = queue.shift()) {
-      const { problem, sample } = next;
+      const { problem, sample, regrade } = next;
       progress.running++;
       try {
+        if (regrade !== undefined) {
+          const graded = attachGrade(regrade, await grade(regrade, problem), problem.answer);
+          if (stop.signal.aborted || !hasVerdict(readGrade(graded))) continue;
+          await writer.append(graded);
+          written++;
+          progress.gradeUnavailable--;
+          if (readGrade(graded)?.correct) progress.correct++;
+          continue;
+        }
         const solved = await solve(problem, sample, stop.signal);
         if (stop.signal.aborted) continue; // in flight at the stop: not written, redone on resume
         const trajectory = { ...solved, problemId: problem.id, sample };
@@ -171,6 +191,7 @@ export async function runEval(options: EvalRunOptions): Promise<EvalRunResult> {
         written++;
         progress.done++;
         if (readGrade(graded)?.correct) progress.correct++;
+        if (!hasVerdict(readGrade(graded))) progress.gradeUnavailable++;
         progress.codeCalls += graded.toolCalls.length;
       } catch (error) {
         if (!stop.signal.aborted) {

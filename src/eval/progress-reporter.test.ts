@@ -9,6 +9,7 @@ const progress = (done: number, extra: Partial<Parameters<typeof formatProgress>
   codeCalls: done * 3,
   running: 2,
   failed: 0,
+  gradeUnavailable: 0,
   ...extra,
 });
 
@@ -20,6 +21,10 @@ describe('formatProgress', () => {
     expect(formatProgress(progress(15, { doneAtStart: 10, correct: 6 }), 50_000, 10)).toContain('ETA 50s');
     expect(formatProgress(progress(0), 0, 10)).toContain('acc – | code/traj – | running 2 | ETA ?');
     expect(formatProgress(progress(4, { failed: 3 }), 1000, 10)).toContain('| running 2 | failed 3 | ETA');
+    // Grades without a verdict are apart from the accuracy: 2 correct of 4 with a verdict.
+    expect(formatProgress(progress(5, { correct: 2, gradeUnavailable: 1 }), 1000, 10)).toContain(
+      'acc 50.0% | code/traj 3.00 | running 2 | no verdict 1 |',
+    );
   });
 
   it('formats durations', () => {

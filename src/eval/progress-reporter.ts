@@ -13,16 +13,19 @@ export type ProgressReporter = {
 
 /** The one-line progress text; `elapsedMs` counts only this invocation. */
 export function formatProgress(progress: EvalProgress, elapsedMs: number, barWidth = 24): string {
-  const { done, total, doneAtStart, correct, codeCalls, running, failed } = progress;
+  const { done, total, doneAtStart, correct, codeCalls, running, failed, gradeUnavailable } = progress;
+  const withVerdict = done - gradeUnavailable;
   const fraction = total === 0 ? 1 : done / total;
   const filled = Math.round(fraction * barWidth);
   const bar = `${'█'.repeat(filled)}${'░'.repeat(barWidth - filled)}`;
-  const accuracy = done === 0 ? '–' : `${((100 * correct) / done).toFixed(1)}%`;
+  const accuracy = withVerdict === 0 ? '–' : `${((100 * correct) / withVerdict).toFixed(1)}%`;
   const tools = done === 0 ? '–' : (codeCalls / done).toFixed(2);
   const newlyDone = done - doneAtStart;
   const eta =
     done >= total ? '0s' : newlyDone === 0 ? '?' : formatDuration((elapsedMs / newlyDone) * (total - done));
-  const errors = failed > 0 ? ` | failed ${failed}` : '';
+  const errors =
+    (failed > 0 ? ` | failed ${failed}` : '') +
+    (gradeUnavailable > 0 ? ` | no verdict ${gradeUnavailable}` : '');
   return `${bar} ${done}/${total} ${(100 * fraction).toFixed(0)}% | acc ${accuracy} | code/traj ${tools} | running ${running}${errors} | ETA ${eta}`;
 }
 

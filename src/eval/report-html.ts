@@ -84,6 +84,7 @@ function metricsTable(runs: readonly ReportRun[]): string {
       'trajectories',
       (s) => `${s.trajectories}${s.complete ? '' : ` of ${s.expectedTrajectories} (incomplete)`}`,
     ],
+    ['grades without a verdict (grader unavailable)', (s) => String(s.gradeUnavailable ?? 0)],
     ['avg@k', (s) => percent(s.avgAtK)],
     ...ks.map((k): [string, (summary: RunSummary) => string] => [`pass@${k}`, (s) => percent(s.passAtK[k])]),
     ['maj@k', (s) => percent(s.majAtK)],

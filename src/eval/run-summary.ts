@@ -6,6 +6,10 @@
  * Overall figures are means over problems: avg@k over problems with at least one sample,
  * pass@k over problems with at least k samples, maj@k over problems with at least one sample.
  * A complete run has exactly k samples for every problem, so all three use every problem.
+ *
+ * A trajectory whose grade has no verdict (`correct: null`, `grader-unavailable`: the symbolic
+ * step's sandbox was down) is not a sample of any figure: it is counted apart
+ * (`gradeUnavailable`), the run is not complete, and `eval --resume` grades it again.
  */
 import type { Trajectory } from '../trajectory/trajectory.ts';
 import type { BenchmarkProblem } from './benchmark-problem.ts';
@@ -19,13 +23,15 @@ import {
   type ToolUseStats,
   toolUseStats,
 } from './tool-use-stats.ts';
-import { readGrade } from './trajectory-grade.ts';
+import { hasVerdict, readGrade } from './trajectory-grade.ts';
 
 export type ProblemSummary = {
   id: string;
   reference: string;
   samples: number;
   correct: number;
+  /** Trajectories whose grade has no verdict (not in `samples`, not in any figure). */
+  gradeUnavailable: number;
   /** avg@k of this problem. */
   avg: number;
   /** pass@k for each reported k not above this problem's sample count. */
@@ -42,6 +48,8 @@ export type RunSummary = {
   /** problems × k. */
   expectedTrajectories: number;
   complete: boolean;
+  /** Trajectories whose grade has no verdict (an outage of the grader), apart from all figures. */
+  gradeUnavailable: number;
   avgAtK: number;
   passAtK: Record<string, number>;
   majAtK: number;
@@ -51,21 +59,28 @@ export type RunSummary = {
   perProblem: ProblemSummary[];
 };
 
-/** Trajectories of the planned (problem, sample) pairs, one per pair, first occurrence kept. */
+/**
+ * Trajectories of the planned (problem, sample) pairs, one per pair: the first occurrence,
+ * unless it has no verdict and a later one (its re-grade, appended on resume) has.
+ */
 export function plannedTrajectories(
   problems: readonly BenchmarkProblem[],
   k: number,
   trajectories: readonly Trajectory[],
 ): Trajectory[] {
   const ids = new Set(problems.map((problem) => problem.id));
-  const seen = new Set<string>();
+  const seen = new Map<string, number>();
   const kept: Trajectory[] = [];
   for (const trajectory of trajectories) {
     if (trajectory.problemId === null || !ids.has(trajectory.problemId) || trajectory.sample >= k) continue;
     const key = `${trajectory.problemId}\u0000${trajectory.sample}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    kept.push(trajectory);
+    const index = seen.get(key);
+    if (index === undefined) {
+      seen.set(key, kept.length);
+      kept.push(trajectory);
+    } else if (!hasVerdict(readGrade(kept[index]!)) && hasVerdict(readGrade(trajectory))) {
+      kept[index] = trajectory;
+    }
   }
   return kept;
 }
@@ -90,16 +105,25 @@ export async function summarizeRun({
 
   const perProblem: ProblemSummary[] = [];
   for (const problem of problems) {
-    const samples = (byProblem.get(problem.id) ?? []).sort((left, right) => left.sample - right.sample);
-    const grades = samples.map((trajectory) => {
+    const all = (byProblem.get(problem.id) ?? []).sort((left, right) => left.sample - right.sample);
+    const graded = all.map((trajectory) => {
       const grade = readGrade(trajectory);
       if (grade === null) {
         throw new EvalRunFormatError(
           `trajectory ${trajectory.id} has no grade in its meta (reference, correct)`,
         );
       }
-      return { sample: trajectory.sample, grade, answer: grade.extracted ?? trajectory.answer };
+      return { trajectory, grade };
     });
+    const withVerdict = graded.flatMap(({ trajectory, grade }) =>
+      grade.correct === null ? [] : [{ trajectory, grade: { ...grade, correct: grade.correct } }],
+    );
+    const samples = withVerdict.map((entry) => entry.trajectory);
+    const grades = withVerdict.map(({ trajectory, grade }) => ({
+      sample: trajectory.sample,
+      grade,
+      answer: grade.extracted ?? trajectory.answer,
+    }));
     const correct = grades.filter((entry) => entry.grade.correct).length;
     const passes: Record<string, number> = {};
     for (const kValue of reportedKs(k)) {
@@ -110,6 +134,7 @@ export async function summarizeRun({
       reference: problem.answer,
       samples: samples.length,
       correct,
+      gradeUnavailable: all.length - samples.length,
       avg: averageAccuracy(grades.map((entry) => entry.grade.correct)),
       passAtK: passes,
       majority: await majorityVote(
@@ -121,6 +146,8 @@ export async function summarizeRun({
   }
 
   const sampled = perProblem.filter((entry) => entry.samples > 0);
+  const gradeUnavailable = perProblem.reduce((total, entry) => total + entry.gradeUnavailable, 0);
+  const withVerdict = kept.length - gradeUnavailable;
   const passAtKOverall: Record<string, number> = {};
   for (const kValue of reportedKs(k)) {
     const scored = perProblem.filter((entry) => entry.samples >= kValue);
@@ -130,9 +157,10 @@ export async function summarizeRun({
     benchmark,
     k,
     problems: problems.length,
-    trajectories: kept.length,
+    trajectories: withVerdict,
     expectedTrajectories: problems.length * k,
-    complete: kept.length === problems.length * k,
+    complete: withVerdict === problems.length * k,
+    gradeUnavailable,
     avgAtK: mean(sampled.map((entry) => entry.avg)),
     passAtK: passAtKOverall,
     majAtK: mean(sampled.map((entry) => (entry.majority.correct ? 1 : 0))),

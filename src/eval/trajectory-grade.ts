@@ -1,6 +1,7 @@
 /**
  * How a run stores a trajectory's grade: in `trajectory.meta`, as `reference`, `correct`,
- * `reason` and `extracted`, beside whatever the solver put there. `readGrade` validates it back.
+ * `reason` and `extracted` (and `gradeCause` for a grade without a verdict, `correct: null`),
+ * beside whatever the solver put there. `readGrade` validates it back.
  */
 import { z } from 'zod';
 import type { GradeOptions, GradeResult, Grader } from '../grader/types.ts';
@@ -8,26 +9,35 @@ import type { Trajectory } from '../trajectory/trajectory.ts';
 
 const gradeMetaSchema = z.object({
   reference: z.string(),
-  correct: z.boolean(),
+  /** null: the grade has no verdict (`grader-unavailable`); it is graded again on resume. */
+  correct: z.boolean().nullable(),
   reason: z.string(),
   extracted: z.string().nullable(),
+  gradeCause: z.string().optional(),
 });
 
 /** A grade as a run records it. */
 export type StoredGrade = z.infer<typeof gradeMetaSchema>;
 
-/** The trajectory with its grade written into `meta`. */
+/** The trajectory with its grade written into `meta` (replacing an earlier grade). */
 export function attachGrade(trajectory: Trajectory, grade: GradeResult, reference: string): Trajectory {
+  const { gradeCause: _earlier, ...meta } = trajectory.meta ?? {};
   return {
     ...trajectory,
     meta: {
-      ...trajectory.meta,
+      ...meta,
       reference,
       correct: grade.correct,
       reason: grade.reason,
       extracted: grade.extracted,
+      ...(grade.correct === null ? { gradeCause: grade.cause } : {}),
     },
   };
+}
+
+/** Whether a stored grade is a verdict (true or false), not an outage still to be graded. */
+export function hasVerdict(grade: StoredGrade | null): boolean {
+  return grade !== null && grade.correct !== null;
 }
 
 /** The grade stored in a trajectory's meta, or null when it has none (or a malformed one). */

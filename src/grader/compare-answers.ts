@@ -19,11 +19,18 @@ import type { GradeReason } from './types.ts';
 export type Decision =
   | { outcome: 'equal'; reason: 'exact' | 'numeric' | 'structural' | 'symbolic' }
   | { outcome: 'different'; reason: 'mismatch' }
-  | { outcome: 'undecided'; reason: Extract<GradeReason, 'timeout' | 'parse-error' | 'mismatch'> };
+  | { outcome: 'undecided'; reason: Extract<GradeReason, 'timeout' | 'parse-error' | 'mismatch'> }
+  /** The symbolic step could not run (an outage): no verdict at all. */
+  | { outcome: 'unavailable'; reason: 'grader-unavailable'; cause: string };
 
 export type CompareContext = {
   /** The sandboxed check, or null to skip the symbolic step. */
   symbolic: ((query: SymbolicQuery) => Promise<SymbolicVerdict>) | null;
+  /**
+   * Comparing entries of a matrix, vector or tuple: a rounded decimal needs only 2 significant
+   * digits (`0.33` for `\frac13`) instead of 3.
+   */
+  entries?: boolean;
 };
 
 const EQUAL_EXACT: Decision = { outcome: 'equal', reason: 'exact' };
@@ -61,9 +68,19 @@ export async function compareAnswers(
   if (reference.kind === 'collection' && reference.items.length === 1) {
     return compareAnswers(prediction, reference.items[0]!, context);
   }
+  const entries = { ...context, entries: true };
+  const parenthesised = (answer: Answer) =>
+    answer.kind === 'tuple' && answer.open === '(' && answer.close === ')' ? answer.items : null;
   if (prediction.kind === 'tuple' && reference.kind === 'tuple') {
     if (prediction.open !== reference.open || prediction.close !== reference.close) return DIFFERENT;
-    return compareOrdered(prediction.items, reference.items, context);
+    // The reference decides: an interval reference asks for the interval, an inequality
+    // reference accepts the inequality or its interval.
+    if (prediction.fromInequality && !reference.fromInequality) return DIFFERENT;
+    return compareOrdered(prediction.items, reference.items, entries);
+  }
+  // `{1,3}` written with bare braces against the pair `(1,3)`: compared as written, in order.
+  if (prediction.kind === 'collection' && prediction.source.startsWith('{') && parenthesised(reference)) {
+    return compareOrdered(prediction.items, parenthesised(reference)!, entries);
   }
   if (prediction.kind === 'union' && reference.kind === 'union') {
     return compareUnordered(prediction.parts, reference.parts, context);
@@ -71,7 +88,7 @@ export async function compareAnswers(
   if (prediction.kind === 'matrix' && reference.kind === 'matrix') {
     const shape = (rows: Answer[][]) => rows.map((row) => row.length).join('x');
     if (shape(prediction.rows) !== shape(reference.rows)) return DIFFERENT;
-    return compareOrdered(prediction.rows.flat(), reference.rows.flat(), context);
+    return compareOrdered(prediction.rows.flat(), reference.rows.flat(), entries);
   }
   if (prediction.kind === 'relation' && reference.kind === 'relation') {
     return compareRelations(prediction, reference, context);
@@ -91,9 +108,19 @@ async function compareOrdered(left: Answer[], right: Answer[], context: CompareC
   for (let index = 0; index < left.length; index++) {
     const decision = await compareAnswers(left[index]!, right[index]!, context);
     if (decision.outcome === 'different') return DIFFERENT;
-    if (decision.outcome === 'undecided') pending ??= decision;
+    pending = worse(pending, decision);
   }
   return pending ?? STRUCTURAL;
+}
+
+/**
+ * The pending outcome of a composite: an undecided part (a verdict of "not shown equal") wins
+ * over an unavailable one, since the whole cannot be equal whatever the outage would have said.
+ */
+function worse(pending: Decision | null, decision: Decision): Decision | null {
+  if (decision.outcome === 'undecided') return pending?.outcome === 'undecided' ? pending : decision;
+  if (decision.outcome === 'unavailable') return pending ?? decision;
+  return pending;
 }
 
 /** A perfect matching between two order-free lists, found by backtracking over memoised pairs. */
@@ -116,7 +143,7 @@ async function compareUnordered(left: Answer[], right: Answer[], context: Compar
     for (let j = 0; j < right.length; j++) {
       if (used[j]) continue;
       const decision = await pair(i, j);
-      if (decision.outcome === 'undecided') pending ??= decision;
+      pending = worse(pending, decision);
       if (decision.outcome !== 'equal') continue;
       used[j] = true;
       if (await match(i + 1)) return true;
@@ -135,6 +162,7 @@ const FLIPPED: Record<string, string> = {
   '\\ge': '\\le',
   '=': '=',
   '\\ne': '\\ne',
+  '\\approx': '\\approx',
 };
 
 async function compareRelations(
@@ -150,9 +178,21 @@ async function compareRelations(
   const candidates: Answer[][] = [];
   if (same) candidates.push(prediction.sides);
   if (flipped === reference.operators.join(' ')) candidates.push([...prediction.sides].reverse());
+  // `-x > -1` is `x < 1` (and `1 > x`): both sides negated, each operator mirrored.
+  const negated = prediction.sides.map(negateAnswer);
+  if (negated.every((side) => side !== null)) {
+    const wanted = reference.operators.join(' ');
+    const mirrored = prediction.operators.map((operator) => FLIPPED[operator]).join(' ');
+    if (mirrored === wanted) candidates.push(negated as Answer[]);
+    if ([...prediction.operators].reverse().join(' ') === wanted) {
+      candidates.push([...(negated as Answer[])].reverse());
+    }
+  }
+  let unavailable: Decision | null = null;
   for (const sides of candidates) {
     const decision = await compareOrdered(sides, reference.sides, context);
     if (decision.outcome === 'equal') return STRUCTURAL;
+    if (decision.outcome === 'unavailable') unavailable = decision;
   }
   // One equation against another: the same solution set when the two differences are proportional.
   const [left1, right1] = prediction.sides;
@@ -178,7 +218,15 @@ async function compareRelations(
       context,
     );
   }
-  return DIFFERENT;
+  return unavailable ?? DIFFERENT;
+}
+
+/** `-a` for an expression side (`--a` folds to `a`); null for any other kind. */
+function negateAnswer(answer: Answer): Answer | null {
+  if (answer.kind !== 'expression') return null;
+  const node: MathNode =
+    answer.node.type === 'negate' ? answer.node.argument : { type: 'negate', argument: answer.node };
+  return { kind: 'expression', source: `-(${answer.source})`, node };
 }
 
 /** The leaf rule chain for two expressions. */
@@ -197,12 +245,20 @@ async function compareExpressions(
   if (exactPrediction.kind === 'value' && exactReference.kind === 'value') {
     if (equals(exactPrediction.value, exactReference.value)) return EQUAL_EXACT;
     return (
-      roundedDecimalRule(prediction, reference, exactPrediction.value, exactReference.value) ?? DIFFERENT
+      roundedDecimalRule(
+        prediction,
+        reference,
+        exactPrediction.value,
+        exactReference.value,
+        minimumDigits(context),
+      ) ?? DIFFERENT
     );
   }
   if (sameTree(prediction, reference)) return EQUAL_EXACT;
+  const digits = minimumDigits(context);
   const rounded =
-    roundedAgainstIrrational(prediction, reference) ?? roundedAgainstIrrational(reference, prediction);
+    roundedAgainstIrrational(prediction, reference, digits) ??
+    roundedAgainstIrrational(reference, prediction, digits);
   if (rounded !== null) return rounded;
   if (floatRejects(prediction, reference)) return DIFFERENT;
   return symbolicDecision(
@@ -215,6 +271,11 @@ async function compareExpressions(
     }),
     context,
   );
+}
+
+/** Significant digits a rounded decimal needs: 3 for a whole answer, 2 for an entry. */
+function minimumDigits(context: CompareContext): number {
+  return context.entries === true ? 2 : 3;
 }
 
 /** Identical trees (`\\sqrt2` and `\\sqrt{2}` parse the same). */
@@ -240,13 +301,14 @@ function roundedDecimalRule(
   reference: MathNode,
   a: Rational,
   b: Rational,
+  minimum: number,
 ): Decision | null {
   for (const [decimalSide, otherSide, decimalValue, otherValue] of [
     [prediction, reference, a, b],
     [reference, prediction, b, a],
   ] as const) {
     const decimal = decimalLiteral(decimalSide);
-    if (decimal === null || isLiteral(otherSide) || decimal.significant < 3) continue;
+    if (decimal === null || isLiteral(otherSide) || decimal.significant < minimum) continue;
     const difference = subtract(decimalValue, otherValue);
     if (difference === null) continue;
     // |d − v| ≤ ½·10^-places  ⇔  2·|num|·10^places ≤ den
@@ -258,9 +320,13 @@ function roundedDecimalRule(
 }
 
 /** `3.1416` vs `\pi`: the decimal side must be what the constant rounds to. */
-function roundedAgainstIrrational(decimalSide: MathNode, otherSide: MathNode): Decision | null {
+function roundedAgainstIrrational(
+  decimalSide: MathNode,
+  otherSide: MathNode,
+  minimum: number,
+): Decision | null {
   const decimal = decimalLiteral(decimalSide);
-  if (decimal === null || decimal.significant < 3 || freeSymbols(otherSide).length > 0) return null;
+  if (decimal === null || decimal.significant < minimum || freeSymbols(otherSide).length > 0) return null;
   const value = floatValue(otherSide, new Map());
   const decimalValue = parseDecimal(decimal.text);
   if (value === null || decimalValue === null) return null;
@@ -315,5 +381,7 @@ async function symbolicDecision(
       return { outcome: 'undecided', reason: 'timeout' };
     case 'error':
       return { outcome: 'undecided', reason: 'parse-error' };
+    case 'unavailable':
+      return { outcome: 'unavailable', reason: 'grader-unavailable', cause: verdict.cause };
   }
 }

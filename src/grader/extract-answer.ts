@@ -1,32 +1,192 @@
 /**
- * Final-answer extraction from a full model response or a bare answer: the last closed
- * `\boxed{…}` / `\fbox{…}` (one linear pass of brace matching, so a megabyte of unclosed
- * boxes costs one scan), then "the final answer is …" / "Answer: …", then a short response
- * taken as the answer itself.
+ * Final-answer extraction from a full model response or a bare answer, in this order:
+ *   1. the last closed `\boxed{…}` / `\fbox{…}` (one linear pass of brace matching, so a
+ *      megabyte of unclosed boxes costs one scan);
+ *   2. the last answer phrase ("the final answer is", "the answer is", "Final Answer:",
+ *      "Answer:"): the math in what follows it on its line, else the value after a last
+ *      " is " in that sentence ("The largest $n$ is 34." → 34), else the sentence;
+ *   3. the last math environment (`$…$`, `\(…\)` on one line; `$$…$$`, `\[…\]` also across
+ *      lines), unless a number in prose follows it;
+ *   4. a short one-line response that is not prose, taken as the answer itself;
+ *   5. in prose, the last number (thousands separators, a decimal point or comma, with units,
+ *      currency or `%` around it: "which is 1,000.99€" → 1,000.99);
+ *   6. a short one-line response (a word answer such as "Evelyn").
+ * Double-escaped LaTeX as stored in some JSON datasets (`\\frac`) is un-escaped first.
  */
 
-export type Extraction = { answer: string; source: 'boxed' | 'phrase' | 'bare' };
+export type Extraction = { answer: string; source: 'boxed' | 'phrase' | 'math' | 'bare' | 'number' };
 
 /** Responses longer than this are cut to their last part before extraction. */
 export const MAX_RESPONSE_CHARS = 2_000_000;
-/** A response this short, without a box or an answer phrase, is taken as a bare answer. */
+/** A response this short, without a box or an answer phrase, may be taken as a bare answer. */
 const MAX_BARE_CHARS = 300;
+/** Answer phrases, math environments and numbers are looked for in this many last characters. */
+const TAIL_CHARS = 20_000;
+
+const NO_MATH: { spans: MathSpan[]; malformed: MathSpan[] } = { spans: [], malformed: [] };
 
 /** The answer in a response, or null when there is none. */
 export function extractAnswer(response: string): Extraction | null {
-  const text = response.length > MAX_RESPONSE_CHARS ? response.slice(-MAX_RESPONSE_CHARS) : response;
+  const cut = response.length > MAX_RESPONSE_CHARS ? response.slice(-MAX_RESPONSE_CHARS) : response;
+  const text = unescapeDoubled(cut);
   const boxed = lastBox(text);
-  if (boxed !== null) return { answer: boxed.trim(), source: 'boxed' };
-  const phrase = lastAnswerPhrase(text);
+  if (boxed !== null) return { answer: withAdjacentBoxes(text, boxed), source: 'boxed' };
+  const tail = text.length > TAIL_CHARS ? text.slice(-TAIL_CHARS) : text;
+  const phrase = /answer/i.test(tail) ? lastAnswerPhrase(tail) : null;
   if (phrase !== null) return { answer: phrase, source: 'phrase' };
+  const { spans, malformed } = /\$|\\[([]/.test(tail) ? scanMath(tail) : NO_MATH;
+  const math = spans.at(-1) ?? null;
+  const prose = isProse(without(tail, spans));
+  if (math !== null) {
+    const after = prose ? lastNumber(tail.slice(math.end)) : null;
+    if (after !== null) return { answer: after, source: 'number' };
+    if (math.content.trim() !== '') return { answer: math.content.trim(), source: 'math' };
+  }
   const bare = text.trim();
-  if (bare !== '' && bare.length <= MAX_BARE_CHARS && !bare.includes('\n'))
-    return { answer: bare, source: 'bare' };
-  return null;
+  const short = bare !== '' && bare.length <= MAX_BARE_CHARS && !bare.includes('\n');
+  if (short && !prose) return { answer: bare, source: 'bare' };
+  // Not from inside inline math that spans lines (malformed, so not an answer).
+  const number = prose ? lastNumber(without(tail, malformed)) : null;
+  if (number !== null) return { answer: number, source: 'number' };
+  return short ? { answer: bare, source: 'bare' } : null;
+}
+
+/**
+ * `\\frac{1}{5}` → `\frac{1}{5}`: when every run of backslashes has even length and a doubled
+ * one starts a LaTeX command, the text was escaped twice; every run is halved.
+ */
+function unescapeDoubled(text: string): string {
+  if (!text.includes('\\\\')) return text;
+  if (/(?<!\\)(?:\\\\)*\\(?!\\)/.test(text)) return text;
+  if (
+    !/(?<!\\)\\\\(?:frac|dfrac|tfrac|sqrt|left|right|boxed|pi|cdot|times|infty|begin|end|text|le|ge|ne)(?![A-Za-z])/.test(
+      text,
+    )
+  ) {
+    return text;
+  }
+  return text.replace(/\\\\/g, '\\');
+}
+
+/** Unit and percent words that may follow a number without making the text prose. */
+const QUIET_WORDS =
+  /^(?:percent|percentage|pct|degrees?|units?|cm|mm|km|meters?|metres?|inches|feet|ft|miles?|seconds?|minutes?|hours?|days?|weeks?|years?|dollars?|cents?|euros?|grams?|kg|liters?|litres?|sq|square|cubic|sin|cos|tan|cot|sec|csc|log|ln|exp|sqrt|and|or)$/i;
+
+/** Prose: a word of three or more letters that is neither a LaTeX command nor a unit. */
+function isProse(text: string): boolean {
+  const words = text.replace(/\\[A-Za-z]+\s*\{[A-Za-z*\s]*\}/g, ' ');
+  for (const match of words.matchAll(/(?<![\\A-Za-z])[A-Za-z]{3,}(?![A-Za-z])/g)) {
+    if (!QUIET_WORDS.test(match[0])) return true;
+  }
+  return false;
+}
+
+/**
+ * A number standing alone (not inside a word such as `AZYUK2A`): thousands groups, a decimal
+ * point or comma, a sign, a simple fraction `a/b`.
+ */
+const NUMBER =
+  /(?<![A-Za-z0-9.,\\])[-−]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?(?:\/\d+)?|\.\d+)(?![\d/])/g;
+
+function lastNumber(text: string): string | null {
+  let last: string | null = null;
+  for (const match of text.matchAll(NUMBER)) last = match[0];
+  return last === null ? null : last.replace('−', '-');
+}
+
+type MathSpan = { start: number; end: number; content: string };
+
+/**
+ * The math environments of `text` in one left-to-right pass, and the malformed ones (inline
+ * math whose closing delimiter is on a later line). An opening whose closing cannot be found
+ * ends the search for that kind (no later one can close either), and a lone `$` is a currency
+ * sign; so every character is read a bounded number of times.
+ */
+function scanMath(text: string): { spans: MathSpan[]; malformed: MathSpan[] } {
+  const spans: MathSpan[] = [];
+  const malformed: MathSpan[] = [];
+  const closed = { display: true, bracket: true, paren: true, dollar: true };
+  let index = 0;
+  const take = (open: number, close: number, width: number, inline: boolean) => {
+    const span = { start: open, end: close + width, content: text.slice(open + width, close) };
+    if (inline && span.content.includes('\n')) malformed.push(span);
+    else spans.push(span);
+    index = close + width;
+  };
+  while (index < text.length) {
+    const character = text[index]!;
+    if (character === '\\') {
+      const next = text[index + 1];
+      const kind = next === '[' ? 'bracket' : next === '(' ? 'paren' : null;
+      if (kind === null || !closed[kind]) {
+        index += 2; // an escaped character (`\$` included), or a kind that can no longer close
+        continue;
+      }
+      const close = text.indexOf(next === '[' ? '\\]' : '\\)', index + 2);
+      if (close === -1) {
+        closed[kind] = false;
+        index += 2;
+      } else take(index, close, 2, kind === 'paren');
+      continue;
+    }
+    if (character === '$') {
+      const display = text[index + 1] === '$';
+      const kind = display ? 'display' : 'dollar';
+      const close = closed[kind]
+        ? display
+          ? text.indexOf('$$', index + 2)
+          : nextDollar(text, index + 1)
+        : -1;
+      if (close === -1) {
+        closed[kind] = false;
+        index += display ? 2 : 1;
+      } else take(index, close, display ? 2 : 1, !display);
+      continue;
+    }
+    index++;
+  }
+  return { spans, malformed };
+}
+
+/** The next unescaped `$` from `from`, or -1. */
+function nextDollar(text: string, from: number): number {
+  for (let index = from; index < text.length; index++) {
+    const character = text[index];
+    if (character === '\\') index++;
+    else if (character === '$') return index;
+  }
+  return -1;
+}
+
+/** `text` with the given spans replaced by spaces. */
+function without(text: string, spans: readonly MathSpan[]): string {
+  let result = '';
+  let position = 0;
+  for (const span of spans) {
+    result += `${text.slice(position, span.start)} `;
+    position = span.end;
+  }
+  return result + text.slice(position);
+}
+
+/**
+ * `\boxed{3}\boxed{4}`: boxes right before the last one (only spaces, commas or `and` between,
+ * contents without braces) are one answer with it, `3, 4`.
+ */
+function withAdjacentBoxes(text: string, last: { content: string; start: number }): string {
+  const items = [last.content.trim()];
+  let end = last.start;
+  for (let count = 0; count < 16; count++) {
+    const before = /\\boxed\{([^{}]*)\}(?:\s|,|;|\band\b|\$)*$/.exec(text.slice(Math.max(0, end - 300), end));
+    if (before === null) break;
+    items.unshift(before[1]!.trim());
+    end -= before[0].length;
+  }
+  return items.join(', ');
 }
 
 /** The content of the last closed box, found from one stack pass over the braces. */
-function lastBox(text: string): string | null {
+function lastBox(text: string): { content: string; start: number } | null {
   if (!text.includes('\\boxed') && !text.includes('\\fbox')) return null;
   const closing = new Int32Array(text.length).fill(-1);
   const stack: number[] = [];
@@ -46,27 +206,36 @@ function lastBox(text: string): string | null {
     while (text[position] === ' ' || text[position] === '\t') position++;
     if (text[position] === '{') {
       const end = closing[position]!;
-      if (end !== -1) return text.slice(position + 1, end);
+      if (end !== -1) return { content: text.slice(position + 1, end), start: command.index };
     } else {
       const token = /^ ?([^\s${}]+)/.exec(text.slice(command.index + command[0].length, position + 200));
-      if (token?.[1]) return token[1];
+      if (token?.[1]) return { content: token[1], start: command.index };
     }
   }
   return null;
 }
 
-const PHRASES = /(?:final answer|the answer)\s*(?:is|:|=)\s*:?\s*([^\n]+)|\banswer\s*:\s*([^\n]+)/gi;
+const PHRASES = /(?:final answer|the answer)\s*(?:is|:|=)\s*:?|\banswer\s*:/gi;
 
+/** What follows the last answer phrase on its line, reduced to the answer. */
 function lastAnswerPhrase(text: string): string | null {
-  const tail = text.slice(-20_000);
-  let last: string | null = null;
-  for (const match of tail.matchAll(PHRASES)) last = match[1] ?? match[2] ?? null;
-  if (last === null) return null;
-  let answer = last.trim();
-  // `$x$.` / `\(x\)` wrappers, then sentence punctuation.
-  const math = /^\$+([^$]+)\$+|^\\\((.+?)\\\)/.exec(answer);
-  if (math) answer = (math[1] ?? math[2]!).trim();
-  else answer = answer.replace(/\.\s.*$/, '');
+  let end = -1;
+  for (const match of text.matchAll(PHRASES)) end = match.index + match[0].length;
+  if (end === -1) return null;
+  const lineEnd = text.indexOf('\n', end);
+  let answer = text.slice(end, lineEnd === -1 ? undefined : lineEnd).trim();
+  const { spans } = scanMath(answer);
+  if (spans[0]?.start === 0) {
+    // `$x$.` / `\(x\)` right after the phrase: that environment is the answer.
+    answer = spans[0].content.trim();
+  } else {
+    answer = answer.replace(/\.\s.*$/, '').replace(/[.\s]+$/, '');
+    // "The largest $n$ is 34": the value after the sentence's last " is ".
+    const is = /^(?:.*\s)?(?:is|are|equals|=)\s+(.+)$/s.exec(answer);
+    if (is && /[A-Za-z]{3,}/.test(answer.slice(0, answer.length - is[1]!.length))) answer = is[1]!;
+    const inner = scanMath(answer).spans;
+    if (inner.length === 1 && without(answer, inner).trim() === '') answer = inner[0]!.content;
+  }
   answer = answer.replace(/[.\s]+$/, '').trim();
   return answer === '' ? null : answer.slice(0, 1_000);
 }

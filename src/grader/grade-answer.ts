@@ -22,6 +22,26 @@ export function prepareAnswer(answer: string): Answer | null {
   return parseAnswer(normalizeAnswer(answer));
 }
 
+/**
+ * `2,74`, `1000,99`, `0,111`: a decimal comma when the other side is one number and the comma
+ * cannot be a thousands separator (not exactly three digits after it, or a leading 0); written
+ * this way it is otherwise a two-item list. `1,000` was already read as 1000 by normalisation.
+ */
+const DECIMAL_COMMA = /^([+-]?)(\d+),(\d+)$/;
+
+function readDecimalCommas(left: Answer | null, right: Answer | null): [Answer | null, Answer | null] {
+  if (left === null || right === null) return [left, right];
+  const asDecimal = (answer: Answer, other: Answer): Answer => {
+    if (answer.kind !== 'collection' || other.kind !== 'expression') return answer;
+    const match = DECIMAL_COMMA.exec(answer.source);
+    if (match === null) return answer;
+    const [, sign, whole, fraction] = match as unknown as [string, string, string, string];
+    const decimal = (fraction.length >= 2 && fraction.length !== 3) || /^0+$/.test(whole);
+    return decimal ? parseAnswer(`${sign}${whole}.${fraction}`) : answer;
+  };
+  return [asDecimal(left, right), asDecimal(right, left)];
+}
+
 function contextFor(options: GradeOptions): CompareContext {
   const { sandbox, timeoutMs = DEFAULT_SYMBOLIC_TIMEOUT_MS } = options;
   if (sandbox === undefined) return { symbolic: null };
@@ -40,11 +60,16 @@ export const gradeAnswer: Grader = async (prediction, reference, options = {}) =
   const extraction = extractAnswer(prediction);
   if (extraction === null) return { correct: false, extracted: null, reason: 'no-answer' };
   const extracted = extraction.answer;
-  const predicted = prepareAnswer(extracted);
-  const expected = prepareAnswer(extractAnswer(reference)?.answer ?? reference.trim());
+  const [predicted, expected] = readDecimalCommas(
+    prepareAnswer(extracted),
+    prepareAnswer(extractAnswer(reference)?.answer ?? reference.trim()),
+  );
   if (predicted === null || expected === null) return { correct: false, extracted, reason: 'parse-error' };
   if (predicted.source === '') return { correct: false, extracted, reason: 'no-answer' };
   const decision = await compareAnswers(predicted, expected, contextFor(options));
+  if (decision.outcome === 'unavailable') {
+    return { correct: null, extracted, reason: decision.reason, cause: decision.cause };
+  }
   return { correct: decision.outcome === 'equal', extracted, reason: decision.reason } satisfies GradeResult;
 };
 
@@ -54,8 +79,10 @@ export async function answersEquivalent(
   second: string,
   options: GradeOptions = {},
 ): Promise<boolean> {
-  const left = prepareAnswer(extractAnswer(first)?.answer ?? first.trim());
-  const right = prepareAnswer(extractAnswer(second)?.answer ?? second.trim());
+  const [left, right] = readDecimalCommas(
+    prepareAnswer(extractAnswer(first)?.answer ?? first.trim()),
+    prepareAnswer(extractAnswer(second)?.answer ?? second.trim()),
+  );
   if (left === null || right === null || left.source === '' || right.source === '') return false;
   return (await compareAnswers(left, right, contextFor(options))).outcome === 'equal';
 }

@@ -1,7 +1,8 @@
 /**
  * Grading a JSONL stream of `{"prediction", "reference"}` lines: one result per input line,
  * in order, written as soon as it is known. A bad line yields `{"error": "line N: …"}` in
- * its place and the rest continues.
+ * its place and the rest continues. `unavailable` counts grades without a verdict
+ * (`grader-unavailable`).
  */
 import { z } from 'zod';
 import { gradeAnswer } from './grade-answer.ts';
@@ -16,10 +17,11 @@ export async function gradeLines(
   lines: AsyncIterable<string> | Iterable<string>,
   write: (result: GradeLineResult) => void | Promise<void>,
   options: GradeOptions = {},
-): Promise<{ graded: number; errors: number }> {
+): Promise<{ graded: number; errors: number; unavailable: number }> {
   let lineNumber = 0;
   let graded = 0;
   let errors = 0;
+  let unavailable = 0;
   for await (const line of lines) {
     lineNumber++;
     let result: GradeLineResult;
@@ -35,6 +37,7 @@ export async function gradeLines(
       if (parsed.success) {
         result = await gradeAnswer(parsed.data.prediction, parsed.data.reference, options);
         graded++;
+        if (result.correct === null) unavailable++;
       } else {
         const issue = parsed.error.issues[0];
         const field = issue?.path.join('.') || 'line';
@@ -44,5 +47,5 @@ export async function gradeLines(
     if ('error' in result!) errors++;
     await write(result!);
   }
-  return { graded, errors };
+  return { graded, errors, unavailable };
 }

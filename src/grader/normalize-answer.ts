@@ -7,7 +7,7 @@
 
 /** Words that name a unit when they follow a quantity; removed with an optional ^2 / ^3. */
 const UNIT_WORDS =
-  'degrees|degree|deg|cents|cent|dollars|dollar|units|unit|sq|square|cubic|cm|mm|km|m|meters|meter|metres|metre|inches|inch|in|feet|foot|ft|yards|yard|yd|miles|mile|mph|seconds|second|s|minutes|minute|min|hours|hour|hr|days|day|weeks|week|years|year|pounds|pound|lbs|lb|ounces|ounce|oz|grams|gram|g|kg|liters|liter|litres|litre|gallons|gallon|percent|points|point|people|students|ways|times';
+  'degrees|degree|deg|cents|cent|dollars|dollar|units|unit|sq|square|cubic|cm|mm|km|m|meters|meter|metres|metre|inches|inch|in|feet|foot|ft|yards|yard|yd|miles|mile|mph|seconds|second|s|minutes|minute|min|hours|hour|hr|days|day|weeks|week|years|year|pounds|pound|lbs|lb|ounces|ounce|oz|grams|gram|g|kg|liters|liter|litres|litre|gallons|gallon|percentage|percent|pct|points|point|people|students|ways|times';
 
 const UNIT_TEXT = new RegExp(
   String.raw`\\(?:text|textrm|textup|mbox|mathrm|textnormal)\s*\{\s*(?:(?:${UNIT_WORDS})\b\s*)+\}(?:\s*\^\s*\{?\s*[23]\s*\}?)?`,
@@ -28,8 +28,12 @@ const UNICODE: [RegExp, string][] = [
   [/≤/g, '\\le '],
   [/≥/g, '\\ge '],
   [/≠/g, '\\ne '],
+  [/≈/g, '\\approx '],
   [/∪/g, '\\cup '],
   [/°/g, '^\\circ'],
+  [/[€£¥]/g, ' '],
+  [/²/g, '^2'],
+  [/³/g, '^3'],
   [/\u00a0|\u2009|\u202f/g, ' '],
 ];
 
@@ -41,17 +45,19 @@ const REWRITES: [RegExp, string][] = [
   [/\\(?:left|right|[bB]igg?[lr]?)\s*\./g, ''],
   [/\\(?:left|right|[bB]igg?[lr]?)(?![A-Za-z])/g, ''],
   [/\\(?:displaystyle|textstyle|limits|mathbf|boldsymbol)(?![A-Za-z])/g, ''],
-  // Spacing.
+  // Spacing (`10,\!080` first: a thousands separator written with a negative space).
+  [/,\s*\\!\s*/g, ','],
   [/(?<!\\)\\[!,;:> ]/g, ' '],
   [/\\q?quad(?![A-Za-z])/g, ' '],
   [/~/g, ' '],
-  [/\{,\}/g, ','],
+  [/\s*\{\s*,\s*\}\s*/g, ','],
   [/_\{(\w)\}/g, '_$1'],
   // Command spellings.
   [/\\[dtc]frac(?![A-Za-z])/g, '\\frac'],
   [/\\leq?(?:slant)?(?![A-Za-z])/g, '\\le '],
   [/\\geq?(?:slant)?(?![A-Za-z])/g, '\\ge '],
   [/\\neq?(?![A-Za-z])/g, '\\ne '],
+  [/\\(?:approx|simeq|thickapprox)(?![A-Za-z])/g, '\\approx '],
   [/\\lt(?![A-Za-z])/g, '<'],
   [/\\gt(?![A-Za-z])/g, '>'],
   [/<=/g, '\\le '],
@@ -75,7 +81,7 @@ export function normalizeAnswer(answer: string): string {
   text = text.replace(/[.,;:\s]+$/, '').replace(/^[=:\s]+/, '');
   text = text.replace(TRAILING_UNIT, '').trim();
   // Thousands separators, only when the whole answer is one number written that way.
-  if (/^[+-]?\d{1,3}(?:, ?\d{3})+(?:\.\d+)?$/.test(text)) text = text.replace(/, ?/g, '');
+  if (/^[+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?$/.test(text)) text = text.replace(/,/g, '');
   if (/^[+-]?\d{1,3}(?: \d{3})+(?:\.\d+)?$/.test(text)) text = text.replace(/ /g, '');
   return text;
 }
@@ -83,10 +89,12 @@ export function normalizeAnswer(answer: string): string {
 /** `\text{…}` and friends: "or"/"and" become list commas, other words stay as plain text. */
 function unwrapText(text: string): string {
   return text.replace(
-    /\\(?:text|textrm|textup|textbf|textit|mbox|mathrm|textnormal)\s*\{([^{}]*)\}/g,
-    (_whole, content: string) => {
+    /\\(text|textrm|textup|textbf|textit|mbox|mathrm|textnormal)\s*\{([^{}]*)\}/g,
+    (_whole, command: string, content: string) => {
       const trimmed = content.trim();
       if (/^(?:or|and)$/i.test(trimmed)) return ',';
+      // `\text{13}`: digits set in plain text mode are a label, not the number (kept as written).
+      if (command === 'text' && /^\d+$/.test(trimmed)) return `\\text{${trimmed}}`;
       return content;
     },
   );

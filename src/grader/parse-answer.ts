@@ -11,7 +11,8 @@ export type Answer =
   /** Text that is not a parseable expression (kept for exact string comparison). */
   | { kind: 'unparsed'; source: string; error: string }
   | { kind: 'text'; source: string }
-  | { kind: 'tuple'; source: string; open: string; close: string; items: Answer[] }
+  /** `fromInequality`: written as `a < x \le b`, read as the interval `(a, b]`. */
+  | { kind: 'tuple'; source: string; open: string; close: string; items: Answer[]; fromInequality?: true }
   | { kind: 'union'; source: string; parts: Answer[] }
   /** Order-free: `\{…\}`, a bare list `a, b`, or the two values of `a \pm b`. */
   | { kind: 'collection'; source: string; items: Answer[] }
@@ -21,7 +22,9 @@ export type Answer =
 const MAX_ITEMS = 64;
 const SCIENTIFIC = /^(?:\d+\.?\d*|\.\d+)[eE][+-]?\d{1,4}$/;
 const MIXED_NUMBER = /^(-?)(\d+)\s*\\frac\s*(?:\{(\d+)\}|(\d))\s*(?:\{(\d+)\}|(\d))$/;
-const RELATION = /^(?:=|<|>|\\le|\\ge|\\ne)$/;
+const RELATION = /^(?:=|<|>|\\le|\\ge|\\ne|\\approx)$/;
+/** A single variable, optionally subscripted: the left side of `x = 5`. */
+const VARIABLE = /^\s*[A-Za-z](?:_\{?\w+\}?)?\s*$/;
 const CHOICE = /^\(([A-E])\)$|^([A-E])$/;
 const FUNCTION_WORDS = /^(?:sin|cos|tan|cot|sec|csc|log|ln|exp|sqrt|pi)$/;
 
@@ -63,9 +66,11 @@ export function parseAnswer(text: string, depth = 0): Answer {
   const source = squeeze(trimmed);
   if (depth > 8) return { kind: 'unparsed', source, error: 'structure too deep' };
 
-  const matrix = /^\\begin\{([pbBvV]?matrix|smallmatrix|array)\}(?:\{[lcr|]*\})?(.*)\\end\{\1\}$/s.exec(
-    trimmed,
-  );
+  // A matrix, also inside brackets (`\left[\begin{array}{cc}…\end{array}\right]`).
+  const matrix =
+    /^[([]?\s*\\begin\{([pbBvV]?matrix|smallmatrix|array)\}(?:\{[lcr|]*\})?(.*)\\end\{\1\}\s*[)\]]?$/s.exec(
+      trimmed,
+    );
   if (matrix) return parseMatrix(matrix[2]!, source, depth);
 
   const pieces = splitTopLevel(trimmed, (token) => token === ',' || token === ';');
@@ -89,6 +94,15 @@ export function parseAnswer(text: string, depth = 0): Answer {
     const inner = trimmed.slice(2, -2);
     const items = splitTopLevel(inner, (token) => token === ',')?.filter((_, index) => index % 2 === 0) ?? [];
     return { kind: 'collection', source, items: expandItems(items, depth) };
+  }
+
+  // `{1,3}`: a set written with bare braces (a TeX group never holds a top-level comma answer).
+  if (trimmed.startsWith('{') && trimmed.endsWith('}') && closesAtEnd(trimmed)) {
+    const items = splitTopLevel(trimmed.slice(1, -1), (token) => token === ',')?.filter(
+      (_, index) => index % 2 === 0,
+    );
+    if (items !== undefined && items.length > 1)
+      return { kind: 'collection', source, items: expandItems(items, depth) };
   }
 
   const bracketed = /^[([]/.test(trimmed) && /[)\]]$/.test(trimmed) && closesAtEnd(trimmed);
@@ -172,12 +186,68 @@ function parseRelation(text: string, source: string, depth: number): Answer | nu
   const sides = parts.filter((_, index) => index % 2 === 0);
   const operators = parts.filter((_, index) => index % 2 === 1);
   if (sides.some((side) => side.trim() === '')) return null;
-  if (operators.length === 1 && operators[0] === '=' && /^\s*[A-Za-z](?:_\{?\w+\}?)?\s*$/.test(sides[0]!)) {
+  if (operators.length === 1 && operators[0] === '=' && VARIABLE.test(sides[0]!)) {
     // `x = 5`: the value is the answer, unless the right side mentions variables (`y = 2x + 3`).
     const value = parseAnswer(sides[1]!, depth + 1);
     if (value.kind !== 'expression' || freeSymbols(value.node).length === 0) return value;
   }
+  const chain = chainValue(sides, operators);
+  if (chain !== null) {
+    // `x = 5+5+1 = 11`, `x = \frac13 \approx 0.33`: the last exact value, when it is a number.
+    const value = parseAnswer(chain, depth + 1);
+    if (value.kind !== 'expression' || freeSymbols(value.node).length === 0) return value;
+  }
+  const interval = doubleInequality(sides, operators, source, depth);
+  if (interval !== null) return interval;
   return { kind: 'relation', source, operators, sides: sides.map((side) => parseAnswer(side, depth + 1)) };
+}
+
+/**
+ * The value of a chain of `=` / `\approx` (two or more relations, or one `\approx`): the last
+ * side before the first `\approx` (the last exact one), or the approximation itself after a
+ * lone variable (`x \approx 11`). Null when it is not such a chain.
+ */
+function chainValue(sides: string[], operators: string[]): string | null {
+  if (!operators.every((operator) => operator === '=' || operator === '\\approx')) return null;
+  const approx = operators.indexOf('\\approx');
+  if (operators.length < 2 && approx === -1) return null;
+  let index = approx === -1 ? sides.length - 1 : approx;
+  if (index === 0 && VARIABLE.test(sides[0]!)) index = 1;
+  return sides[index]!;
+}
+
+/** `a < x \le b` (or `b > x \ge a`): the interval `(a, b]`. */
+function doubleInequality(
+  sides: string[],
+  operators: string[],
+  source: string,
+  depth: number,
+): Answer | null {
+  if (operators.length !== 2 || !VARIABLE.test(sides[1]!)) return null;
+  const [first, second] = operators as [string, string];
+  const rising = /^(?:<|\\le)$/;
+  const falling = /^(?:>|\\ge)$/;
+  let low: string;
+  let high: string;
+  let open: string;
+  let close: string;
+  if (rising.test(first) && rising.test(second)) {
+    [low, high] = [sides[0]!, sides[2]!];
+    open = first === '<' ? '(' : '[';
+    close = second === '<' ? ')' : ']';
+  } else if (falling.test(first) && falling.test(second)) {
+    [low, high] = [sides[2]!, sides[0]!];
+    open = second === '>' ? '(' : '[';
+    close = first === '>' ? ')' : ']';
+  } else return null;
+  return {
+    kind: 'tuple',
+    source,
+    open,
+    close,
+    items: [parseAnswer(low, depth + 1), parseAnswer(high, depth + 1)],
+    fromInequality: true,
+  };
 }
 
 function parseMatrix(body: string, source: string, depth: number): Answer {

@@ -30,6 +30,12 @@ describe('rewards', () => {
     expect(trajectoryReward({ correct: false }, { toolCalls: [toolCall] })).toBe(0);
   });
 
+  it('a grade without a verdict (grader unavailable) is missing, never 0', () => {
+    expect(accuracyReward({ correct: null })).toBeNull();
+    expect(trajectoryReward({ correct: null }, { toolCalls: [toolCall] })).toBeNull();
+    expect(trajectoryReward({ correct: false }, { toolCalls: [] })).toBe(0);
+  });
+
   it('rejects misspelt or negative settings', () => {
     expect(() => compositeRewardConfigSchema.parse({ alfa: 1 })).toThrow();
     expect(() => compositeRewardConfigSchema.parse({ beta: -1 })).toThrow();

@@ -5,6 +5,10 @@
  * Composite (the paper's tool-use reward): R = R_acc + 1[R_acc = 1] · min(R_max, α + β · N_code),
  * where N_code is the number of code blocks the trajectory executed (its tool calls). A wrong
  * answer earns nothing for tool use, so the bonus cannot be farmed by running code alone.
+ *
+ * A grade without a verdict (`correct: null`, reason `grader-unavailable`: the sandbox of the
+ * symbolic step was down) has no reward: both functions return null ("missing"), never 0, so an
+ * outage is not taught as a wrong answer. The grade itself carries the reason and its cause.
  */
 import { z } from 'zod';
 import type { Trajectory } from '../trajectory/trajectory.ts';
@@ -24,8 +28,9 @@ export const compositeRewardConfigSchema = z
 
 export type CompositeRewardConfig = z.infer<typeof compositeRewardConfigSchema>;
 
-/** 1 for a correct grade, 0 otherwise. */
-export function accuracyReward(grade: Pick<GradeResult, 'correct'>): number {
+/** 1 for a correct grade, 0 for a wrong one, null (missing) for a grade without a verdict. */
+export function accuracyReward(grade: Pick<GradeResult, 'correct'>): number | null {
+  if (grade.correct === null) return null;
   return grade.correct ? 1 : 0;
 }
 
@@ -44,14 +49,13 @@ export function compositeReward(
   return accuracy + bonus;
 }
 
-/** The composite reward of a graded trajectory. */
+/** The composite reward of a graded trajectory; null (missing) for a grade without a verdict. */
 export function trajectoryReward(
   grade: Pick<GradeResult, 'correct'>,
   trajectory: Pick<Trajectory, 'toolCalls'>,
   config?: CompositeRewardConfig,
-): number {
-  return compositeReward(
-    { accuracy: accuracyReward(grade), codeCount: countExecutedCode(trajectory) },
-    config,
-  );
+): number | null {
+  const accuracy = accuracyReward(grade);
+  if (accuracy === null) return null;
+  return compositeReward({ accuracy, codeCount: countExecutedCode(trajectory) }, config);
 }

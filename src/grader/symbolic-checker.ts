@@ -1,15 +1,17 @@
 /**
  * Runs SymbolicQuery checks in sandbox sessions. Sessions are opened lazily, primed once
  * with the checker prelude (SymPy imported, so later checks are warm), reused, and dropped
- * after a timeout or a crash. One checker per SandboxProvider, created on first use.
+ * after a timeout or a crash (a check whose session dies is retried once on a fresh one). One checker per SandboxProvider, created on first use.
  */
-import type { SandboxProvider, SandboxSession } from '../sandbox/types.ts';
+import type { ExecutionOutcome, SandboxProvider, SandboxSession } from '../sandbox/types.ts';
 import { SYMBOLIC_PRELUDE, symbolicCallCode } from './symbolic-program.ts';
 import type { SymbolicQuery, SymbolicVerdict } from './symbolic-query.ts';
 
 /** Time allowed for priming a fresh session (importing SymPy). */
 const PRELUDE_TIMEOUT_MS = 60_000;
 const MAX_SESSIONS = 4;
+/** Tries per check when the sandbox fails under it (the first, then one fresh session). */
+const ATTEMPTS = 2;
 
 export class SymbolicChecker {
   private readonly provider: SandboxProvider;
@@ -22,21 +24,44 @@ export class SymbolicChecker {
     this.provider = provider;
   }
 
-  /** Checks one query within timeoutMs (the prelude of a fresh session is not counted). */
+  /**
+   * Checks one query within timeoutMs (the prelude of a fresh session is not counted). A
+   * session that cannot be opened or dies under the check (killed, node lost) is replaced by a
+   * fresh one — on a cluster, possibly another node — once; a second failure is `unavailable`.
+   */
   async check(query: SymbolicQuery, timeoutMs: number): Promise<SymbolicVerdict> {
+    let cause = '';
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      const verdict = await this.checkOnce(query, timeoutMs);
+      if (verdict.outcome !== 'unavailable') return verdict;
+      cause = attempt === 0 ? verdict.cause : `${cause}; retry: ${verdict.cause}`;
+    }
+    return { outcome: 'unavailable', cause };
+  }
+
+  private async checkOnce(query: SymbolicQuery, timeoutMs: number): Promise<SymbolicVerdict> {
     let session: SandboxSession | null;
     try {
       session = await this.acquire();
     } catch (error) {
-      return { outcome: 'error', message: `sandbox unavailable: ${(error as Error).message}` };
+      return { outcome: 'unavailable', cause: `sandbox unavailable: ${(error as Error).message}` };
     }
-    if (session === null) return { outcome: 'error', message: 'checker closed' };
-    const outcome = await session.execute(symbolicCallCode(query), {
-      timeoutMs: Math.max(1, Math.ceil(timeoutMs)),
-    });
+    if (session === null) return { outcome: 'unavailable', cause: 'checker closed' };
+    let outcome: ExecutionOutcome;
+    try {
+      outcome = await session.execute(symbolicCallCode(query), {
+        timeoutMs: Math.max(1, Math.ceil(timeoutMs)),
+      });
+    } catch (error) {
+      await this.discard(session);
+      return { outcome: 'unavailable', cause: `sandbox unavailable: ${(error as Error).message}` };
+    }
     if (outcome.status !== 'ok') {
       await this.discard(session);
+      if (outcome.status === 'killed')
+        return { outcome: 'unavailable', cause: `session killed: ${outcome.reason}` };
       if (outcome.status === 'error') return { outcome: 'error', message: outcome.exception };
+      // Over the time or memory limit: the answer's cost, a verdict of the grader's policy.
       return { outcome: 'timeout' };
     }
     this.release(session);

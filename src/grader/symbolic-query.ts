@@ -14,4 +14,6 @@ export type SymbolicVerdict =
   /** Neither proved nor refuted. */
   | { outcome: 'unknown' }
   | { outcome: 'timeout' }
-  | { outcome: 'error'; message: string };
+  | { outcome: 'error'; message: string }
+  /** The check could not run: no session could be opened, or the session died twice. */
+  | { outcome: 'unavailable'; cause: string };

@@ -12,14 +12,23 @@ export type GradeReason =
   | 'no-answer'
   | 'mismatch'
   | 'timeout'
-  | 'parse-error';
+  | 'parse-error'
+  /** The symbolic step could not run (sandbox unreachable, session killed): no verdict. */
+  | 'grader-unavailable';
 
-export type GradeResult = {
-  correct: boolean;
-  /** The answer taken from the prediction (after extraction, before normalisation), or null. */
-  extracted: string | null;
-  reason: GradeReason;
-};
+/**
+ * A verdict (`correct` true or false), or no verdict (`correct: null`, reason
+ * `grader-unavailable`, with the infrastructure failure in `cause`): an outage is never a
+ * wrong answer.
+ */
+export type GradeResult =
+  | {
+      correct: boolean;
+      /** The answer taken from the prediction (after extraction, before normalisation), or null. */
+      extracted: string | null;
+      reason: Exclude<GradeReason, 'grader-unavailable'>;
+    }
+  | { correct: null; extracted: string | null; reason: 'grader-unavailable'; cause: string };
 
 export type GradeOptions = {
   /** Where symbolic checks run; without one, the symbolic step is skipped. */

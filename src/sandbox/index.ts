@@ -2,8 +2,9 @@
  * The sandbox module: jailed, warm, stateful Python sessions in process (`createLocalSandbox`),
  * over HTTP (`startSandboxServer`, `SandboxClient`) and over many nodes (`SandboxClusterClient`).
  */
+export { codeDidNotRun } from './code-did-not-run.ts';
 export { executionOutcomeSchema } from './execution-outcome-schema.ts';
-export type { LocalSandboxOptions } from './local-sandbox-options.ts';
+export { type LocalSandboxOptions, localSandboxOptionsSchema } from './local-sandbox-options.ts';
 export {
   createLocalSandbox,
   type LocalSandboxEnvironment,

@@ -116,8 +116,13 @@ export async function startSandboxServer(options: SandboxServerOptions = {}): Pr
       response.end(metrics.render(pool.stats()));
       return;
     }
+    const allowed = ROUTE_METHODS[path];
+    if (allowed !== undefined && allowed !== method)
+      throw new HttpError(405, 'METHOD_NOT_ALLOWED', `${method} ${path}: use ${allowed}`);
     if (method === 'POST' && path === '/v1/sessions') {
-      await readBody(request, maxBodyBytes);
+      // An empty body or `{}`; anything else is a 400 before a session is opened.
+      const text = await readBody(request, maxBodyBytes);
+      if (text.trim() !== '') parseJson(text, openSessionRequestSchema);
       const session = await pool.openSession();
       sessions.set(session.id, session);
       return sendJson(response, 201, { id: session.id });
@@ -253,6 +258,17 @@ function readBody(request: http.IncomingMessage, maxBytes: number): Promise<stri
     });
   });
 }
+
+/** The one method of each fixed route; another method is a 405. */
+const ROUTE_METHODS: Record<string, string | undefined> = {
+  '/v1/health': 'GET',
+  '/metrics': 'GET',
+  '/v1/sessions': 'POST',
+  '/run_code': 'POST',
+};
+
+/** `POST /v1/sessions` takes no fields (yet). */
+const openSessionRequestSchema = z.object({}).strict();
 
 function parseJson<T>(text: string, schema: z.ZodType<T>): T {
   let value: unknown;

@@ -96,13 +96,14 @@ export async function evaluateHeldOut(options: HeldOutEvalOptions): Promise<Held
         },
       );
       const response = trajectory.segments.map((segment) => segment.text).join('');
+      // Arithmetic answers: no symbolic step, so a grade is never unavailable here.
       const grade = await gradeAnswer(response, problem.answer);
       const reason = trajectory.finish?.reason;
       if (reason !== undefined) finishReasons[reason] = (finishReasons[reason] ?? 0) + 1;
       if (trajectory.toolCalls.length > 0) usedTools++;
       toolCalls += trajectory.toolCalls.length;
       if (grade.correct) correctSoFar++;
-      outcomes.push({ problem, correct: grade.correct, answer: trajectory.answer, response });
+      outcomes.push({ problem, correct: grade.correct === true, answer: trajectory.answer, response });
       options.onProgress?.(outcomes.length, problems.length, correctSoFar);
     }
   };

@@ -3,6 +3,14 @@
  * the embedded model (data, batches, schedule, checkpoints and resume, held-out evaluation
  * through the agent loop, training reports).
  */
+
+export {
+  type GrpoBatch,
+  type GrpoSequenceOptions,
+  type GrpoSequenceSkip,
+  grpoBatch,
+  grpoSequence,
+} from './grpo-sequences.ts';
 export {
   evaluateHeldOut,
   type HeldOutEvalOptions,
@@ -10,6 +18,24 @@ export {
   type LevelAccuracy,
 } from './held-out-eval.ts';
 export { type LearningRateSchedule, learningRateAt } from './learning-rate-schedule.ts';
+export {
+  type RlConfig,
+  RlConfigError,
+  type RlConfigInput,
+  resolveRlConfig,
+  rlConfigSchema,
+  rlDefiningConfig,
+} from './rl-config.ts';
+export { type RlMetrics, type RlMetricsInput, rlMetrics, selfCorrected } from './rl-metrics.ts';
+export {
+  checkpointPath,
+  RL_FILES,
+  type RlEvalRecord,
+  type RlEvent,
+  RlRunError,
+  type RlRunOptions,
+  runRl,
+} from './rl-run.ts';
 export { planSftBatches, type SftBatchPlan, type SftBatchPlanOptions } from './sft-batch-plan.ts';
 export {
   resolveSftConfig,

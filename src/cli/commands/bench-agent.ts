@@ -8,44 +8,42 @@ import { type AgentBenchReport, runAgentBench } from '../../agent/index.ts';
 import { createByteLevelTokenizer } from '../../engine/index.ts';
 import { getDialect } from '../../protocol/index.ts';
 import { createLocalSandbox } from '../../sandbox/index.ts';
+import { integerOption } from '../cli-options.ts';
 
 type AgentBenchFlags = {
-  sequential: string;
-  toolCalls: string;
-  tokensPerTurn: string;
-  concurrent: string;
-  concurrentToolCalls: string;
-  memoryTurns: string;
-  workers: string;
-  engineLatencyMs: string;
+  sequential: number;
+  toolCalls: number;
+  tokensPerTurn: number;
+  concurrent: number;
+  concurrentToolCalls: number;
+  memoryTurns: number;
+  workers: number;
+  engineLatencyMs: number;
   json?: boolean;
 };
+
+const count = (min: number) => integerOption({ min, max: 1_000_000 });
 
 export function registerAgentBench(bench: Command): void {
   bench
     .command('agent')
     .description('agent loop overhead per turn (p50/p99, vs a bare loop) and 1,000 concurrent trajectories')
-    .option('--sequential <n>', 'trajectories run one after another for the overhead figures', '40')
-    .option('--tool-calls <n>', 'code blocks per trajectory in the overhead phase', '4')
-    .option('--tokens-per-turn <n>', 'model tokens per turn', '256')
-    .option('--concurrent <n>', 'trajectories in flight at once', '1000')
-    .option('--concurrent-tool-calls <n>', 'code blocks per trajectory in the concurrency phase', '1')
-    .option('--memory-turns <n>', 'engine calls per trajectory in the memory phase', '8')
-    .option('--workers <n>', 'sandbox workers (the pool size)', '8')
+    .option('--sequential <n>', 'trajectories run one after another for the overhead figures', count(2), 40)
+    .option('--tool-calls <n>', 'code blocks per trajectory in the overhead phase', count(1), 4)
+    .option('--tokens-per-turn <n>', 'model tokens per turn', count(16), 256)
+    .option('--concurrent <n>', 'trajectories in flight at once', count(1), 1000)
+    .option('--concurrent-tool-calls <n>', 'code blocks per trajectory in the concurrency phase', count(0), 1)
+    .option('--memory-turns <n>', 'engine calls per trajectory in the memory phase', count(1), 8)
+    .option('--workers <n>', 'sandbox workers (the pool size)', count(1), 8)
     .option(
       '--engine-latency-ms <ms>',
       'concurrency phases: replies spread over 0..ms (0: all at once)',
-      '20',
+      count(0),
+      20,
     )
     .option('--json', 'print the figures as JSON')
     .action(async (flags: AgentBenchFlags) => {
-      const count = (name: string, value: string, min = 0) => {
-        const parsed = Number(value);
-        if (!Number.isInteger(parsed) || parsed < min)
-          throw new Error(`--${name} must be an integer >= ${min} (got "${value}")`);
-        return parsed;
-      };
-      const workers = count('workers', flags.workers, 1);
+      const { workers } = flags;
       const sandbox = createLocalSandbox({
         maxWorkers: workers,
         warmWorkers: Math.min(workers, 4),
@@ -60,13 +58,13 @@ export function registerAgentBench(bench: Command): void {
           sandbox,
           tokenizer: createByteLevelTokenizer(),
           dialect: getDialect('tags'),
-          sequential: count('sequential', flags.sequential, 2),
-          toolCalls: count('tool-calls', flags.toolCalls, 1),
-          tokensPerTurn: count('tokens-per-turn', flags.tokensPerTurn, 16),
-          concurrent: count('concurrent', flags.concurrent, 1),
-          concurrentToolCalls: count('concurrent-tool-calls', flags.concurrentToolCalls),
-          memoryTurns: count('memory-turns', flags.memoryTurns, 1),
-          engineLatencyMs: count('engine-latency-ms', flags.engineLatencyMs),
+          sequential: flags.sequential,
+          toolCalls: flags.toolCalls,
+          tokensPerTurn: flags.tokensPerTurn,
+          concurrent: flags.concurrent,
+          concurrentToolCalls: flags.concurrentToolCalls,
+          memoryTurns: flags.memoryTurns,
+          engineLatencyMs: flags.engineLatencyMs,
           onProgress: log,
         });
         process.stdout.write(flags.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));

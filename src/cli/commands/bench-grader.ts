@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { benchGrader, releaseSymbolicSessions } from '../../grader/index.ts';
+import { integerOption } from '../cli-options.ts';
 import { openSandboxForGrading } from './grader-sandbox.ts';
 
 /** `agentmath bench grader`: fast-path throughput and symbolic-path latency. */
@@ -8,27 +9,40 @@ export function registerGraderBench(bench: Command): void {
     .command('grader')
     .description('grader speed: fast path grades/s (one core), symbolic path p50/p99 with a warm sandbox')
     .option('--json', 'print the figures as JSON')
-    .option('--rounds <n>', 'passes over the fast-path corpus pairs', '50')
+    .option(
+      '--rounds <n>',
+      'passes over the fast-path corpus pairs',
+      integerOption({ min: 1, max: 1_000_000 }),
+      50,
+    )
     .option('--sandbox <url>', 'sandbox server (default: a local pool)')
     .option('--no-sandbox', 'fast path only')
-    .action(async (options: { json?: boolean; rounds: string; sandbox?: string | boolean }) => {
+    .action(async (options: { json?: boolean; rounds: number; sandbox?: string | boolean }) => {
       const sandbox = options.sandbox === false ? undefined : openSandboxForGrading(options.sandbox);
       try {
         const report = await benchGrader({
-          fastRounds: Number(options.rounds),
+          fastRounds: options.rounds,
           ...(sandbox === undefined ? {} : { sandbox }),
         });
         if (options.json) {
           process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
           return;
         }
-        const { fast, symbolic } = report;
+        const { fast, longResponses, symbolic } = report;
         const rows: [string, string, string][] = [
           ['fast path', 'grades/s (1 core)', fast.gradesPerSecond.toFixed(0)],
+          ['fast path', 'grades per CPU-second', fast.gradesPerCpuSecond.toFixed(0)],
           ['fast path', 'p50 / p99 per grade', `${fast.p50Us.toFixed(1)} µs / ${fast.p99Us.toFixed(1)} µs`],
           ['baseline', 'string equality grades/s', fast.baselineGradesPerSecond.toFixed(0)],
           ['ratio', 'fast path / baseline', fast.ratio.toFixed(3)],
         ];
+        for (const long of longResponses) {
+          rows.push([
+            `extraction · ${long.shape}`,
+            'p50 CPU 1 MB / 2 MB (ratio)',
+            `${long.p50Ms1Mb.toFixed(1)} ms / ${long.p50Ms2Mb.toFixed(1)} ms (${long.ratio.toFixed(2)})`,
+          ]);
+        }
         if (symbolic !== null) {
           rows.push(
             [

@@ -1,13 +1,9 @@
 /** `agentmath bench sandbox`: wiring to the sandbox benchmark. */
 import type { Command } from 'commander';
 import { formatSandboxBench, runSandboxBench } from '../../sandbox/sandbox-bench.ts';
+import { integerOption } from '../cli-options.ts';
 
-const integer = (value: string) => {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 0)
-    throw new Error(`expected a non-negative integer, got "${value}"`);
-  return parsed;
-};
+const integer = integerOption({ min: 1, max: 1_000_000 });
 
 /** Adds `bench sandbox` to the `bench` group. */
 export function registerSandboxBench(bench: Command): void {

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { registerAgentBench } from './bench-agent.ts';
 import { registerGraderBench } from './bench-grader.ts';
+import { registerRolloutBench } from './bench-rollout.ts';
 import { registerSandboxBench } from './bench-sandbox.ts';
 import { registerEngineBench } from './engine.ts';
 
@@ -11,4 +12,5 @@ export function registerBench(program: Command): void {
   registerSandboxBench(bench);
   registerAgentBench(bench);
   registerEngineBench(bench);
+  registerRolloutBench(bench);
 }

@@ -55,6 +55,11 @@ export type EngineTarget = {
   close: () => Promise<void>;
 };
 
+/** The embedded model a command without --engine would serve, or null (nothing is started). */
+export function locateEmbeddedModel(): string | null {
+  return findEmbeddedModel() ?? findEmbeddedModel(projectHome());
+}
+
 export async function resolveEngineTarget(flags: EngineFlags): Promise<EngineTarget> {
   if (flags.engine !== undefined) {
     const textApi = flags.api === 'openai' || flags.api === 'openai-chat';
@@ -76,7 +81,7 @@ export async function resolveEngineTarget(flags: EngineFlags): Promise<EngineTar
     });
     return { engine, tokenizer, embeddedModel: null, contextTokens: null, close: async () => engine.close() };
   }
-  const model = findEmbeddedModel() ?? findEmbeddedModel(projectHome());
+  const model = locateEmbeddedModel();
   if (model === null) {
     throw new AgentMathError(
       'NO_ENGINE',

@@ -4,26 +4,41 @@
  * folder (resumable). This file only wires options to `src/eval`, `src/agent`, `src/engine`,
  * `src/sandbox` and `src/grader`.
  */
+import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { type AgentOptions, type PromptBuilderName, promptBuilders, runAgent } from '../../agent/index.ts';
+import {
+  type AgentOptions,
+  agentConfigSchema,
+  type PromptBuilderName,
+  promptBuilders,
+  runAgent,
+} from '../../agent/index.ts';
+import { modelContextLength } from '../../engine/embedded/index.ts';
 import {
   BUILTIN_BENCHMARKS,
   createProgressReporter,
+  EvalOutputExistsError,
   type FieldMapping,
+  folderHasEntries,
   gradeTrajectory,
   loadBenchmark,
   RUN_FILES,
+  readRunJson,
   runEval,
 } from '../../eval/index.ts';
 import { answersEquivalent, gradeAnswer } from '../../grader/index.ts';
 import { getDialect } from '../../protocol/index.ts';
 import { createLocalSandbox, SandboxClient } from '../../sandbox/index.ts';
 import type { SandboxProvider } from '../../sandbox/types.ts';
+import { assertSameRun, type IdentityValue, type RunIdentity } from '../../shared/run-identity.ts';
+import { type AgentFlags, addAgentFlags } from '../agent-flags.ts';
+import { integerOption, usageError } from '../cli-options.ts';
+import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
 import { API_KEY_HELP, API_KEY_VARIABLES, withoutApiKey } from './api-key.ts';
-import { resolveEngineTarget } from './engine-target.ts';
+import { locateEmbeddedModel, resolveEngineTarget } from './engine-target.ts';
 
-type EvalCommandOptions = {
+type EvalCommandOptions = AgentFlags & {
   bench: string;
   dataDir?: string;
   fields?: FieldMapping;
@@ -39,29 +54,8 @@ type EvalCommandOptions = {
   tokenizer?: string;
   dialect: 'tags' | 'markdown';
   prompt?: PromptBuilderName;
-  maxToolCalls?: number;
-  maxTokens?: number;
-  maxNewTokens?: number;
-  temperature: number;
-  topP: number;
-  seed?: number;
   sandbox?: string;
   sandboxWorkers?: number;
-  toolTimeoutMs?: number;
-};
-
-const integer = (minimum: number) => (value: string) => {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < minimum) {
-    throw new InvalidArgumentError(`expected an integer >= ${minimum}, got "${value}"`);
-  }
-  return parsed;
-};
-
-const number = (value: string) => {
-  const parsed = Number(value);
-  if (!Number.isFinite(parsed)) throw new InvalidArgumentError(`expected a number, got "${value}"`);
-  return parsed;
 };
 
 /** `problem=q,answer=gold,id=uid` → a field mapping. */
@@ -80,23 +74,23 @@ function fieldMapping(value: string): FieldMapping {
 }
 
 export function registerEval(program: Command): void {
-  program
+  const command = program
     .command('eval')
     .description(
       'evaluate a model on a benchmark: k graded samples per problem, metrics in the output folder',
     )
     .requiredOption(
       '--bench <name|path>',
-      'benchmark file (.jsonl/.parquet), preset (aime24, …) or built-in (arith)',
+      'benchmark file (.jsonl/.parquet; - reads JSONL from standard input), preset (aime24, …) or built-in (arith)',
     )
     .option(
       '--data-dir <dir>',
       'folder of named benchmark files (default: AGENTMATH_DATA_DIR, then ../shared/data/benchmarks)',
     )
     .option('--fields <mapping>', 'column names, e.g. problem=question,answer=solution,id=uid', fieldMapping)
-    .option('--limit <n>', 'only the first n problems', integer(1))
-    .option('-k, --samples <n>', 'samples per problem', integer(1), 1)
-    .option('--concurrency <n>', 'trajectories in flight at once', integer(1), 8)
+    .option('--limit <n>', 'only the first n problems', integerOption({ min: 1 }))
+    .option('-k, --samples <n>', 'samples per problem', integerOption({ min: 1, max: MAX_SAMPLES }), 1)
+    .option('--concurrency <n>', 'trajectories in flight at once', integerOption({ min: 1, max: 4096 }), 8)
     .option('--out <dir>', 'output folder (default: runs/eval-<bench>-<time>)')
     .option('--resume', 'continue the run in --out, skipping finished (problem, sample) pairs')
     .option(
@@ -119,23 +113,76 @@ export function registerEval(program: Command): void {
         '--prompt <builder>',
         'how a problem becomes messages (default: instructed; problem-only for the embedded model)',
       ).choices(Object.keys(promptBuilders)),
-    )
-    .option('--max-tool-calls <n>', "code calls per trajectory (default: the agent's, 16)", integer(0))
-    .option(
-      '--max-tokens <n>',
-      "context budget: prompt + response tokens (default: the agent's, 16384)",
-      integer(1),
-    )
-    .option('--max-new-tokens <n>', "tokens per engine call (default: the agent's, 4096)", integer(1))
-    .option('--temperature <t>', 'sampling temperature', number, 0.6)
-    .option('--top-p <p>', 'nucleus sampling', number, 0.95)
-    .option('--seed <s>', 'sample i of every problem uses seed s + i', integer(0))
+    );
+  addAgentFlags(command, 'sample i of every problem uses seed s + i')
     .option('--sandbox <url>', 'sandbox node URL (default: a local pool of jailed workers)')
-    .option('--sandbox-workers <n>', 'local pool size (default: the concurrency)', integer(1))
-    .option('--tool-timeout-ms <ms>', 'time limit of one code call', integer(1))
+    .option(
+      '--sandbox-workers <n>',
+      'local pool size (default: the concurrency)',
+      integerOption({ min: 1, max: 4096 }),
+    )
     .action(async (options: EvalCommandOptions) => {
       process.exitCode = await evalCommand(options);
     });
+}
+
+/** Samples per problem at most: beyond it, one run's bookkeeping would not fit in memory. */
+const MAX_SAMPLES = 65_536;
+
+/**
+ * The fields of a run's config.json that define its results (see src/shared/run-identity.ts),
+ * with the agent's defaults filled in, so that a run saved before a default was written out
+ * compares equal. Concurrency, timeouts, the output folder and the sandbox's location are not part of it.
+ */
+function evalIdentity(config: Record<string, unknown>): RunIdentity {
+  const agent = (config.agent ?? {}) as { budgets?: object; sampling?: object; tool?: object };
+  const resolved = agentConfigSchema.parse({
+    budgets: agent.budgets ?? {},
+    sampling: agent.sampling ?? {},
+    tool: agent.tool ?? {},
+  });
+  const engine = (config.engine ?? {}) as Record<string, IdentityValue>;
+  return {
+    benchmark: (config.benchmark ?? null) as IdentityValue,
+    benchmarkSource: (config.benchmarkSource ?? null) as IdentityValue,
+    limit: (config.limit ?? null) as IdentityValue,
+    k: (config.k ?? null) as IdentityValue,
+    engine: { api: engine.api ?? null, url: engine.url ?? null, model: engine.model ?? null },
+    tokenizer: (config.tokenizer ?? null) as IdentityValue,
+    dialect: (config.dialect ?? null) as IdentityValue,
+    prompt: (config.prompt ?? null) as IdentityValue,
+    budgets: {
+      maxTotalTokens: resolved.budgets.maxTotalTokens,
+      maxToolCalls: resolved.budgets.maxToolCalls,
+      maxNewTokensPerTurn: resolved.budgets.maxNewTokensPerTurn,
+    },
+    sampling: { temperature: resolved.sampling.temperature, topP: resolved.sampling.topP },
+    seed: (config.seed ?? null) as IdentityValue,
+    toolTimeoutMs: resolved.tool.timeoutMs,
+  };
+}
+
+/** Refuses an --out that is a file, a used folder without --resume, or a resume that changes the run. */
+async function checkOutFolder(
+  outDir: string,
+  resume: boolean,
+  current: Record<string, unknown>,
+): Promise<void> {
+  if (existsSync(outDir) && !statSync(outDir).isDirectory()) {
+    throw usageError(`--out ${outDir} is a file; give a folder for the run (a new or empty one)`);
+  }
+  if (!resume) {
+    if (await folderHasEntries(outDir)) throw new EvalOutputExistsError(outDir);
+    return;
+  }
+  const saved = (await readRunJson(outDir, RUN_FILES.config)) as Record<string, unknown> | null;
+  if (saved === null) return;
+  assertSameRun({
+    run: outDir,
+    saved: (saved.identity as RunIdentity | undefined) ?? evalIdentity(saved),
+    current: evalIdentity(current),
+    fresh: 'start a new run with another --out (without --resume)',
+  });
 }
 
 async function evalCommand(options: EvalCommandOptions): Promise<number> {
@@ -150,51 +197,33 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     options.out ??
       `runs/eval-${benchmark.name}-${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}`,
   );
-  const target = await resolveEngineTarget(options);
-  const { engine, tokenizer } = target;
+  // Everything that defines the run is known before any engine or sandbox starts.
+  const embeddedModel = options.engine === undefined ? locateEmbeddedModel() : null;
+  const contextTokens = embeddedModel === null ? null : modelContextLength(embeddedModel);
   const promptName: PromptBuilderName =
-    options.prompt ?? (target.embeddedModel !== null ? 'problem-only' : 'instructed');
+    options.prompt ?? (embeddedModel !== null ? 'problem-only' : 'instructed');
   // The embedded model cannot read past its context length.
-  const maxTokens =
-    target.contextTokens === null
-      ? options.maxTokens
-      : Math.min(options.maxTokens ?? target.contextTokens, target.contextTokens);
-  const sandbox: SandboxProvider =
-    options.sandbox === undefined
-      ? createLocalSandbox({
-          maxWorkers: options.sandboxWorkers ?? options.concurrency,
-          warmWorkers: Math.min(2, options.sandboxWorkers ?? options.concurrency),
-        })
-      : new SandboxClient({ url: options.sandbox });
-  const dialect = getDialect(options.dialect);
+  const maxTokens = contextTokens === null ? options.maxTokens : Math.min(options.maxTokens, contextTokens);
   const agentConfig = {
     budgets: {
-      ...(maxTokens === undefined ? {} : { maxTotalTokens: maxTokens }),
-      ...(options.maxToolCalls === undefined ? {} : { maxToolCalls: options.maxToolCalls }),
-      ...(options.maxNewTokens === undefined ? {} : { maxNewTokensPerTurn: options.maxNewTokens }),
+      maxTotalTokens: maxTokens,
+      maxToolCalls: options.maxToolCalls,
+      maxNewTokensPerTurn: options.maxNewTokens,
     },
     sampling: { temperature: options.temperature, topP: options.topP },
-    tool: options.toolTimeoutMs === undefined ? {} : { timeoutMs: options.toolTimeoutMs },
+    tool: { timeoutMs: options.toolTimeoutMs },
   };
-  const agentOptions: AgentOptions = {
-    ...agentConfig,
-    engine,
-    tokenizer,
-    sandbox,
-    dialect,
-    prompt: promptBuilders[promptName],
-  };
-  const config = {
+  const config: Record<string, unknown> = {
     command: 'eval',
     benchmarkSource: benchmark.source,
     limit: options.limit ?? null,
     engine:
-      target.embeddedModel !== null
-        ? { api: 'sglang', url: 'embedded', model: target.embeddedModel, name: engine.name }
-        : { api: options.api, url: options.engine ?? null, model: options.model ?? null, name: engine.name },
+      embeddedModel !== null
+        ? { api: 'sglang', url: 'embedded', model: embeddedModel }
+        : { api: options.api, url: options.engine ?? null, model: options.model ?? null },
     tokenizer:
-      target.embeddedModel !== null
-        ? target.embeddedModel
+      embeddedModel !== null
+        ? embeddedModel
         : options.tokenizer === undefined
           ? null
           : resolve(options.tokenizer),
@@ -204,19 +233,42 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     seed: options.seed ?? null,
     sandbox: options.sandbox ?? 'local',
   };
+  const identity = evalIdentity({ ...config, benchmark: benchmark.name, k: options.samples });
+  await checkOutFolder(outDir, options.resume === true, {
+    ...config,
+    benchmark: benchmark.name,
+    k: options.samples,
+  });
 
-  const interrupt = new AbortController();
-  let interrupts = 0;
-  const onSignal = (signal: NodeJS.Signals) => {
-    interrupts++;
-    if (interrupts > 1) process.exit(130);
-    process.stderr.write(
-      `\n${signal}: stopping; in-flight trajectories are dropped (Ctrl-C again to quit now)\n`,
-    );
-    interrupt.abort(new Error(signal));
+  const target = await resolveEngineTarget(options);
+  const { engine, tokenizer } = target;
+  const sandbox: SandboxProvider =
+    options.sandbox === undefined
+      ? createLocalSandbox({
+          maxWorkers: options.sandboxWorkers ?? options.concurrency,
+          warmWorkers: Math.min(2, options.sandboxWorkers ?? options.concurrency),
+        })
+      : new SandboxClient({ url: options.sandbox });
+  const unregisterSandbox = onShutdown(() => sandbox.close());
+  const dialect = getDialect(options.dialect);
+  const agentOptions: AgentOptions = {
+    ...agentConfig,
+    engineTimeoutMs: options.engineTimeoutMs,
+    engine,
+    tokenizer,
+    sandbox,
+    dialect,
+    prompt: promptBuilders[promptName],
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  // The first TERM/INT/HUP stops the run gracefully (in-flight trajectories are dropped and
+  // redone on resume); a second one ends the process at once, children included.
+  const release = holdSignals();
+  const interrupt = interruptSignal();
+  const onInterrupt = () =>
+    process.stderr.write(
+      `\n${String(interrupt.reason)}: stopping; in-flight trajectories are dropped (Ctrl-C again to quit now)\n`,
+    );
+  interrupt.addEventListener('abort', onInterrupt, { once: true });
   const reporter = createProgressReporter({ stream: process.stderr, isTTY: process.stderr.isTTY === true });
   process.stderr.write(
     `eval ${benchmark.name}: ${problems.length} problems × ${options.samples} → ${outDir}\n`,
@@ -228,8 +280,8 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
       concurrency: options.concurrency,
       outDir,
       resume: options.resume === true,
-      config,
-      signal: interrupt.signal,
+      config: { ...config, engine: { ...(config.engine as object), name: engine.name }, identity },
+      signal: interrupt,
       onProgress: (progress) => reporter.update(progress),
       solve: (problem, sample, signal) =>
         runAgent(
@@ -249,13 +301,20 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     });
     reporter.finish();
     const { summary } = result;
-    const passes = Object.entries(summary.passAtK)
-      .map(([k, value]) => `pass@${k} ${(100 * value).toFixed(1)}%`)
-      .join('  ');
+    // With nothing graded there is no accuracy: a dash, not 0.0%.
+    const percent = (value: number) => (summary.trajectories === 0 ? '–' : `${(100 * value).toFixed(1)}%`);
+    const figures = [
+      `avg@${summary.k} ${percent(summary.avgAtK)}`,
+      ...Object.entries(summary.passAtK).map(([k, value]) => `pass@${k} ${percent(value)}`),
+      `maj@${summary.k} ${percent(summary.majAtK)}`,
+      `code/traj ${summary.trajectories === 0 ? '–' : summary.toolUse.codeCallsPerTrajectory.toFixed(2)}`,
+    ];
     process.stdout.write(
-      `${benchmark.name}: avg@${summary.k} ${(100 * summary.avgAtK).toFixed(1)}%  ${passes}  maj@${summary.k} ${(100 * summary.majAtK).toFixed(1)}%  ` +
-        `code/traj ${summary.toolUse.codeCallsPerTrajectory.toFixed(2)}  (${summary.trajectories}/${summary.expectedTrajectories} trajectories)\n` +
-        `results in ${outDir}\n`,
+      `${benchmark.name}: ${figures.join('  ')}  (${summary.trajectories}/${summary.expectedTrajectories} trajectories)` +
+        (summary.gradeUnavailable > 0
+          ? `  ${summary.gradeUnavailable} without a verdict (grader unavailable)`
+          : '') +
+        `\nresults in ${outDir}\n`,
     );
     if (result.status === 'interrupted') {
       process.stderr.write(
@@ -264,9 +323,16 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
       return 130;
     }
     if (result.status === 'incomplete') {
+      const ungraded =
+        summary.gradeUnavailable > 0
+          ? `${summary.gradeUnavailable} grade(s) have no verdict (the symbolic step's sandbox was down; not counted as wrong); `
+          : '';
+      const failed =
+        result.failed > 0
+          ? `${result.failed} trajectories ended in an engine or sandbox error (see ${join(outDir, RUN_FILES.errors)}); `
+          : '';
       process.stderr.write(
-        `${result.failed} trajectories ended in an engine or sandbox error (see ${join(outDir, RUN_FILES.errors)}); ` +
-          `${result.done}/${result.total} done. Retry them with:\n  ${resumeCommand(outDir, options.api)}\n`,
+        `${failed}${ungraded}${result.done}/${result.total} done. Retry them with:\n  ${resumeCommand(outDir, options.api)}\n`,
       );
       return 1;
     }
@@ -278,8 +344,9 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     );
     throw error;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    interrupt.removeEventListener('abort', onInterrupt);
+    release();
+    unregisterSandbox();
     await target.close();
     await sandbox.close();
   }

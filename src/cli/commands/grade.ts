@@ -1,6 +1,7 @@
 /**
  * `agentmath grade`: one prediction against one reference, or a JSONL file of pairs (`-` reads
- * standard input), one JSON result per line on stdout. Exit status 1 when any line was
+ * standard input), one JSON result per line on stdout. Exit status 3 when any grade has no
+ * verdict (`grader-unavailable`: the symbolic step's sandbox was down), else 1 when any line was
  * invalid, 0 otherwise.
  */
 import type { Command } from 'commander';
@@ -9,6 +10,9 @@ import { readTextLines } from '../../shared/text-input.ts';
 import { integerOption, usageError } from '../cli-options.ts';
 import { onShutdown } from '../process-lifecycle.ts';
 import { openSandboxForGrading } from './grader-sandbox.ts';
+
+/** Exit status when some grade has no verdict (an outage, not a wrong answer). */
+const UNAVAILABLE_EXIT_CODE = 3;
 
 type GradeCommandOptions = {
   prediction?: string;
@@ -54,9 +58,10 @@ export function registerGrade(program: Command): void {
         if (single) {
           const result = await gradeAnswer(options.prediction!, options.reference!, gradeOptions);
           process.stdout.write(`${JSON.stringify(result)}\n`);
+          if (result.correct === null) reportUnavailable(1);
           return;
         }
-        const { errors } = await gradeLines(
+        const { errors, unavailable } = await gradeLines(
           readTextLines(options.input!, 'grade input'),
           (result) => {
             process.stdout.write(`${JSON.stringify(result)}\n`);
@@ -67,6 +72,7 @@ export function registerGrade(program: Command): void {
           process.stderr.write(`agentmath grade: ${errors} bad line(s)\n`);
           process.exitCode = 1;
         }
+        if (unavailable > 0) reportUnavailable(unavailable);
       } finally {
         unregister();
         if (sandbox !== null) {
@@ -75,4 +81,12 @@ export function registerGrade(program: Command): void {
         }
       }
     });
+}
+
+/** Grades without a verdict (the symbolic step's sandbox was down): said on stderr, exit 3. */
+function reportUnavailable(count: number): void {
+  process.stderr.write(
+    `agentmath grade: ${count} grade(s) without a verdict (grader-unavailable: the sandbox of the symbolic step could not run them); grade them again when it is up\n`,
+  );
+  process.exitCode = UNAVAILABLE_EXIT_CODE;
 }

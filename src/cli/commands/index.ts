@@ -7,7 +7,9 @@ import { registerGrade } from './grade.ts';
 import { registerInspect } from './inspect.ts';
 import { registerQuickstart } from './quickstart.ts';
 import { registerReport } from './report.ts';
+import { registerRollout } from './rollout.ts';
 import { registerSandbox } from './sandbox.ts';
+import { registerSimulate } from './simulate.ts';
 import { registerSolve } from './solve.ts';
 import { registerSynth } from './synth.ts';
 import { registerTasks } from './tasks.ts';
@@ -28,4 +30,6 @@ export function registerCommands(program: Command): void {
   registerTrain(program);
   registerEval(program);
   registerReport(program);
+  registerRollout(program);
+  registerSimulate(program);
 }

@@ -3,7 +3,7 @@
  * This file only draws progress and the final table.
  */
 import { resolve } from 'node:path';
-import { type Command, InvalidArgumentError } from 'commander';
+import type { Command } from 'commander';
 import {
   type QuickstartEvent,
   type QuickstartModelResult,
@@ -11,6 +11,8 @@ import {
   runQuickstart,
 } from '../../eval/quickstart.ts';
 import { formatDuration, formatSftEvent } from '../../train/index.ts';
+import { integerOption, numberOption } from '../cli-options.ts';
+import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
 
 type QuickstartFlags = {
   out?: string;
@@ -21,20 +23,8 @@ type QuickstartFlags = {
   json?: boolean;
 };
 
-const positiveInteger = (value: string) => {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1) {
-    throw new InvalidArgumentError(`expected a positive integer, got "${value}"`);
-  }
-  return parsed;
-};
-
-const positiveNumber = (value: string) => {
-  const parsed = Number(value);
-  if (!Number.isFinite(parsed) || parsed <= 0)
-    throw new InvalidArgumentError(`expected a number > 0, got "${value}"`);
-  return parsed;
-};
+const positiveInteger = integerOption({ min: 1 });
+const positiveNumber = numberOption({ min: 0, minExclusive: true });
 
 export function registerQuickstart(program: Command): void {
   program
@@ -54,16 +44,14 @@ export function registerQuickstart(program: Command): void {
 }
 
 async function quickstartCommand(flags: QuickstartFlags): Promise<number> {
-  const interrupt = new AbortController();
-  const onSignal = () => {
-    if (interrupt.signal.aborted) process.exit(130);
+  // The first TERM/INT/HUP stops gracefully; a second one ends the process at once.
+  const release = holdSignals();
+  const interrupt = { signal: interruptSignal() };
+  const onSignal = () =>
     process.stderr.write(
       '\nstopping: training saves a checkpoint and resumes next time (Ctrl-C again to quit now)\n',
     );
-    interrupt.abort(new Error('interrupted'));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  interrupt.signal.addEventListener('abort', onSignal, { once: true });
   const progress = createQuickstartProgress(process.stderr);
   try {
     const result = await runQuickstart({
@@ -113,8 +101,8 @@ async function quickstartCommand(flags: QuickstartFlags): Promise<number> {
     }
     throw error;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    interrupt.signal.removeEventListener('abort', onSignal);
+    release();
   }
 }
 

@@ -3,13 +3,15 @@ import type { Command } from 'commander';
 import {
   createLocalSandbox,
   type ExecutionOutcome,
+  localSandboxOptionsSchema,
   SandboxClient,
   type SandboxProvider,
   startSandboxServer,
 } from '../../sandbox/index.ts';
 import { readTextInput } from '../../shared/text-input.ts';
-import { choiceOption, hostOption, integerOption, portOption } from '../cli-options.ts';
+import { choiceOption, defaultOf, hostOption, integerOption, portOption } from '../cli-options.ts';
 import { onShutdown } from '../process-lifecycle.ts';
+import { startServerOrRefuse } from './serve-auth.ts';
 
 type ServeFlags = {
   host: string;
@@ -37,13 +39,13 @@ export function registerSandbox(program: Command): void {
     .option(
       '--workers <n>',
       'most sessions (jailed workers) at once',
-      integerOption({ min: 1, max: 4096 }),
-      8,
+      integerOption({ min: 1, max: 256 }),
+      defaultOf(localSandboxOptionsSchema, 'maxWorkers'),
     )
     .option(
       '--warm <n>',
       'idle warm workers kept ready (default: min(2, workers))',
-      integerOption({ max: 4096 }),
+      integerOption({ max: 256 }),
     )
     .option(
       '--token <token>',
@@ -51,25 +53,37 @@ export function registerSandbox(program: Command): void {
     )
     .option('--no-auth', 'serve a non-loopback --host without a token (printed as a warning)')
     .option('--preload <modules>', 'modules imported by warm workers, comma-separated', 'sympy,numpy,scipy')
-    .option('--memory-mb <mb>', 'memory limit per worker', integerOption({ min: 16, max: 1_048_576 }), 1024)
-    .option('--idle-ttl-ms <ms>', 'close sessions unused this long', integerOption({ min: 1 }), 30 * 60_000)
+    .option(
+      '--memory-mb <mb>',
+      'memory limit per worker',
+      integerOption({ min: 64, max: 1_048_576 }),
+      defaultOf(localSandboxOptionsSchema, 'memoryLimitBytes') / (1024 * 1024),
+    )
+    .option(
+      '--idle-ttl-ms <ms>',
+      'close sessions unused this long',
+      integerOption({ min: 1 }),
+      defaultOf(localSandboxOptionsSchema, 'idleTtlMs'),
+    )
     .option('--cgroups <mode>', 'auto | off', choiceOption(['auto', 'off']), 'auto')
     .action(async (flags: ServeFlags) => {
       const token = flags.token ?? process.env.AGENTMATH_SANDBOX_TOKEN;
-      const server = await startSandboxServer({
-        host: flags.host,
-        port: flags.port,
-        token,
-        noAuth: !flags.auth,
-        poolOptions: {
-          maxWorkers: Math.max(1, flags.workers),
-          warmWorkers: Math.min(flags.warm ?? 2, Math.max(1, flags.workers)),
-          preload: flags.preload.split(',').filter(Boolean),
-          memoryLimitBytes: flags.memoryMb * 1024 * 1024,
-          idleTtlMs: flags.idleTtlMs,
-          cgroups: flags.cgroups,
-        },
-      });
+      const server = await startServerOrRefuse(() =>
+        startSandboxServer({
+          host: flags.host,
+          port: flags.port,
+          token,
+          noAuth: !flags.auth,
+          poolOptions: {
+            maxWorkers: Math.max(1, flags.workers),
+            warmWorkers: Math.min(flags.warm ?? 2, Math.max(1, flags.workers)),
+            preload: flags.preload.split(',').filter(Boolean),
+            memoryLimitBytes: flags.memoryMb * 1024 * 1024,
+            idleTtlMs: flags.idleTtlMs,
+            cgroups: flags.cgroups,
+          },
+        }),
+      );
       process.stdout.write(
         `sandbox serving on ${server.url} (workers ${flags.workers}, token ${token ? 'required' : 'not required'})\n`,
       );

@@ -4,35 +4,45 @@
  * Progress goes to stderr (a bar redrawn in place on a terminal, periodic lines otherwise);
  * the report goes to stdout.
  */
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { embeddedModelPaths } from '../../engine/embedded/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
+import { assertSameRun, type RunIdentity } from '../../shared/run-identity.ts';
 import {
   formatSftEvent,
   formatStepBar,
+  readSftState,
   readTrainingReport,
   renderComparison,
   renderTrainingReport,
   runSft,
   type SftConfigInput,
   type SftEvent,
+  sftConfigSchema,
 } from '../../train/index.ts';
+import { defaultOf, integerOption, listOption, numberOption } from '../cli-options.ts';
+import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
+
+import { registerTrainRl } from './train-rl.ts';
+
+/** A default of the SFT config schema, for `--help`. */
+const sftDefault = <K extends keyof SftConfigInput & string>(key: K) => defaultOf(sftConfigSchema, key);
 
 type SftFlags = {
-  task: string;
+  task: 'arith';
   textOnly?: boolean;
-  steps?: string;
-  batchSize?: string;
-  learningRate?: string;
-  warmupSteps?: string;
-  minutes?: string;
-  problems?: string;
-  levels?: string;
-  seed?: string;
-  model?: string;
-  threads?: string;
-  evalProblems?: string;
-  checkpointEvery?: string;
+  steps: number;
+  batchSize: number;
+  learningRate: number;
+  warmupSteps: number;
+  minutes?: number;
+  problems: number;
+  levels: number[];
+  seed: number;
+  model: string;
+  threads: number;
+  evalProblems: number;
+  checkpointEvery: number;
   out?: string;
   resume?: boolean;
   json?: boolean;
@@ -43,52 +53,52 @@ type SftFlags = {
 /** Plain-line interval when stderr is not a terminal. */
 const LOG_EVERY_MS = 10_000;
 
-function numberFlag(name: string, value: string | undefined, integer: boolean): number | undefined {
-  if (value === undefined) return undefined;
-  const parsed = Number(value);
-  if (
-    value.trim() === '' ||
-    !Number.isFinite(parsed) ||
-    parsed < 0 ||
-    (integer && !Number.isInteger(parsed))
-  ) {
-    throw new AgentMathError(
-      'CLI_BAD_OPTION',
-      `--${name} must be ${integer ? 'a whole number' : 'a number'} >= 0 (got "${value}")`,
-    );
+/** Flag name → the SFT config field it sets. */
+const CONFIG_FIELDS = {
+  steps: 'steps',
+  batchSize: 'batchSize',
+  learningRate: 'learningRate',
+  warmupSteps: 'warmupSteps',
+  minutes: 'maxMinutes',
+  problems: 'trainProblems',
+  levels: 'levels',
+  seed: 'seed',
+  model: 'model',
+  threads: 'trainThreads',
+  evalProblems: 'evalProblems',
+  checkpointEvery: 'checkpointEvery',
+  data: 'dataFile',
+} as const satisfies Partial<Record<keyof SftFlags, keyof SftConfigInput>>;
+
+/**
+ * The configuration the flags ask for; with `explicitOnly`, only what was given on the
+ * command line (a resume continues with the saved configuration and checks these against it).
+ */
+function configFrom(flags: SftFlags, command: Command, explicitOnly: boolean): SftConfigInput {
+  const config: Record<string, unknown> = { task: flags.task };
+  if (!explicitOnly || flags.textOnly) config.style = flags.textOnly ? 'text' : 'tool';
+  if (flags.unmasked) config.maskToolOutput = false;
+  for (const [flag, field] of Object.entries(CONFIG_FIELDS)) {
+    const value = flags[flag as keyof SftFlags];
+    if (value === undefined) continue;
+    if (explicitOnly && command.getOptionValueSource(flag) !== 'cli') continue;
+    config[field] = value;
   }
-  return parsed;
+  return config as SftConfigInput;
 }
 
-function configFrom(flags: SftFlags): SftConfigInput {
-  if (flags.task !== 'arith') {
-    throw new AgentMathError('CLI_BAD_OPTION', `--task: only "arith" is available (got "${flags.task}")`);
-  }
-  const levels =
-    flags.levels === undefined
-      ? undefined
-      : flags.levels.split(',').map((level) => numberFlag('levels', level, true) as number);
-  const entries: Array<[keyof SftConfigInput, number | number[] | string | undefined]> = [
-    ['steps', numberFlag('steps', flags.steps, true)],
-    ['batchSize', numberFlag('batch-size', flags.batchSize, true)],
-    ['learningRate', numberFlag('learning-rate', flags.learningRate, false)],
-    ['warmupSteps', numberFlag('warmup-steps', flags.warmupSteps, true)],
-    ['maxMinutes', numberFlag('minutes', flags.minutes, false)],
-    ['trainProblems', numberFlag('problems', flags.problems, true)],
-    ['seed', numberFlag('seed', flags.seed, true)],
-    ['trainThreads', numberFlag('threads', flags.threads, true)],
-    ['evalProblems', numberFlag('eval-problems', flags.evalProblems, true)],
-    ['checkpointEvery', numberFlag('checkpoint-every', flags.checkpointEvery, true)],
-    ['levels', levels],
-    ['model', flags.model],
-    ['dataFile', flags.data],
-  ];
-  return {
-    task: 'arith',
-    style: flags.textOnly ? 'text' : 'tool',
-    ...(flags.unmasked ? { maskToolOutput: false } : {}),
-    ...Object.fromEntries(entries.filter(([, value]) => value !== undefined)),
-  };
+/** Refuses a resume whose explicit flags contradict the saved configuration; nothing is written. */
+async function checkResume(dir: string, requested: SftConfigInput): Promise<void> {
+  const saved = await readSftState(dir);
+  if (saved === null) return;
+  const savedConfig = saved.config as unknown as RunIdentity;
+  const current: RunIdentity = { ...savedConfig, ...(requested as unknown as RunIdentity) };
+  assertSameRun({
+    run: dir,
+    saved: savedConfig,
+    current,
+    fresh: 'start a new run with another --out (without --resume)',
+  });
 }
 
 /** Writes progress to stderr: the bar in place on a terminal, a line every 10 s otherwise. */
@@ -135,30 +145,73 @@ export function registerTrain(program: Command): void {
     .description(
       'supervised fine-tuning from scratch on a task family, then held-out eval through the agent loop',
     )
-    .option('--task <name>', 'task family', 'arith')
+    .addOption(new Option('--task <name>', 'task family').choices(['arith']).default('arith'))
     .option('--text-only', 'train on text-only solutions (the baseline) instead of tool-augmented ones')
-    .option('--steps <n>', 'optimizer steps (default 1200)')
-    .option('--batch-size <n>', 'sequences per step (default 8)')
-    .option('--learning-rate <lr>', 'peak learning rate (default 5e-3; warmup then cosine)')
-    .option('--warmup-steps <n>', 'linear warmup steps (default 30)')
-    .option('--minutes <m>', 'wall-clock budget for the training steps; the schedule fits it')
-    .option('--problems <n>', 'training problems generated (default 8000)')
-    .option('--levels <list>', 'levels, e.g. 1,2,3,4 (default all)')
-    .option('--seed <n>', 'seed of the initial weights and the data order (default 1)')
-    .option('--model <preset>', 'worker preset to train (default tiny)')
-    .option('--threads <n>', 'torch threads for training steps (default 1; 0 = all cores)')
-    .option('--eval-problems <n>', 'held-out problems evaluated at the end (default 160)')
-    .option('--checkpoint-every <n>', 'steps between checkpoints (default 100)')
+    .option('--steps <n>', 'optimizer steps', integerOption({ min: 1 }), sftDefault('steps'))
+    .option(
+      '--batch-size <n>',
+      'sequences per step',
+      integerOption({ min: 1, max: 4096 }),
+      sftDefault('batchSize'),
+    )
+    .option(
+      '--learning-rate <lr>',
+      'peak learning rate (warmup then cosine)',
+      numberOption({ min: 0, minExclusive: true, max: 10 }),
+      sftDefault('learningRate'),
+    )
+    .option('--warmup-steps <n>', 'linear warmup steps', integerOption(), sftDefault('warmupSteps'))
+    .option(
+      '--minutes <m>',
+      'wall-clock budget for the training steps; the schedule fits it (default: none)',
+      numberOption({ min: 0, minExclusive: true }),
+    )
+    .option(
+      '--problems <n>',
+      'training problems generated',
+      integerOption({ min: 1 }),
+      sftDefault('trainProblems'),
+    )
+    .option(
+      '--levels <list>',
+      'levels, e.g. 1,2,3,4',
+      listOption(integerOption({ min: 1, max: 4 })),
+      sftDefault('levels'),
+    )
+    .option(
+      '--seed <n>',
+      'seed of the initial weights and the data order',
+      integerOption(),
+      sftDefault('seed'),
+    )
+    .option('--model <preset>', 'worker preset to train', sftDefault('model'))
+    .option(
+      '--threads <n>',
+      'torch threads for training steps (0 = all cores)',
+      integerOption({ max: 1024 }),
+      sftDefault('trainThreads'),
+    )
+    .option(
+      '--eval-problems <n>',
+      'held-out problems evaluated at the end',
+      integerOption(),
+      sftDefault('evalProblems'),
+    )
+    .option(
+      '--checkpoint-every <n>',
+      'steps between checkpoints',
+      integerOption({ min: 1 }),
+      sftDefault('checkpointEvery'),
+    )
     .option('--out <dir>', 'run folder (default .agentmath/models/arith-tool or arith-text)')
-    .option('--resume', 'continue the run in --out from its last checkpoint')
+    .option('--resume', 'continue the run in --out from its last checkpoint, with its saved configuration')
     .option(
       '--data <file>',
       'train on trajectories.jsonl, sharegpt.json or verl.parquet instead of generated solutions',
     )
     .option('--unmasked', 'also train on interpreter output (default: masked from the loss)')
     .option('--json', 'print the training report as JSON')
-    .action(async (flags: SftFlags) => {
-      const config = configFrom(flags);
+    .action(async (flags: SftFlags, command: Command) => {
       if (flags.data !== undefined && flags.out === undefined) {
         throw new AgentMathError(
           'CLI_BAD_OPTION',
@@ -166,18 +219,18 @@ export function registerTrain(program: Command): void {
         );
       }
       const paths = embeddedModelPaths();
-      const dir = flags.out ?? (config.style === 'text' ? paths.text : paths.tool);
+      const dir = flags.out ?? (flags.textOnly ? paths.text : paths.tool);
+      const config = configFrom(flags, command, false);
+      if (flags.resume) await checkResume(dir, configFrom(flags, command, true));
       const progress = progressWriter();
-      const abort = new AbortController();
-      const onSigint = () => abort.abort();
-      process.once('SIGINT', onSigint);
+      const release = holdSignals();
       try {
         const report = await runSft({
           dir,
           config,
           ...(flags.resume ? { resume: true } : {}),
           onEvent: progress.onEvent,
-          signal: abort.signal,
+          signal: interruptSignal(),
         });
         progress.end();
         process.stdout.write(
@@ -185,7 +238,7 @@ export function registerTrain(program: Command): void {
         );
       } finally {
         progress.end();
-        process.off('SIGINT', onSigint);
+        release();
       }
     });
 
@@ -203,4 +256,6 @@ export function registerTrain(program: Command): void {
         flags.json ? `${JSON.stringify({ tool, text }, null, 2)}\n` : renderComparison(tool, text),
       );
     });
+
+  registerTrainRl(train);
 }

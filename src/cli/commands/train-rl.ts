@@ -1,0 +1,191 @@
+/**
+ * `agentmath train rl`: agentic RL (GRPO over the rollout system) on the embedded model, from
+ * an SFT model folder. Progress on stderr, one line per step; `--json` prints the step metrics
+ * as JSON on stdout at the end. Wiring only: the loop is `src/train/rl-run.ts`.
+ */
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { embeddedModelPaths } from '../../engine/embedded/index.ts';
+import { type RlEvent, resolveRlConfig, rlConfigSchema, runRl } from '../../train/index.ts';
+import { choiceOption, defaultOf, integerOption, listOption, numberOption } from '../cli-options.ts';
+import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
+
+type RlFlags = {
+  task: 'arith';
+  init?: string;
+  textOnly?: boolean;
+  steps: number;
+  batchSize: number;
+  groupSize: number;
+  learningRate: number;
+  evalEvery: number;
+  evalProblems: number;
+  levels: number[];
+  problems: number;
+  maxToolCalls: number;
+  partialRollouts: number;
+  temperature: number;
+  klCoef: number;
+  maskTruncated?: boolean;
+  mode: 'async' | 'sync';
+  seed: number;
+  minutes?: number;
+  out?: string;
+  resume?: boolean;
+  json?: boolean;
+};
+
+const d = <K extends keyof ReturnType<typeof rlConfigSchema.parse> & string>(key: K) =>
+  defaultOf(rlConfigSchema, key);
+
+export function registerTrainRl(train: Command): void {
+  train
+    .command('rl')
+    .description('agentic RL (GRPO, interpreter tokens masked) on the embedded model, from an SFT model')
+    .option('--task <name>', 'task family', choiceOption(['arith'] as const), 'arith')
+    .option(
+      '--init <dir>',
+      'model folder to start from (default .agentmath/models/arith-tool, or arith-text with --text-only)',
+    )
+    .option('--text-only', 'text RL baseline: the policy cannot run code (tool-call budget 0)')
+    .option('--steps <n>', 'RL steps', integerOption({ min: 1 }), d('steps'))
+    .option('--batch-size <B>', 'GRPO groups trained on per step', integerOption({ min: 1 }), d('batchSize'))
+    .option('--group-size <n>', 'trajectories per problem', integerOption({ min: 2 }), d('groupSize'))
+    .option(
+      '--learning-rate <lr>',
+      'learning rate',
+      numberOption({ min: 0, minExclusive: true }),
+      d('learningRate'),
+    )
+    .option(
+      '--eval-every <K>',
+      'held-out evaluation every K steps (0: at the end only)',
+      integerOption({ min: 0 }),
+      d('evalEvery'),
+    )
+    .option(
+      '--eval-problems <n>',
+      'held-out problems per evaluation',
+      integerOption({ min: 1 }),
+      d('evalProblems'),
+    )
+    .option(
+      '--levels <list>',
+      'difficulty levels of the RL problems',
+      listOption(integerOption({ min: 1, max: 4 })),
+      d('levels'),
+    )
+    .option(
+      '--problems <n>',
+      'training problems in the pool, cycled over in order',
+      integerOption({ min: 1 }),
+      d('problemPool'),
+    )
+    .option('--max-tool-calls <n>', 'tool calls per trajectory', integerOption({ min: 0 }), d('maxToolCalls'))
+    .option(
+      '--partial-rollouts <N>',
+      'segments per trajectory (L_seg = context / N)',
+      integerOption({ min: 1 }),
+      d('partialRollouts'),
+    )
+    .option(
+      '--temperature <t>',
+      'sampling temperature of the rollouts',
+      numberOption({ min: 0 }),
+      d('temperature'),
+    )
+    .option(
+      '--kl-coef <beta>',
+      'k3 KL penalty to the initial policy (0 = off)',
+      numberOption({ min: 0 }),
+      d('klCoef'),
+    )
+    .option('--mask-truncated', 'leave trajectories cut by a budget out of the loss')
+    .option(
+      '--mode <mode>',
+      'rollout scheduling: async or sync',
+      choiceOption(['async', 'sync'] as const),
+      d('mode'),
+    )
+    .option('--seed <s>', 'seed of the problem order and the worker', integerOption({ min: 0 }), d('seed'))
+    .option(
+      '--minutes <m>',
+      'stop at a step boundary after M minutes (resumable)',
+      numberOption({ min: 0, minExclusive: true }),
+    )
+    .option('--out <dir>', 'run folder (default runs/rl-<tool|text>-<time>)')
+    .option('--resume', 'continue the run in --out after a stop or a kill')
+    .option('--json', 'print the metrics of every step as JSON on stdout')
+    .action(async (flags: RlFlags) => {
+      const paths = embeddedModelPaths();
+      const config = resolveRlConfig({
+        task: flags.task,
+        init: resolve(flags.init ?? (flags.textOnly ? paths.text : paths.tool)),
+        textOnly: flags.textOnly === true,
+        steps: flags.steps,
+        batchSize: flags.batchSize,
+        groupSize: flags.groupSize,
+        learningRate: flags.learningRate,
+        evalEvery: flags.evalEvery,
+        evalProblems: flags.evalProblems,
+        levels: flags.levels,
+        problemPool: flags.problems,
+        maxToolCalls: flags.maxToolCalls,
+        partialRollouts: flags.partialRollouts,
+        temperature: flags.temperature,
+        klCoef: flags.klCoef,
+        maskTruncated: flags.maskTruncated === true,
+        mode: flags.mode,
+        seed: flags.seed,
+      });
+      const stamp = new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19);
+      const folder = resolve(flags.out ?? `runs/rl-${config.textOnly ? 'text' : 'tool'}-${stamp}`);
+      const release = holdSignals();
+      const signal = interruptSignal();
+      try {
+        const metrics = await runRl({
+          folder,
+          config,
+          resume: flags.resume === true,
+          ...(flags.minutes === undefined ? {} : { minutes: flags.minutes }),
+          signal,
+          onEvent: (event) => process.stderr.write(formatRlEvent(event)),
+        });
+        if (signal.aborted) {
+          process.stderr.write(
+            `stopped; resume with: agentmath train rl --resume --out ${folder} (same options)\n`,
+          );
+        }
+        if (flags.json) process.stdout.write(`${JSON.stringify(metrics, null, 2)}\n`);
+      } finally {
+        release();
+      }
+    });
+}
+
+const percent = (value: number | null) => (value === null ? '–' : `${(100 * value).toFixed(1)}%`);
+
+export function formatRlEvent(event: RlEvent): string {
+  switch (event.type) {
+    case 'rl-start':
+      return (
+        `train rl: ${event.config.textOnly ? 'text-only' : 'with tools'} from ${event.config.init}` +
+        ` (${event.parameters ?? '?'} parameters) → ${event.folder}` +
+        (event.resumedFromStep > 0 ? `, resuming at step ${event.resumedFromStep}` : '') +
+        `\nconfig: ${JSON.stringify(event.config)}\n`
+      );
+    case 'rl-step': {
+      const m = event.metrics;
+      return (
+        `step ${m.step}: reward ${m.rewardMean?.toFixed(3) ?? '–'}, accuracy ${percent(m.accuracy)}, ` +
+        `code ${percent(m.codeFrequency)}, tokens ${m.responseTokensMean?.toFixed(0) ?? '–'}, ` +
+        `kept ${m.groupsKept}/dropped ${m.groupsDropped}, policy v${m.policyVersion}, ` +
+        `rollout ${(m.rolloutMs / 1000).toFixed(1)} s, train ${(m.trainMs / 1000).toFixed(1)} s\n`
+      );
+    }
+    case 'rl-eval':
+      return `eval after step ${event.record.step}: held-out accuracy ${percent(event.record.accuracy)}, code ${percent(event.record.codeFrequency)}\n`;
+    case 'rl-end':
+      return `train rl: ${event.reason} after ${event.steps} step(s) this run → ${event.folder}\n`;
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * The validated configuration of the rollout system. Defaults are the paper's where it gives
+ * them (budget stages, 10% truncation threshold); the rest are documented in docs/rollout.md.
+ */
+import { z } from 'zod';
+import { compositeRewardConfigSchema } from '../grader/rewards.ts';
+
+const positive = z.number().int().positive();
+const count = z.number().int().nonnegative();
+
+export const budgetStageSchema = z
+  .object({ maxTokens: positive, maxToolCalls: count, partialRollouts: positive })
+  .strict();
+
+/** The paper's growing budgets: 48k/48/2 → 72k/72/3 → 96k/96/4. */
+export const PAPER_BUDGET_STAGES = [
+  { maxTokens: 48_000, maxToolCalls: 48, partialRollouts: 2 },
+  { maxTokens: 72_000, maxToolCalls: 72, partialRollouts: 3 },
+  { maxTokens: 96_000, maxToolCalls: 96, partialRollouts: 4 },
+] as const;
+
+export const rolloutConfigSchema = z
+  .object({
+    /** n: trajectories per problem (one GRPO group). */
+    groupSize: positive.default(8),
+    /** B: groups kept per step. */
+    batchSize: positive.default(64),
+    /** `async`: request-level scheduling; `sync`: static synchronous turns (the baseline). */
+    mode: z.enum(['async', 'sync']).default('async'),
+    /** Growing budget stages; the next applies when a step's truncation rate exceeds the threshold. */
+    stages: z
+      .array(budgetStageSchema)
+      .min(1)
+      .default(() => PAPER_BUDGET_STAGES.map((stage) => ({ ...stage }))),
+    truncationThreshold: z.number().min(0).max(1).default(0.1),
+    /** Partial rollout on or off; off runs every trajectory to its end within the step. */
+    partialRollout: z.boolean().default(true),
+    /** L_seg; absent = maxTokens / partialRollouts of the stage. */
+    segmentTokens: positive.optional(),
+    /** T_seg; absent = maxToolCalls / partialRollouts of the stage (at least 1). */
+    segmentToolCalls: positive.optional(),
+    /** The longest one engine call may be (tokens). */
+    maxNewTokensPerTurn: positive.default(4096),
+    /** A trajectory whose oldest segment is more than this many versions old is stale. */
+    maxPolicyLag: count.default(1),
+    stalePolicy: z.enum(['restart', 'drop']).default('restart'),
+    /** Extra groups started beyond B so drops do not cost whole rounds (async only). */
+    overProvision: count.default(2),
+    /** Trajectories running at once (each holds a sandbox session). */
+    maxActiveTrajectories: positive.default(512),
+    /** Grading attempts before a reward is recorded as missing. */
+    gradeAttempts: positive.default(2),
+    reward: compositeRewardConfigSchema.default(() => compositeRewardConfigSchema.parse({})),
+  })
+  .strict();
+
+export type RolloutConfig = z.infer<typeof rolloutConfigSchema>;
+export type RolloutConfigInput = z.input<typeof rolloutConfigSchema>;

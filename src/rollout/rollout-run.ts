@@ -1,0 +1,178 @@
+/**
+ * A rollout run of several steps with its records: the steps in order, each one's trajectories,
+ * groups and statistics appended as they happen, a checkpoint after each step, and resume after
+ * a kill (see `rollout-records.ts`). Parked trajectories whose sandbox sessions died with the
+ * process are resumed in fresh sessions that replay their earlier code cells (the agent loop
+ * does this when the park does not hold the session). Problems are taken in order, cycling
+ * over the list; one step takes at most one pass over it.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { AgentMathError } from '../shared/agentmath-error.ts';
+import type { Trajectory } from '../trajectory/trajectory.ts';
+import type { RolloutConfig } from './rollout-config.ts';
+import {
+  ROLLOUT_FILES,
+  type RolloutCheckpoint,
+  RolloutRecordError,
+  RolloutRecords,
+  readCheckpoint,
+  truncateToStep,
+} from './rollout-records.ts';
+import { initialRolloutState, runRolloutStep } from './run-rollout-step.ts';
+import type {
+  RolloutParts,
+  RolloutProblem,
+  RolloutState,
+  RolloutStepInput,
+  RolloutStepResult,
+  StepStats,
+} from './types.ts';
+
+export type RolloutRunOptions = {
+  folder: string;
+  resume: boolean;
+  /** Saved as config.json; a resume with a different one is refused. */
+  definingConfig: Record<string, unknown>;
+  steps: number;
+  problems: readonly RolloutProblem[];
+  config: RolloutConfig;
+  agent?: RolloutStepInput['agent'];
+  /** The policy version each step runs with (a function when training changes it between steps). */
+  policyVersion?: number | (() => number);
+  /**
+   * Runs after a step's rollout and before the step is committed (`checkpoint.json`): a trainer
+   * updates the policy here. A kill before the commit redoes the whole step on resume.
+   */
+  afterStep?: (result: RolloutStepResult, step: number) => Promise<void>;
+  /** Checked before each step; false ends the run at that step boundary (a time budget). */
+  shouldContinue?: () => boolean;
+  parts: Omit<RolloutParts, 'onEvent'>;
+  onEvent?: RolloutParts['onEvent'];
+  onStep?: (stats: StepStats) => void;
+};
+
+export type RolloutRunResult = { steps: StepStats[]; resumedFrom: number };
+
+export class RolloutRunConfigError extends AgentMathError {
+  constructor(message: string) {
+    super('RUN_CONFIG_MISMATCH', message);
+  }
+}
+
+/** Refuses to resume a folder whose saved configuration differs, naming the first field that does. */
+export async function checkRunIdentity(
+  folder: string,
+  config: Record<string, unknown>,
+  resume: boolean,
+): Promise<void> {
+  const path = join(folder, ROLLOUT_FILES.config);
+  if (!existsSync(path)) {
+    await mkdir(folder, { recursive: true });
+    await writeFile(path, `${JSON.stringify(config, null, 2)}\n`);
+    return;
+  }
+  if (!resume)
+    throw new RolloutRunConfigError(`${folder} already holds a run: pass --resume, or another --out`);
+  const saved = JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
+  const normal = JSON.parse(JSON.stringify(config)) as Record<string, unknown>;
+  for (const key of new Set([...Object.keys(saved), ...Object.keys(normal)])) {
+    if (!isDeepStrictEqual(saved[key], normal[key])) {
+      throw new RolloutRunConfigError(
+        `${path}: field "${key}" was ${JSON.stringify(saved[key])}, now ${JSON.stringify(normal[key])}; resume with the same options or use another --out`,
+      );
+    }
+  }
+}
+
+export async function runRollout(options: RolloutRunOptions): Promise<RolloutRunResult> {
+  const { folder, config, problems } = options;
+  if (problems.length === 0) throw new RolloutRecordError('no problems to roll out');
+  await checkRunIdentity(folder, options.definingConfig, options.resume);
+  const records = new RolloutRecords(folder);
+  const checkpoint = options.resume ? await readCheckpoint(folder) : null;
+  const nextStep = checkpoint?.nextStep ?? 0;
+  const known = await truncateToStep(folder, nextStep);
+  let state: RolloutState =
+    checkpoint === null ? initialRolloutState() : stateFrom(checkpoint, known, folder);
+  let taken = checkpoint?.problemsTaken ?? 0;
+  const steps: StepStats[] = [];
+  for (let step = nextStep; step < options.steps; step++) {
+    if (options.shouldContinue !== undefined && !options.shouldContinue()) break;
+    let takenThisStep = 0;
+    const source = {
+      next: (): RolloutProblem | null => {
+        if (takenThisStep >= problems.length) return null;
+        takenThisStep++;
+        return problems[taken++ % problems.length] ?? null;
+      },
+    };
+    const result = await runRolloutStep(
+      {
+        step,
+        policyVersion:
+          typeof options.policyVersion === 'function'
+            ? options.policyVersion()
+            : (options.policyVersion ?? 0),
+        state,
+        problems: source,
+        config,
+        ...(options.agent === undefined ? {} : { agent: options.agent }),
+      },
+      {
+        ...options.parts,
+        onEvent: (event) => {
+          if (event.type === 'group-decide') records.appendGroup(event.group);
+          else records.appendTrajectory(event.trajectory, event.step);
+          options.onEvent?.(event);
+        },
+      },
+    );
+    if (options.afterStep !== undefined) await options.afterStep(result, step);
+    state = result.state;
+    records.appendStep(result.stats);
+    await records.commit(checkpointOf(step + 1, state, taken));
+    steps.push(result.stats);
+    options.onStep?.(result.stats);
+  }
+  return { steps, resumedFrom: nextStep };
+}
+
+function checkpointOf(nextStep: number, state: RolloutState, problemsTaken: number): RolloutCheckpoint {
+  return {
+    nextStep,
+    stage: state.stage,
+    problemsTaken,
+    parked: state.parked.map((group) => ({
+      problem: group.problem,
+      startedStep: group.startedStep,
+      trajectoryIds: group.trajectories.map((trajectory) => trajectory?.id ?? null),
+    })),
+  };
+}
+
+function stateFrom(
+  checkpoint: RolloutCheckpoint,
+  known: Map<string, Trajectory>,
+  folder: string,
+): RolloutState {
+  return {
+    stage: checkpoint.stage,
+    parked: checkpoint.parked.map((group) => ({
+      problem: group.problem,
+      startedStep: group.startedStep,
+      trajectories: group.trajectoryIds.map((id) => {
+        if (id === null) return null;
+        const trajectory = known.get(id);
+        if (trajectory === undefined) {
+          throw new RolloutRecordError(
+            `${join(folder, ROLLOUT_FILES.checkpoint)}: parked trajectory ${id} is not in ${ROLLOUT_FILES.trajectories}`,
+          );
+        }
+        return trajectory;
+      }),
+    })),
+  };
+}

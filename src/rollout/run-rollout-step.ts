@@ -1,0 +1,456 @@
+/**
+ * One rollout step. Every trajectory is its own task (request-level scheduling): while one
+ * waits on its sandbox or the engine, the others go on; the router bounds requests in flight
+ * per replica. With partial rollout a trajectory runs one segment per step (at most L_seg new
+ * tokens and T_seg tool calls) and parks; parked trajectories are resumed first in the next
+ * step. Finished groups are graded and decided at once: all-equal groups are dropped and fresh
+ * problems back-fill the batch (with `overProvision` extra groups in flight so a drop does not
+ * cost a round). Once `batchSize` groups are kept no new work starts: running trajectories are
+ * paused (the agent loop's resumable pause keeps the engine's partial tokens), those that have
+ * not begun their segment keep their place, and undecided groups carry into the next step.
+ *
+ * `mode: 'sync'` is the static synchronous baseline on the same code: groups start in rounds
+ * of the missing batch size, every trajectory of a round issues its turn together (a
+ * `TurnBarrier` in front of the engine), and the next round starts when the last one ends.
+ *
+ * Waits and measurements go through `parts.clock`; nothing here reads the wall clock.
+ */
+
+import type { AgentOptions } from '../agent/agent-options.ts';
+import { resumeAgent, runAgent } from '../agent/run-agent.ts';
+import { ConcurrencyLimiter } from '../engine/concurrency-limiter.ts';
+import type { Engine } from '../engine/types.ts';
+import type { Trajectory } from '../trajectory/trajectory.ts';
+import { nextStageIndex, segmentLimits, truncationRate } from './budget-stages.ts';
+import { groupAdvantages } from './group-advantages.ts';
+import { groupDropReason } from './group-filter.ts';
+import type { RolloutConfig } from './rollout-config.ts';
+import { isStale } from './staleness.ts';
+import { rewardOrMissing } from './trajectory-reward.ts';
+import { barrierEngine, TurnBarrier } from './turn-barrier.ts';
+import type {
+  GroupOutcome,
+  ParkedGroup,
+  ReplicaStepStats,
+  Reward,
+  RolloutParts,
+  RolloutProblem,
+  RolloutState,
+  RolloutStepInput,
+  RolloutStepResult,
+} from './types.ts';
+
+/** The state before the first step. */
+export function initialRolloutState(): RolloutState {
+  return { stage: 0, parked: [] };
+}
+
+/** A group being worked on in this step. Slot = one trajectory (null: not started yet). */
+type GroupRun = {
+  problem: RolloutProblem;
+  startedStep: number;
+  slots: (Trajectory | null)[];
+  /** Slots whose segment is still running or waiting to run this step. */
+  pending: number;
+  stale: boolean;
+  decided: boolean;
+};
+
+type Counters = {
+  finished: Trajectory[];
+  parked: number;
+  resumed: number;
+  backfilled: number;
+  stale: number;
+  rewardsMissing: number;
+  tokens: number;
+  toolCalls: number;
+};
+
+/** Runs one step; see the module comment. */
+export async function runRolloutStep(
+  input: RolloutStepInput,
+  parts: RolloutParts,
+): Promise<RolloutStepResult> {
+  const { step, policyVersion, config, problems } = input;
+  const { clock } = parts;
+  const started = clock.now();
+  const replicasBefore = parts.engine.replicaStats?.() ?? {};
+  const stageIndex = Math.min(input.state.stage, config.stages.length - 1);
+  const stage = config.stages[stageIndex] as RolloutConfig['stages'][number];
+  const limits = segmentLimits(stage, config);
+  const budgets = {
+    maxTotalTokens: stage.maxTokens,
+    maxToolCalls: stage.maxToolCalls,
+    maxNewTokensPerTurn: Math.min(config.maxNewTokensPerTurn, stage.maxTokens),
+    ...(config.partialRollout
+      ? { segment: { maxTokens: limits.tokens, maxToolCalls: limits.toolCalls } }
+      : {}),
+  };
+  const createId = parts.createId ?? randomIds(parts.random, step);
+  const counters: Counters = {
+    finished: [],
+    parked: 0,
+    resumed: 0,
+    backfilled: 0,
+    stale: 0,
+    rewardsMissing: 0,
+    tokens: 0,
+    toolCalls: 0,
+  };
+  const kept: GroupOutcome[] = [];
+  const dropped: GroupOutcome[] = [];
+  const limiter = new ConcurrencyLimiter(config.maxActiveTrajectories);
+  // Fired when the batch is full: running trajectories pause (resumable) and carry over.
+  const pause = new AbortController();
+  const asyncLane: Lane = { engine: parts.engine, leave: () => {} };
+  let batchFull = false;
+
+  const decide = (group: GroupRun): void => {
+    group.decided = true;
+    const outcome = decideGroup(group, step, kept.length >= config.batchSize);
+    if (outcome === null) return; // beyond the batch: carried over, decided next step
+    (outcome.kept ? kept : dropped).push(outcome);
+    parts.onEvent?.({ type: 'group-decide', group: outcome });
+    if (kept.length >= config.batchSize && !batchFull) {
+      batchFull = true;
+      pause.abort();
+    }
+  };
+
+  const agentOptions = (engine: Engine, sample: number): AgentOptions => ({
+    ...input.agent,
+    budgets,
+    engine,
+    tokenizer: parts.tokenizer,
+    sandbox: parts.sandbox,
+    dialect: parts.dialect,
+    park: parts.park,
+    sample,
+    step,
+    clock,
+    pause: pause.signal,
+    createId,
+    ...(parts.prompt === undefined ? {} : { prompt: parts.prompt }),
+    ...(parts.signal === undefined ? {} : { signal: parts.signal }),
+  });
+
+  /** Runs one segment of slot `index`, then grades or parks it. */
+  const runSlot = async (group: GroupRun, index: number, lane: Lane): Promise<void> => {
+    try {
+      // Not begun when the batch filled up: the slot stays as it is and carries over.
+      if (group.stale || batchFull) return;
+      const before = group.slots[index] ?? null;
+      const { engine } = lane;
+      const problemForAgent = { id: group.problem.id, text: group.problem.text };
+      let trajectory: Trajectory;
+      if (before === null) {
+        trajectory = await runAgent(problemForAgent, agentOptions(engine, index));
+      } else {
+        counters.resumed++;
+        trajectory = await resumeAgent(before, agentOptions(engine, before.sample));
+      }
+      const fresh = stampStep(trajectory, before, step);
+      counters.tokens += fresh.tokens;
+      counters.toolCalls += fresh.toolCalls;
+      if (!isFinished(trajectory)) {
+        group.slots[index] = trajectory;
+        counters.parked++;
+        parts.onEvent?.({ type: 'trajectory-park', step, trajectory });
+        return;
+      }
+      const graded = await gradeOnce(trajectory, group.problem);
+      group.slots[index] = graded.trajectory;
+      counters.finished.push(graded.trajectory);
+      if (graded.reward === null) counters.rewardsMissing++;
+      parts.onEvent?.({
+        type: 'trajectory-finish',
+        step,
+        trajectory: graded.trajectory,
+        reward: graded.reward,
+      });
+    } finally {
+      lane.leave();
+      group.pending--;
+      if (group.pending === 0 && !group.decided && group.slots.every(isFinished)) decide(group);
+    }
+  };
+
+  const gradeOnce = async (
+    trajectory: Trajectory,
+    problem: RolloutProblem,
+  ): Promise<{ trajectory: Trajectory; reward: Reward }> => {
+    let correct: boolean | null = null;
+    let reason: string | null = null;
+    if (trajectory.finish?.reason === 'error' || trajectory.finish?.reason === 'aborted') {
+      reason = trajectory.finish.error?.code ?? trajectory.finish.reason;
+    } else {
+      for (let attempt = 0; attempt < config.gradeAttempts && correct === null; attempt++) {
+        try {
+          const grade = await parts.grade(trajectory, problem);
+          correct = grade.correct;
+          if (correct === null) reason = 'grader-unavailable';
+        } catch (error) {
+          reason = `grader-error: ${(error as Error).message}`;
+        }
+      }
+    }
+    const reward = rewardOrMissing(correct, trajectory, config.reward);
+    return {
+      reward,
+      trajectory: {
+        ...trajectory,
+        meta: {
+          ...trajectory.meta,
+          reference: problem.answer,
+          correct,
+          reward,
+          ...(reward === null ? { missingReason: reason } : {}),
+        },
+      },
+    };
+  };
+
+  /** Starts every runnable slot of a group (each its own task); returns when all are done. */
+  const runGroup = async (group: GroupRun, lane: Lane): Promise<void> => {
+    const runnable = group.slots.flatMap((slot, index) => (isFinished(slot) ? [] : [index]));
+    group.pending = runnable.length;
+    if (runnable.length === 0) {
+      if (!group.decided) decide(group);
+      return;
+    }
+    await Promise.all(
+      runnable.map(async (index) => {
+        // A synchronous round runs whole (its barrier waits for every member), so no limiter.
+        const release = config.mode === 'sync' ? () => {} : await limiter.acquire();
+        try {
+          await runSlot(group, index, lane);
+        } finally {
+          release();
+        }
+      }),
+    );
+  };
+
+  // Carried groups first: staleness, then their parked trajectories resume before any fresh work.
+  const carried: GroupRun[] = input.state.parked.map((parked) => {
+    const group = fromParked(parked);
+    for (const [index, slot] of group.slots.entries()) {
+      if (slot === null || isFinished(slot) || !isStale(slot, policyVersion, config.maxPolicyLag)) continue;
+      counters.stale++;
+      if (config.stalePolicy === 'restart') {
+        closeQuietly(parts, slot.id);
+        group.slots[index] = null;
+      } else group.stale = true;
+    }
+    return group;
+  });
+  const groups: GroupRun[] = [...carried];
+  for (const group of carried) {
+    if (group.stale) {
+      for (const slot of group.slots) if (slot !== null) closeQuietly(parts, slot.id);
+      decide(group);
+    }
+  }
+
+  let exhausted = false;
+  const freshGroup = (): GroupRun | null => {
+    if (exhausted) return null;
+    const problem = problems.next();
+    if (problem === null) {
+      exhausted = true;
+      return null;
+    }
+    const group: GroupRun = {
+      problem,
+      startedStep: step,
+      slots: new Array(config.groupSize).fill(null),
+      pending: 0,
+      stale: false,
+      decided: false,
+    };
+    groups.push(group);
+    return group;
+  };
+  const undecided = () => groups.filter((group) => !group.decided).length;
+
+  if (config.mode === 'async') {
+    // Each group is a task; a finished group frees room for a fresh one (back-fill).
+    const target = config.batchSize + config.overProvision;
+    const running = new Set<Promise<void>>();
+    let initialDone = false;
+    const launch = (group: GroupRun, backfill: boolean): void => {
+      if (backfill) counters.backfilled++;
+      const task: Promise<void> = runGroup(group, asyncLane).then(() => {
+        running.delete(task);
+        topUp(initialDone);
+      });
+      running.add(task);
+    };
+    const topUp = (backfill: boolean): void => {
+      while (!batchFull && kept.length + undecided() < target) {
+        const group = freshGroup();
+        if (group === null) return;
+        launch(group, backfill);
+      }
+    };
+    for (const group of carried) if (!group.decided) launch(group, false);
+    topUp(false);
+    initialDone = true;
+    while (running.size > 0) await Promise.race(running);
+  } else {
+    // Static synchronous rounds: carried groups and the missing batch together, turn by turn.
+    // Undecided groups of earlier rounds (parked this step) count towards the batch.
+    let round = carried.filter((group) => !group.decided);
+    let first = true;
+    for (;;) {
+      while (!batchFull && kept.length + undecided() < config.batchSize) {
+        const group = freshGroup();
+        if (group === null) break;
+        if (!first) counters.backfilled++;
+        round.push(group);
+      }
+      if (round.length === 0) break;
+      const barrier = new TurnBarrier();
+      barrier.join(
+        round.reduce((sum, group) => sum + group.slots.filter((slot) => !isFinished(slot)).length, 0),
+      );
+      const lane: Lane = { engine: barrierEngine(parts.engine, barrier), leave: () => barrier.leave() };
+      await Promise.all(round.map((group) => runGroup(group, lane)));
+      first = false;
+      round = [];
+    }
+  }
+
+  const parked = groups.filter((group) => !group.decided).map(toParked);
+  const rate = truncationRate(counters.finished);
+  const stats = {
+    step,
+    wallMs: clock.now() - started,
+    mode: config.mode,
+    router: parts.routerName,
+    trajectoriesFinished: counters.finished.length,
+    trajectoriesParked: counters.parked,
+    trajectoriesResumed: counters.resumed,
+    groupsKept: kept.length,
+    groupsDropped: dropped.length,
+    groupsBackfilled: counters.backfilled,
+    groupsCarried: parked.length,
+    trajectoriesStale: counters.stale,
+    rewardsMissing: counters.rewardsMissing,
+    truncationRate: rate,
+    tokensGenerated: counters.tokens,
+    toolCalls: counters.toolCalls,
+    stage: stageIndex,
+    replicas: replicaDelta(replicasBefore, parts.engine.replicaStats?.() ?? {}),
+  };
+  const nextStage = nextStageIndex({
+    stage: stageIndex,
+    truncationRate: rate,
+    threshold: config.truncationThreshold,
+    stageCount: config.stages.length,
+  });
+  return { kept, dropped, state: { stage: nextStage, parked }, stats };
+}
+
+/** The engine a slot's segment uses, and what it does when the segment is over. */
+type Lane = { engine: Engine; leave: () => void };
+
+function closeQuietly(parts: RolloutParts, trajectoryId: string): void {
+  parts.park
+    .take(trajectoryId)
+    ?.close()
+    .catch(() => {});
+}
+
+/** Finished for good: not unstarted, not stopped at its segment budget, not paused. */
+function isFinished(slot: Trajectory | null): boolean {
+  const reason = slot?.finish?.reason;
+  return reason !== undefined && reason !== 'segment-budget' && reason !== 'paused';
+}
+
+function fromParked(parked: ParkedGroup): GroupRun {
+  const slots = [...parked.trajectories] as (Trajectory | null)[];
+  return {
+    problem: parked.problem,
+    startedStep: parked.startedStep,
+    slots,
+    pending: 0,
+    stale: false,
+    decided: false,
+  };
+}
+
+/** A parked group: unstarted slots keep their place as a trajectory-less entry (see `ParkedGroup`). */
+function toParked(group: GroupRun): ParkedGroup {
+  return { problem: group.problem, startedStep: group.startedStep, trajectories: [...group.slots] };
+}
+
+/** The group's outcome, or null when the batch is already full and a kept group must wait. */
+function decideGroup(group: GroupRun, step: number, batchFull: boolean): GroupOutcome | null {
+  const trajectories = group.slots.filter((slot): slot is Trajectory => slot !== null);
+  const rewards = trajectories.map((trajectory) => (trajectory.meta?.reward ?? null) as Reward);
+  const correct = trajectories.map((trajectory) => (trajectory.meta?.correct ?? null) as boolean | null);
+  const dropReason = groupDropReason({ rewards, correct, stale: group.stale });
+  if (dropReason === null && batchFull) {
+    group.decided = false;
+    return null;
+  }
+  return {
+    step,
+    problem: group.problem,
+    trajectories,
+    rewards,
+    advantages: dropReason === null ? groupAdvantages(rewards) : rewards.map(() => null),
+    kept: dropReason === null,
+    dropReason,
+  };
+}
+
+/** Writes the step on the model segments this step added; returns what was added. */
+function stampStep(
+  trajectory: Trajectory,
+  before: Trajectory | null,
+  step: number,
+): { tokens: number; toolCalls: number } {
+  const from = before?.segments.length ?? 0;
+  let tokens = 0;
+  for (const segment of trajectory.segments.slice(from)) {
+    if (segment.kind !== 'model') continue;
+    if (segment.step === null) segment.step = step;
+    tokens += segment.tokenIds?.length ?? 0;
+  }
+  return { tokens, toolCalls: trajectory.toolCalls.length - (before?.toolCalls.length ?? 0) };
+}
+
+function replicaDelta(
+  before: Record<string, ReplicaStepStats>,
+  after: Record<string, ReplicaStepStats>,
+): Record<string, ReplicaStepStats> {
+  return Object.fromEntries(
+    Object.entries(after).map(([name, now]) => {
+      const then = before[name];
+      const cached =
+        now.cachedTokens === undefined ? {} : { cachedTokens: now.cachedTokens - (then?.cachedTokens ?? 0) };
+      return [
+        name,
+        {
+          requests: now.requests - (then?.requests ?? 0),
+          promptTokens: now.promptTokens - (then?.promptTokens ?? 0),
+          ...cached,
+        },
+      ];
+    }),
+  );
+}
+
+function randomIds(random: () => number, step: number): () => string {
+  let counter = 0;
+  return () => {
+    counter++;
+    const salt = Math.floor(random() * 0x1_0000_0000)
+      .toString(16)
+      .padStart(8, '0');
+    return `s${step}-${counter}-${salt}`;
+  };
+}

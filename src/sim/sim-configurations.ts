@@ -1,0 +1,23 @@
+/**
+ * The configurations `agentmath simulate` compares, each a setting of the real rollout
+ * scheduler and router: the paper's ladder (static synchronous batches → request-level async
+ * → + partial rollout → + prefix-aware routing) and the other router policies with partial
+ * rollout. The first three use round-robin, the router a plain deployment starts with.
+ */
+import type { RouterPolicyName } from '../engine/router/index.ts';
+
+export type SimConfiguration = {
+  name: string;
+  mode: 'sync' | 'async';
+  partialRollout: boolean;
+  router: RouterPolicyName;
+};
+
+export const SIM_CONFIGURATIONS: readonly SimConfiguration[] = [
+  { name: 'static-sync', mode: 'sync', partialRollout: false, router: 'round-robin' },
+  { name: 'async', mode: 'async', partialRollout: false, router: 'round-robin' },
+  { name: 'async+partial', mode: 'async', partialRollout: true, router: 'round-robin' },
+  { name: 'async+partial+prefix-aware', mode: 'async', partialRollout: true, router: 'prefix-aware' },
+  { name: 'least-requests', mode: 'async', partialRollout: true, router: 'least-requests' },
+  { name: 'cache-aware', mode: 'async', partialRollout: true, router: 'cache-aware' },
+];

@@ -1,0 +1,269 @@
+/**
+ * Runs the real rollout step (`runRolloutStep`) and router over simulated replicas and a
+ * simulated sandbox, in virtual time, once per configuration, and reports each one's step
+ * time (mean over the steps after the first), throughput, re-prefilled tokens, preemptions,
+ * GPU busy fraction and speedup over static-sync, beside the lower bound for the step.
+ * Each configuration starts from scratch (new clock, caches, problems), so they see the same
+ * problems and the same plans.
+ */
+import { problemOnlyPrompt } from '../agent/prompt-builder.ts';
+import { SessionPark } from '../agent/session-park.ts';
+import { createByteLevelTokenizer } from '../engine/byte-level-tokenizer.ts';
+import { createRouterPolicy, Router } from '../engine/router/index.ts';
+import { gradeAnswer } from '../grader/grade-answer.ts';
+import { getDialect } from '../protocol/dialects.ts';
+import {
+  initialRolloutState,
+  type ProblemSource,
+  rolloutConfigSchema,
+  runRolloutStep,
+} from '../rollout/index.ts';
+import { createSeededRandom } from '../tasks/seeded-random.ts';
+import { BlockKeyCache } from './block-key-cache.ts';
+import { SIM_CONFIGURATIONS, type SimConfiguration } from './sim-configurations.ts';
+import { SimulatedEngine, type SimulatedEngineMetrics } from './simulated-engine.ts';
+import { SimulatedPolicy } from './simulated-policy.ts';
+import { SimulatedSandbox } from './simulated-sandbox.ts';
+import { type StepBound, stepBound } from './step-bound.ts';
+import { VirtualClock } from './virtual-clock.ts';
+import type { Workload } from './workload.ts';
+import { SIMULATED_ANSWER, workloadPlans } from './workload-plans.ts';
+
+/** One step of one configuration. */
+export type SimStep = {
+  step: number;
+  seconds: number;
+  tokensGenerated: number;
+  reprefillTokens: number;
+  preemptions: number;
+  busyFraction: number;
+  groupsKept: number;
+  trajectoriesFinished: number;
+  trajectoriesParked: number;
+};
+
+export type ConfigurationResult = {
+  name: string;
+  /** Mean step time over the steps after the first (the first when there is only one). */
+  stepSeconds: number;
+  /** Kept groups per counted step (partial rollout keeps fewer while its pipeline fills). */
+  groupsKept: number;
+  /**
+   * Time per batch of `stepPrompts` kept groups over the counted steps: the step time
+   * normalised by the groups it delivered, equal to `stepSeconds` in a steady state.
+   */
+  batchSeconds: number;
+  /** static-sync's `stepSeconds` over this one's (the paper's measure). */
+  speedup: number | null;
+  /** static-sync's `batchSeconds` over this one's (per kept group). */
+  batchSpeedup: number | null;
+  tokensPerSecond: number;
+  /** Per step, over the same steps. */
+  reprefillTokens: number;
+  preemptions: number;
+  busyFraction: number;
+  /** Real seconds the simulation of this configuration took. */
+  realSeconds: number;
+  steps: SimStep[];
+};
+
+export type SimulationReport = {
+  workload: Workload;
+  steps: number;
+  bound: StepBound;
+  configurations: ConfigurationResult[];
+};
+
+export type SimulateOptions = {
+  workload: Workload;
+  /** Rollout steps per configuration (default 4). */
+  steps?: number;
+  configurations?: readonly SimConfiguration[];
+  onProgress?: (line: string) => void;
+};
+
+export async function simulate(options: SimulateOptions): Promise<SimulationReport> {
+  const { workload, steps = 4, configurations = SIM_CONFIGURATIONS, onProgress = () => {} } = options;
+  const results: ConfigurationResult[] = [];
+  for (const configuration of configurations) {
+    const result = await simulateConfiguration(workload, configuration, steps, onProgress);
+    results.push(result);
+    onProgress(
+      `${configuration.name}: ${result.stepSeconds.toFixed(0)} s per step (simulated in ${result.realSeconds.toFixed(1)} s)`,
+    );
+  }
+  const baseline = results.find((result) => result.name === 'static-sync') ?? null;
+  for (const result of results) {
+    result.speedup = baseline === null ? null : baseline.stepSeconds / result.stepSeconds;
+    result.batchSpeedup = baseline === null ? null : baseline.batchSeconds / result.batchSeconds;
+  }
+  return { workload, steps, bound: boundOf(workload), configurations: results };
+}
+
+/** The bound for one step's worth of new trajectories (the first step's problems and plans). */
+export function boundOf(workload: Workload): StepBound {
+  const plans = workloadPlans(workload);
+  const tokenizer = createByteLevelTokenizer();
+  const trajectories = [];
+  for (let problem = 0; problem < workload.stepPrompts; problem++) {
+    const promptTokens = tokenizer.encode(
+      tokenizer.applyChatTemplate(
+        problemOnlyPrompt({ id: '', text: plans.problemText(problem) }, getDialect('tags')),
+      ),
+    ).length;
+    for (let sample = 0; sample < workload.groupSize; sample++) {
+      trajectories.push({ promptTokens, problem, plan: plans.planFor(problem, sample) });
+    }
+  }
+  return stepBound(workload, trajectories);
+}
+
+async function simulateConfiguration(
+  workload: Workload,
+  configuration: SimConfiguration,
+  steps: number,
+  onProgress: (line: string) => void,
+): Promise<ConfigurationResult> {
+  const realStarted = performance.now();
+  const clock = new VirtualClock();
+  const tokenizer = createByteLevelTokenizer();
+  const plans = workloadPlans(workload);
+  const policy = new SimulatedPolicy({ planFor: plans.planFor, decode: (ids) => tokenizer.decode(ids) });
+  const keyCache = new BlockKeyCache({ blockTokens: workload.blockTokens });
+  const engines = Array.from(
+    { length: workload.replicas },
+    (_, index) =>
+      new SimulatedEngine({
+        name: `replica-${index}`,
+        clock,
+        policy,
+        costModel: workload.costModel,
+        kvCapacityTokens: workload.kvCapacityTokens,
+        maxRunningRequests: workload.maxRunningRequests,
+        blockTokens: workload.blockTokens,
+        keyCache,
+      }),
+  );
+  const router = new Router({
+    replicas: engines.map((engine) => ({ name: engine.name, engine })),
+    policy: createRouterPolicy(configuration.router),
+    clock,
+    maxInFlightPerReplica: workload.maxRunningRequests,
+  });
+  const sandbox = new SimulatedSandbox({
+    clock,
+    workers: workload.sandboxWorkers,
+    latencyMs: workload.toolLatencyMs,
+    random: createSeededRandom(`${workload.seed}:sandbox`),
+  });
+  const park = new SessionPark();
+  let nextProblem = 0;
+  const problems: ProblemSource = {
+    next: () => {
+      const index = nextProblem++;
+      return { id: `problem-${index}`, text: plans.problemText(index), answer: SIMULATED_ANSWER };
+    },
+  };
+  const { budgets } = workload;
+  const config = rolloutConfigSchema.parse({
+    groupSize: workload.groupSize,
+    batchSize: workload.stepPrompts,
+    mode: configuration.mode,
+    stages: [budgets],
+    partialRollout: configuration.partialRollout,
+    maxNewTokensPerTurn: budgets.maxTokens,
+    // A trajectory spans up to N steps under partial rollout; none is stale within that.
+    maxPolicyLag: budgets.partialRollouts,
+    maxActiveTrajectories: 4 * workload.stepPrompts * workload.groupSize,
+  });
+  const random = createSeededRandom(`${workload.seed}:rollout`);
+  let nextId = 0;
+  const figures: SimStep[] = [];
+  await clock.run(async () => {
+    let state = initialRolloutState();
+    for (let step = 0; step < steps; step++) {
+      policy.version = step;
+      const startedMs = clock.now();
+      const before = totals(engines);
+      const result = await runRolloutStep(
+        { step, policyVersion: step, state, problems, config },
+        {
+          engine: router,
+          routerName: configuration.router,
+          tokenizer,
+          dialect: getDialect('tags'),
+          sandbox,
+          park,
+          grade: async (trajectory, problem) => ({
+            correct: (await gradeAnswer(trajectory.answer ?? '', problem.answer)).correct,
+          }),
+          clock,
+          random,
+          prompt: problemOnlyPrompt,
+          createId: () => `trajectory-${nextId++}`,
+        },
+      );
+      state = result.state;
+      const seconds = (clock.now() - startedMs) / 1000;
+      const after = totals(engines);
+      figures.push({
+        step,
+        seconds,
+        tokensGenerated: after.generatedTokens - before.generatedTokens,
+        reprefillTokens: after.reprefillTokens - before.reprefillTokens,
+        preemptions: after.preemptions - before.preemptions,
+        busyFraction: seconds > 0 ? (after.busyMs - before.busyMs) / 1000 / (seconds * engines.length) : 0,
+        groupsKept: result.stats.groupsKept,
+        trajectoriesFinished: result.stats.trajectoriesFinished,
+        trajectoriesParked: result.stats.trajectoriesParked,
+      });
+      onProgress(
+        `${configuration.name} step ${step}: ${seconds.toFixed(0)} s, ${result.stats.groupsKept} groups kept`,
+      );
+    }
+    await park.closeAll();
+  });
+  onProgress(
+    `${configuration.name}: ${clock.firedTimers} events, ${clock.realFlushes} real timers-phase flushes`,
+  );
+  const counted = figures.length > 1 ? figures.slice(1) : figures;
+  const meanOf = (pick: (step: SimStep) => number) =>
+    counted.reduce((sum, step) => sum + pick(step), 0) / counted.length;
+  const stepSeconds = meanOf((step) => step.seconds);
+  const totalSeconds = counted.reduce((sum, step) => sum + step.seconds, 0);
+  const groupsKept = counted.reduce((sum, step) => sum + step.groupsKept, 0);
+  return {
+    name: configuration.name,
+    stepSeconds,
+    groupsKept: groupsKept / counted.length,
+    batchSeconds:
+      groupsKept > 0 ? (totalSeconds * workload.stepPrompts) / groupsKept : Number.POSITIVE_INFINITY,
+    speedup: null,
+    batchSpeedup: null,
+    tokensPerSecond:
+      totalSeconds > 0 ? counted.reduce((sum, step) => sum + step.tokensGenerated, 0) / totalSeconds : 0,
+    reprefillTokens: meanOf((step) => step.reprefillTokens),
+    preemptions: meanOf((step) => step.preemptions),
+    busyFraction: meanOf((step) => step.busyFraction),
+    realSeconds: (performance.now() - realStarted) / 1000,
+    steps: figures,
+  };
+}
+
+function totals(engines: readonly SimulatedEngine[]): SimulatedEngineMetrics {
+  const sum: SimulatedEngineMetrics = {
+    requests: 0,
+    promptTokens: 0,
+    cachedTokens: 0,
+    prefillTokens: 0,
+    reprefillTokens: 0,
+    preemptions: 0,
+    generatedTokens: 0,
+    busyMs: 0,
+  };
+  for (const engine of engines) {
+    const metrics = engine.metrics();
+    for (const key of Object.keys(sum) as (keyof SimulatedEngineMetrics)[]) sum[key] += metrics[key];
+  }
+  return sum;
+}

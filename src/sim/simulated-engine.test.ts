@@ -1,0 +1,157 @@
+import { describe, expect, it } from 'vitest';
+import type { GenerateRequest, GenerateResult } from '../engine/types.ts';
+import type { CostModel } from './engine-cost-model.ts';
+import { SimulatedEngine } from './simulated-engine.ts';
+import { problemHeader, SimulatedPolicy } from './simulated-policy.ts';
+import { responseLayout, responseSlice, type TrajectoryPlan } from './trajectory-plan.ts';
+import { VirtualClock } from './virtual-clock.ts';
+
+// a = 10 ms, b = 1 ms per sequence, c = 0.01 ms per context token, p = 0.5 ms per prefilled token.
+const cost: CostModel = {
+  decodeBaseMs: 10,
+  decodePerSequenceMs: 1,
+  decodePerContextTokenMs: 0.01,
+  prefillPerTokenMs: 0.5,
+};
+// 50 model tokens: "<think>\n" (8) + 23 filler + "\n</think>\n\boxed{1}" (19), no tool calls.
+const plan: TrajectoryPlan = { responseTokens: 50, toolCalls: [], answer: '1' };
+
+const encode = (text: string) => Array.from(text, (char) => char.charCodeAt(0));
+/** A 102-token prompt naming the problem. */
+const prompt = (problem: number) => encode(problemHeader(problem).padEnd(102, ' '));
+
+function setup(options: { kvCapacityTokens: number; maxRunningRequests?: number }) {
+  const clock = new VirtualClock();
+  const policy = new SimulatedPolicy({ planFor: () => plan, decode: (ids) => String.fromCharCode(...ids) });
+  const engine = new SimulatedEngine({
+    name: 'replica-0',
+    clock,
+    policy,
+    costModel: cost,
+    kvCapacityTokens: options.kvCapacityTokens,
+    maxRunningRequests: options.maxRunningRequests ?? 8,
+    blockTokens: 4,
+  });
+  const request = (promptTokenIds: number[], sessionId: string): GenerateRequest => ({
+    promptTokenIds,
+    maxNewTokens: 1000,
+    temperature: 1,
+    topP: 1,
+    stop: ['</code>'],
+    sessionId,
+  });
+  return { clock, engine, request };
+}
+
+/** Generates and records when the result came back. */
+async function timed(clock: VirtualClock, promise: Promise<GenerateResult>) {
+  const result = await promise;
+  return { result, atMs: clock.now() };
+}
+
+describe('SimulatedEngine', () => {
+  it('one request alone: prefill, then one token per iteration at a + b + c·context', async () => {
+    const { clock, engine, request } = setup({ kvCapacityTokens: 10_000 });
+    const { result, atMs } = await clock.run(() => timed(clock, engine.generate(request(prompt(0), 'a'))));
+    expect(result.text).toBe(responseSlice(responseLayout(plan), 0, 50));
+    expect(result.tokenIds).toHaveLength(50);
+    expect(result.finishReason).toBe('stop');
+    expect(result.matchedStop).toBeNull();
+    // 102 × 0.5 + Σ_{j<50} (10 + 1 + 0.01·(102 + j)) = 51 + 550 + 0.01·(5100 + 1225)
+    expect(atMs).toBeCloseTo(51 + 550 + 63.25, 6);
+    expect(engine.metrics()).toMatchObject({
+      promptTokens: 102,
+      cachedTokens: 0,
+      prefillTokens: 102,
+      preemptions: 0,
+      generatedTokens: 50,
+    });
+  });
+
+  it('two requests sharing a prefix: the second prefills only what the cache lacks', async () => {
+    const { clock, engine, request } = setup({ kvCapacityTokens: 10_000 });
+    const second = await clock.run(async () => {
+      const first = await timed(clock, engine.generate(request(prompt(0), 'a')));
+      const startedAt = first.atMs;
+      const next = await timed(clock, engine.generate(request(prompt(0), 'b')));
+      return { ms: next.atMs - startedAt, cachedTokens: next.result.cachedTokens };
+    });
+    // 25 full blocks (100 tokens) cached; 2 prefilled.
+    expect(second.cachedTokens).toBe(100);
+    expect(second.ms).toBeCloseTo(2 * 0.5 + 550 + 63.25, 6);
+    expect(engine.metrics()).toMatchObject({
+      promptTokens: 204,
+      cachedTokens: 100,
+      prefillTokens: 104,
+      reprefillTokens: 0,
+    });
+  });
+
+  it("a trajectory's next turn finds its earlier prompt and output cached", async () => {
+    const { clock, engine, request } = setup({ kvCapacityTokens: 10_000 });
+    await clock.run(async () => {
+      const first = await engine.generate(request(prompt(0), 'a'));
+      // The turn continues after 30 tokens of tool output: 182 tokens, 38 full blocks (152) of them cached.
+      const next = [...prompt(0), ...(first.tokenIds ?? []), ...encode('y'.repeat(30))];
+      return engine.generate({ ...request(next, 'a'), maxNewTokens: 5 });
+    });
+    expect(engine.metrics()).toMatchObject({
+      cachedTokens: 152,
+      prefillTokens: 102 + 30,
+      reprefillTokens: 0,
+    });
+  });
+
+  it('evicts idle prefixes least recently used first, the deepest blocks of a prefix before its head', async () => {
+    const { clock, engine, request } = setup({ kvCapacityTokens: 200 });
+    await clock.run(async () => {
+      // a caches 38 blocks (152 tokens); the prompts of problems 0 and 1 share their first 4 blocks.
+      await engine.generate(request(prompt(0), 'a'));
+      // c finds 4 blocks, needs 86 tokens more: evicts a's 10 deepest blocks; at its end it
+      // caches 13 blocks of its own and evicts 12 more of a's, which keeps blocks 0..15.
+      await engine.generate(request(prompt(1), 'c'));
+      // b finds those 16 blocks.
+      await engine.generate(request(prompt(0), 'b'));
+    });
+    expect(engine.metrics()).toMatchObject({
+      cachedTokens: 16 + 64,
+      prefillTokens: 102 + 86 + 38,
+      preemptions: 0,
+    });
+  });
+
+  it('preempts the newest sequence when the batch outgrows the KV capacity, and recomputes it later', async () => {
+    const { clock, engine, request } = setup({ kvCapacityTokens: 260 });
+    const [d, e] = await clock.run(() =>
+      Promise.all([
+        timed(clock, engine.generate(request(prompt(0), 'd'))),
+        timed(clock, engine.generate(request(prompt(1), 'e'))),
+      ]),
+    );
+    expect(d.result.tokenIds).toHaveLength(50);
+    expect(e.result.text).toBe(responseSlice(responseLayout(plan), 0, 50));
+    expect(d.atMs).toBeLessThan(e.atMs);
+    // e joins after d's first iteration (86 tokens prefilled: 4 blocks shared), both decode 35
+    // tokens until 259 of 260 tokens are used, e is preempted (its 137 tokens stay as 34 idle
+    // blocks), d decodes its last 14 tokens, evicts 3 of e's blocks when it caches its own,
+    // and e comes back to recompute 137 − 124 tokens. Recomputed tokens are not decoded again.
+    expect(engine.metrics()).toMatchObject({
+      preemptions: 1,
+      prefillTokens: 102 + 86 + 13,
+      reprefillTokens: 13,
+      generatedTokens: 100,
+    });
+  });
+
+  it('answers an aborted request with finish reason abort', async () => {
+    const { clock, engine, request } = setup({ kvCapacityTokens: 10_000 });
+    const controller = new AbortController();
+    const result = await clock.run(async () => {
+      const pending = engine.generate(request(prompt(0), 'a'), controller.signal);
+      await clock.sleep(100);
+      controller.abort();
+      return pending;
+    });
+    expect(result.finishReason).toBe('abort');
+  });
+});

@@ -1,0 +1,370 @@
+/**
+ * One simulated engine replica in virtual time, implementing `Engine`. It batches
+ * continuously: requests wait in arrival order, join the running batch at an iteration
+ * boundary while the batch is below `maxRunningRequests` and their KV fits, are prefilled
+ * (only the tokens missing from this replica's prefix cache), then gain one token per decode
+ * iteration (cost model in `engine-cost-model.ts`) until their planned output is out.
+ * KV capacity counts cached blocks and the running sequences' own tokens; when the batch
+ * would outgrow it, idle cached prefixes are evicted least recently used first, and then the
+ * newest running sequence is preempted (its KV dropped, recomputed when it is readmitted).
+ *
+ * Iterations are not events: between arrivals and completions the batch is fixed, so the
+ * replica computes how long the next stretch of iterations takes in closed form and sets one
+ * timer; an arrival cuts the stretch at the end of the iteration in progress.
+ */
+
+import type { Engine, GenerateRequest, GenerateResult } from '../engine/types.ts';
+import { AgentMathError } from '../shared/agentmath-error.ts';
+import { BlockKeyCache } from './block-key-cache.ts';
+import { type CostModel, decodeMs, iterationsWithin } from './engine-cost-model.ts';
+import { type BlockKey, blockKeys, PrefixCache } from './prefix-cache.ts';
+import type { PolicyTurn, SimulatedPolicy } from './simulated-policy.ts';
+import type { ScheduledEvent, VirtualClock } from './virtual-clock.ts';
+
+export type SimulatedEngineOptions = {
+  name: string;
+  clock: VirtualClock;
+  policy: SimulatedPolicy;
+  costModel: CostModel;
+  kvCapacityTokens: number;
+  maxRunningRequests: number;
+  /** Prefix-cache block size in tokens (default 16, vLLM's). */
+  blockTokens?: number;
+  /** Shared memory of block keys per trajectory (replicas of one cluster share one); default a private one. */
+  keyCache?: BlockKeyCache;
+  /** Whether the replica reuses cached prefixes (default true; the embedded worker does not). */
+  prefixCaching?: boolean;
+};
+
+/** Counters since the replica started; a caller takes differences for one step. */
+export type SimulatedEngineMetrics = {
+  requests: number;
+  /** Prompt tokens of every request (once per request). */
+  promptTokens: number;
+  /** Prompt tokens found in the prefix cache at a request's first admission. */
+  cachedTokens: number;
+  /** Tokens prefilled in all, recomputation after preemption included. */
+  prefillTokens: number;
+  /** Prefilled tokens the trajectory had had computed before (on any replica). */
+  reprefillTokens: number;
+  preemptions: number;
+  generatedTokens: number;
+  /** Virtual ms spent in prefill and decode. */
+  busyMs: number;
+};
+
+/** The request cannot fit this replica's KV cache even alone. */
+export class KvCapacityExceededError extends AgentMathError {
+  constructor(engine: string, tokens: number, capacity: number) {
+    super(
+      'ENGINE_BAD_REQUEST',
+      `simulated engine ${engine}: a sequence of ${tokens} tokens does not fit its KV capacity of ${capacity} tokens`,
+    );
+  }
+}
+
+type Sequence = {
+  request: GenerateRequest;
+  turn: PolicyTurn;
+  target: number;
+  generated: number;
+  /** Prefix-cache blocks this sequence holds. */
+  blocks: BlockKey[];
+  /** Tokens it holds outside those blocks (the partial last block and its new tokens). */
+  ownTokens: number;
+  admitted: boolean;
+  /** Prompt tokens found cached at the first admission (reported as `cachedTokens`). */
+  cachedTokens: number;
+  /** Prompt tokens new to the trajectory not yet prefilled. */
+  newTokensLeft: number;
+  aborted: boolean;
+  settle: (result: GenerateResult | Error) => void;
+};
+
+type Stretch = {
+  startMs: number;
+  prefillMs: number;
+  batch: number;
+  contextTokens: number;
+  iterations: number;
+  event: ScheduledEvent;
+};
+
+export class SimulatedEngine implements Engine {
+  readonly name: string;
+  readonly #clock: VirtualClock;
+  readonly #policy: SimulatedPolicy;
+  readonly #cost: CostModel;
+  readonly #capacity: number;
+  readonly #maxRunning: number;
+  readonly #cache: PrefixCache;
+  readonly #prefixCaching: boolean;
+  readonly #keyCache: BlockKeyCache;
+  readonly #waiting: Sequence[] = [];
+  #running: Sequence[] = [];
+  #ownTokens = 0;
+  #stretch: Stretch | null = null;
+  readonly #metrics: SimulatedEngineMetrics = {
+    requests: 0,
+    promptTokens: 0,
+    cachedTokens: 0,
+    prefillTokens: 0,
+    reprefillTokens: 0,
+    preemptions: 0,
+    generatedTokens: 0,
+    busyMs: 0,
+  };
+
+  constructor(options: SimulatedEngineOptions) {
+    this.name = options.name;
+    this.#clock = options.clock;
+    this.#policy = options.policy;
+    this.#cost = options.costModel;
+    this.#capacity = options.kvCapacityTokens;
+    this.#maxRunning = options.maxRunningRequests;
+    this.#cache = new PrefixCache({ blockTokens: options.blockTokens ?? 16 });
+    this.#prefixCaching = options.prefixCaching ?? true;
+    this.#keyCache = options.keyCache ?? new BlockKeyCache({ blockTokens: this.#cache.blockTokens });
+    if (this.#keyCache.blockTokens !== this.#cache.blockTokens)
+      throw new Error('keyCache.blockTokens must equal blockTokens');
+  }
+
+  metrics(): SimulatedEngineMetrics {
+    return { ...this.#metrics };
+  }
+
+  /** Requests waiting plus running (what a least-requests router would count). */
+  get load(): number {
+    return this.#waiting.length + this.#running.length;
+  }
+
+  generate(request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
+    if (signal?.aborted) return Promise.resolve(this.#aborted());
+    const turn = this.#policy.turn(request);
+    return new Promise<GenerateResult>((resolve, reject) => {
+      const sequence: Sequence = {
+        request,
+        turn,
+        target: Math.max(1, turn.tokenIds.length),
+        generated: 0,
+        blocks: [],
+        ownTokens: 0,
+        admitted: false,
+        newTokensLeft: turn.newPromptTokens,
+        cachedTokens: 0,
+        aborted: false,
+        settle: (result) => {
+          signal?.removeEventListener('abort', onAbort);
+          if (result instanceof Error) reject(result);
+          else resolve(result);
+        },
+      };
+      const onAbort = () => this.#abort(sequence);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#metrics.requests++;
+      this.#metrics.promptTokens += request.promptTokenIds.length;
+      this.#waiting.push(sequence);
+      this.#kick();
+    });
+  }
+
+  /** Starts work when idle, or ends the current stretch early so the newcomer can join. */
+  #kick(): void {
+    const stretch = this.#stretch;
+    if (stretch === null) {
+      this.#boundary();
+      return;
+    }
+    if (this.#running.length >= this.#maxRunning) return;
+    const decodeElapsed = this.#clock.now() - stretch.startMs - stretch.prefillMs;
+    const done =
+      decodeElapsed <= 0
+        ? 0
+        : iterationsWithin(this.#cost, stretch.batch, stretch.contextTokens, decodeElapsed);
+    const iterations = Math.min(stretch.iterations, done + 1);
+    if (iterations >= stretch.iterations) return;
+    stretch.event.cancel();
+    this.#plan(stretch.startMs, stretch.prefillMs, iterations);
+  }
+
+  /** An iteration boundary: account the stretch that ended, finish, admit, plan the next. */
+  #boundary(): void {
+    const stretch = this.#stretch;
+    this.#stretch = null;
+    if (stretch !== null) {
+      const ms =
+        stretch.prefillMs + decodeMs(this.#cost, stretch.batch, stretch.contextTokens, stretch.iterations);
+      this.#metrics.busyMs += ms;
+      this.#metrics.generatedTokens += stretch.batch * stretch.iterations;
+      this.#ownTokens += stretch.batch * stretch.iterations;
+      const still: Sequence[] = [];
+      for (const sequence of this.#running) {
+        sequence.generated += stretch.iterations;
+        sequence.ownTokens += stretch.iterations;
+        if (sequence.aborted) this.#drop(sequence, 0);
+        else if (sequence.generated >= sequence.target) this.#complete(sequence);
+        else still.push(sequence);
+      }
+      this.#running = still;
+      const overflow = this.#usedTokens() - this.#capacity;
+      if (overflow > 0) this.#cache.evict(Math.ceil(overflow / this.#cache.blockTokens));
+    }
+    const prefillMs = this.#admit();
+    while (this.#running.length > 0) {
+      const room = this.#capacity - this.#usedTokens() + this.#cache.idleBlocks * this.#cache.blockTokens;
+      if (room >= this.#running.length) break;
+      // Not even one more iteration fits: preempt the newest running sequence (recompute later).
+      this.#preempt(this.#running.pop() as Sequence);
+    }
+    if (this.#running.length === 0) {
+      if (this.#waiting.length > 0) this.#failHead();
+      return;
+    }
+    this.#plan(this.#clock.now(), prefillMs, this.#iterationsToNextEvent());
+  }
+
+  #plan(startMs: number, prefillMs: number, iterations: number): void {
+    const batch = this.#running.length;
+    let contextTokens = 0;
+    for (const sequence of this.#running)
+      contextTokens += sequence.request.promptTokenIds.length + sequence.generated;
+    const ms = prefillMs + decodeMs(this.#cost, batch, contextTokens, iterations);
+    const event = this.#clock.schedule(startMs + ms - this.#clock.now(), () => this.#boundary());
+    this.#stretch = { startMs, prefillMs, batch, contextTokens, iterations, event };
+  }
+
+  /** Iterations until a sequence finishes or the KV cache is full. */
+  #iterationsToNextEvent(): number {
+    let iterations = Number.MAX_SAFE_INTEGER;
+    for (const sequence of this.#running)
+      iterations = Math.min(iterations, sequence.target - sequence.generated);
+    const room = this.#capacity - this.#usedTokens() + this.#cache.idleBlocks * this.#cache.blockTokens;
+    return Math.max(1, Math.min(iterations, Math.floor(room / this.#running.length)));
+  }
+
+  #usedTokens(): number {
+    return this.#cache.blocks * this.#cache.blockTokens + this.#ownTokens;
+  }
+
+  /** Admits waiting sequences in order while they fit; returns the prefill time they cost. */
+  #admit(): number {
+    let prefillMs = 0;
+    const blockTokens = this.#cache.blockTokens;
+    while (this.#waiting.length > 0 && this.#running.length < this.#maxRunning) {
+      const sequence = this.#waiting[0] as Sequence;
+      const tokens = this.#contextOf(sequence);
+      const keys = this.#keyCache.keysFor(tokens, sequence.request.sessionId);
+      const matched = this.#prefixCaching ? this.#cache.matchLength(keys) : 0;
+      // The last token is always computed: its logits start the decode.
+      const cachedTokens = Math.min(matched * blockTokens, tokens.length - 1);
+      const needed = tokens.length - cachedTokens + this.#running.length + 1;
+      const free =
+        this.#capacity -
+        this.#usedTokens() +
+        (this.#cache.idleBlocks - this.#cache.idleAmong(keys.slice(0, matched))) * blockTokens;
+      if (needed > free) break;
+      this.#waiting.shift();
+      this.#cache.acquire(keys.slice(0, matched));
+      const overflow = this.#usedTokens() + (tokens.length - cachedTokens) - this.#capacity;
+      if (overflow > 0) this.#cache.evict(Math.ceil(overflow / blockTokens));
+      this.#cache.acquire(keys.slice(matched));
+      sequence.blocks = keys;
+      sequence.ownTokens = tokens.length - keys.length * blockTokens;
+      this.#ownTokens += sequence.ownTokens;
+      const computed = tokens.length - cachedTokens;
+      if (!sequence.admitted) {
+        sequence.cachedTokens = Math.min(cachedTokens, sequence.request.promptTokenIds.length);
+        this.#metrics.cachedTokens += sequence.cachedTokens;
+      }
+      sequence.admitted = true;
+      this.#metrics.prefillTokens += computed;
+      // Only the trajectory's new tokens (first prompt, tool output), once, are not re-prefill.
+      this.#metrics.reprefillTokens += Math.max(0, computed - sequence.newTokensLeft);
+      sequence.newTokensLeft = 0;
+      prefillMs += computed * this.#cost.prefillPerTokenMs;
+      this.#running.push(sequence);
+    }
+    return prefillMs;
+  }
+
+  /** The tokens a sequence holds: its prompt, plus what it generated before a preemption. */
+  #contextOf(sequence: Sequence): readonly number[] {
+    const prompt = sequence.request.promptTokenIds;
+    if (sequence.generated === 0) return prompt;
+    return prompt.concat(sequence.turn.tokenIds.slice(0, sequence.generated));
+  }
+
+  #complete(sequence: Sequence): void {
+    this.#drop(sequence, sequence.turn.tokenIds.length);
+    sequence.turn.commit();
+    const { turn } = sequence;
+    sequence.settle({
+      tokenIds: turn.tokenIds,
+      text: turn.text,
+      logprobs: null,
+      finishReason: turn.finishReason,
+      matchedStop: turn.matchedStop,
+      stopIncluded: true,
+      policyVersion: this.#policy.version,
+      cachedTokens: sequence.cachedTokens,
+    });
+  }
+
+  /** Releases a sequence's KV; its first `keepTokens` generated tokens stay cached as full blocks. */
+  #drop(sequence: Sequence, keepTokens: number): void {
+    const blockTokens = this.#cache.blockTokens;
+    this.#ownTokens -= sequence.ownTokens;
+    sequence.ownTokens = 0;
+    if (keepTokens > 0) {
+      const prompt = sequence.request.promptTokenIds;
+      const covered = sequence.blocks.length * blockTokens;
+      const tail =
+        covered <= prompt.length
+          ? prompt.slice(covered).concat(sequence.turn.tokenIds.slice(0, keepTokens))
+          : sequence.turn.tokenIds.slice(covered - prompt.length, keepTokens);
+      const parent = sequence.blocks.at(-1);
+      const more =
+        parent === undefined ? blockKeys(tail, blockTokens) : blockKeys(tail, blockTokens, 0, parent);
+      this.#cache.acquire(more);
+      sequence.blocks = sequence.blocks.concat(more);
+      const overflow = this.#usedTokens() - this.#capacity;
+      if (overflow > 0) this.#cache.evict(Math.ceil(overflow / blockTokens));
+    }
+    this.#cache.release(sequence.blocks);
+    sequence.blocks = [];
+    if (!this.#prefixCaching) this.#cache.evict(this.#cache.idleBlocks);
+  }
+
+  #preempt(sequence: Sequence): void {
+    this.#metrics.preemptions++;
+    this.#drop(sequence, sequence.generated);
+    this.#waiting.unshift(sequence);
+  }
+
+  /** Nothing runs and the head of the queue cannot fit even in an empty cache. */
+  #failHead(): void {
+    const sequence = this.#waiting.shift() as Sequence;
+    sequence.settle(new KvCapacityExceededError(this.name, this.#contextOf(sequence).length, this.#capacity));
+    if (this.#waiting.length > 0) this.#boundary();
+  }
+
+  #abort(sequence: Sequence): void {
+    if (sequence.aborted) return;
+    sequence.aborted = true;
+    const waitingAt = this.#waiting.indexOf(sequence);
+    if (waitingAt >= 0) this.#waiting.splice(waitingAt, 1);
+    // A running sequence leaves the batch at the next iteration boundary.
+    sequence.settle(this.#aborted());
+  }
+
+  #aborted(): GenerateResult {
+    return {
+      tokenIds: [],
+      text: '',
+      logprobs: null,
+      finishReason: 'abort',
+      matchedStop: null,
+      policyVersion: this.#policy.version,
+    };
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * Text and JSON forms of a simulation report: the table `agentmath simulate` prints, and the
+ * `--json` shape the issue fixes (`workload`, `bound.stepSeconds`, `configurations[]` with
+ * `name`, `stepSeconds`, `speedup`, `tokensPerSecond`, `reprefillTokens`, `preemptions`,
+ * `busyFraction`).
+ */
+import type { CalibrationReport } from './calibration-run.ts';
+import type { SimulationReport } from './simulate.ts';
+
+export function simulationJson(report: SimulationReport): unknown {
+  return {
+    workload: report.workload,
+    steps: report.steps,
+    bound: report.bound,
+    configurations: report.configurations.map((configuration) => ({
+      name: configuration.name,
+      stepSeconds: configuration.stepSeconds,
+      groupsKept: configuration.groupsKept,
+      batchSeconds: configuration.batchSeconds,
+      speedup: configuration.speedup,
+      batchSpeedup: configuration.batchSpeedup,
+      tokensPerSecond: configuration.tokensPerSecond,
+      reprefillTokens: configuration.reprefillTokens,
+      preemptions: configuration.preemptions,
+      busyFraction: configuration.busyFraction,
+      realSeconds: configuration.realSeconds,
+      steps: configuration.steps,
+    })),
+  };
+}
+
+export function simulationTable(report: SimulationReport): string {
+  const header = [
+    'configuration',
+    'step s',
+    'speedup',
+    'tokens/s',
+    're-prefill tok/step',
+    'preempt/step',
+    'GPU busy',
+    '× bound',
+  ];
+  const rows = report.configurations.map((configuration) => [
+    configuration.name,
+    configuration.stepSeconds.toFixed(0),
+    configuration.speedup === null ? '—' : `${configuration.speedup.toFixed(2)}x`,
+    Math.round(configuration.tokensPerSecond).toLocaleString('en-US'),
+    Math.round(configuration.reprefillTokens).toLocaleString('en-US'),
+    configuration.preemptions.toFixed(1),
+    `${(100 * configuration.busyFraction).toFixed(0)}%`,
+    (configuration.batchSeconds / report.bound.stepSeconds).toFixed(2),
+  ]);
+  const { bound } = report;
+  rows.push([
+    'lower bound',
+    '',
+    '',
+    '',
+    bound.stepSeconds.toFixed(0),
+    '',
+    '',
+    '',
+    '',
+    '',
+    `work ${bound.workSeconds.toFixed(0)} s, critical path ${bound.criticalPathSeconds.toFixed(0)} s`,
+  ]);
+  return formatTable(header, rows);
+}
+
+export function calibrationTable(report: CalibrationReport): string {
+  const { costModel } = report.fit;
+  const lines = [
+    `fitted cost model: a = ${costModel.decodeBaseMs.toFixed(3)} ms, b = ${costModel.decodePerSequenceMs.toFixed(4)} ms/sequence, ` +
+      `c = ${costModel.decodePerContextTokenMs.toExponential(3)} ms/context token, p = ${costModel.prefillPerTokenMs.toFixed(4)} ms/prefill token ` +
+      `(decode fit RMS error ${report.fit.decodeRmsErrorMs.toFixed(2)} ms)`,
+    `real job: ${report.problems} arith problems, ${report.concurrency} at once, ${report.modelTokens} model tokens, ${report.toolCalls} tool calls (mean ${report.toolMsMean.toFixed(0)} ms)`,
+    formatTable(
+      ['', 'wall s'],
+      [
+        ['measured', report.measuredSeconds.toFixed(2)],
+        ['predicted', report.predictedSeconds.toFixed(2)],
+        ['error', `${(100 * report.relativeError).toFixed(1)}%`],
+      ],
+    ),
+  ];
+  return lines.join('\n');
+}
+
+function formatTable(header: string[], rows: string[][]): string {
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)),
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+      .join('  ')
+      .trimEnd();
+  return [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join('\n');
+}

@@ -1,0 +1,102 @@
+/**
+ * The lower bound on a steady-state rollout step's time, from the plans of one step's
+ * trajectories (a step in steady state does one step's worth of work, whatever it resumes):
+ *
+ * - **work**: every model token decoded once, at the cost model's best, over all replicas:
+ *   `(c·Σcontext + b·N + a·N/maxRunning + p·prefill) / replicas`, where `Σcontext` is the
+ *   context each token attends to, `N` the tokens, and `prefill` only what no scheme can skip
+ *   (each distinct prompt once, each tool output once);
+ * - **critical path**: the longest chain partial rollout cannot cut: one segment (at most
+ *   `L_seg = maxTokens / N` tokens and `T_seg = maxToolCalls / N` tool calls) of one
+ *   trajectory decoded alone (`a + b + c·context` per token), its prompt's prefill, and its tool
+ *   calls at the latency distribution's minimum.
+ *
+ * The bound is the larger of the two. It ignores KV capacity (a full batch is assumed
+ * possible), so it is optimistic where KV limits the batch.
+ */
+import { quantile } from './distribution.ts';
+import type { TrajectoryPlan } from './trajectory-plan.ts';
+import type { Workload } from './workload.ts';
+
+export type StepBound = {
+  stepSeconds: number;
+  workSeconds: number;
+  criticalPathSeconds: number;
+  /** Model tokens of one step's trajectories. */
+  tokens: number;
+};
+
+export type BoundTrajectory = { promptTokens: number; problem: number; plan: TrajectoryPlan };
+
+export function stepBound(workload: Workload, trajectories: readonly BoundTrajectory[]): StepBound {
+  const { costModel: cost, budgets } = workload;
+  const segmentTokens = Math.floor(budgets.maxTokens / budgets.partialRollouts);
+  const segmentCalls = Math.max(1, Math.floor(budgets.maxToolCalls / budgets.partialRollouts));
+  const minLatencyMs = quantile(workload.toolLatencyMs, 0);
+  let contextSum = 0;
+  let tokens = 0;
+  let prefill = 0;
+  let longestMs = 0;
+  const prompts = new Set<number>();
+  for (const { promptTokens, problem, plan } of trajectories) {
+    if (!prompts.has(problem)) {
+      prompts.add(problem);
+      prefill += promptTokens;
+    }
+    const responseTokens = Math.min(plan.responseTokens, budgets.maxTokens);
+    const calls = plan.toolCalls.slice(0, budgets.maxToolCalls);
+    // Runs of model tokens between tool calls, each at its starting context.
+    let context = promptTokens;
+    let made = 0;
+    let segment = { tokens: 0, calls: 0, ms: promptTokens * cost.prefillPerTokenMs };
+    const decodeRun = (count: number) => {
+      let left = count;
+      while (left > 0) {
+        const take = Math.min(left, segmentTokens - segment.tokens);
+        // Σ over the run of (a + b + c·context): the chain if this trajectory ran alone.
+        segment.ms +=
+          take * (cost.decodeBaseMs + cost.decodePerSequenceMs) +
+          cost.decodePerContextTokenMs * (take * context + (take * (take - 1)) / 2);
+        contextSum += take * context + (take * (take - 1)) / 2;
+        context += take;
+        tokens += take;
+        made += take;
+        left -= take;
+        segment.tokens += take;
+        if (segment.tokens >= segmentTokens) closeSegment();
+      }
+    };
+    const closeSegment = () => {
+      longestMs = Math.max(longestMs, segment.ms);
+      segment = { tokens: 0, calls: 0, ms: 0 };
+    };
+    let position = 0;
+    for (const call of calls) {
+      const at = Math.round(call.at * responseTokens);
+      decodeRun(Math.max(0, at - position));
+      position = Math.max(position, at);
+      const output = Math.min(call.outputTokens, 2000);
+      prefill += output;
+      context += output;
+      segment.ms += minLatencyMs + output * cost.prefillPerTokenMs;
+      segment.calls++;
+      if (segment.calls >= segmentCalls) closeSegment();
+    }
+    decodeRun(Math.max(0, responseTokens - made));
+    closeSegment();
+  }
+  const workMs =
+    (cost.decodePerContextTokenMs * contextSum +
+      cost.decodePerSequenceMs * tokens +
+      (cost.decodeBaseMs * tokens) / workload.maxRunningRequests +
+      cost.prefillPerTokenMs * prefill) /
+    workload.replicas;
+  const workSeconds = workMs / 1000;
+  const criticalPathSeconds = longestMs / 1000;
+  return {
+    stepSeconds: Math.max(workSeconds, criticalPathSeconds),
+    workSeconds,
+    criticalPathSeconds,
+    tokens,
+  };
+}

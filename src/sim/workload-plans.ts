@@ -1,0 +1,63 @@
+/**
+ * Draws a workload's problems and trajectory plans, deterministically: every draw comes from
+ * a generator seeded by the workload seed and what is drawn (problem, sample), so a plan does
+ * not depend on the order in which trajectories happen to start.
+ */
+import { createSeededRandom, type Random } from '../tasks/seeded-random.ts';
+import { mean, sample } from './distribution.ts';
+import { problemHeader } from './simulated-policy.ts';
+import type { TrajectoryPlan } from './trajectory-plan.ts';
+import type { Workload } from './workload.ts';
+
+/** The answer every simulated problem has; a plan answers it or `0`. */
+export const SIMULATED_ANSWER = '1';
+
+/** Template tokens around a problem-only prompt (`<|user|>\n…\n<|assistant|>\n`). */
+const TEMPLATE_TOKENS = 22;
+
+export type WorkloadPlans = {
+  /** The text of problem `index`, padded to its drawn prompt length. */
+  problemText(index: number): string;
+  planFor(problem: number, sample: number): TrajectoryPlan;
+  /** The mean response length, E[R]. */
+  meanResponseTokens: number;
+};
+
+export function workloadPlans(workload: Workload): WorkloadPlans {
+  const meanResponseTokens = mean(workload.responseTokens);
+  const problemText = (index: number): string => {
+    const random = createSeededRandom(`${workload.seed}:prompt:${index}`);
+    const tokens = Math.max(0, Math.round(sample(workload.promptTokens, random)) - TEMPLATE_TOKENS);
+    const header = `${problemHeader(index)} `;
+    return header + 'q'.repeat(Math.max(0, tokens - header.length));
+  };
+  const planFor = (problem: number, index: number): TrajectoryPlan => {
+    const random = createSeededRandom(`${workload.seed}:plan:${problem}:${index}`);
+    const responseTokens = Math.max(1, Math.round(sample(workload.responseTokens, random)));
+    const rate = meanResponseTokens > 0 ? (workload.toolCalls.mean * responseTokens) / meanResponseTokens : 0;
+    const count = Math.min(workload.toolCalls.max, poisson(rate, random));
+    const positions = Array.from({ length: count }, () => random() * 0.95).sort((a, b) => a - b);
+    const toolCalls = positions.map((at) => ({
+      at,
+      outputTokens: Math.max(1, Math.round(sample(workload.toolOutputTokens, random))),
+    }));
+    const answer = random() < workload.solveRate ? SIMULATED_ANSWER : '0';
+    return { responseTokens, toolCalls, answer };
+  };
+  return { problemText, planFor, meanResponseTokens };
+}
+
+/** A Poisson draw by inversion (λ up to a few hundred). */
+function poisson(lambda: number, random: Random): number {
+  if (lambda <= 0) return 0;
+  const u = random();
+  let k = 0;
+  let probability = Math.exp(-lambda);
+  let cumulative = probability;
+  while (u > cumulative && k < 10_000) {
+    k++;
+    probability *= lambda / k;
+    cumulative += probability;
+  }
+  return k;
+}

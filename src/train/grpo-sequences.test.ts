@@ -1,0 +1,121 @@
+import { describe, expect, it } from 'vitest';
+import type { GroupOutcome } from '../rollout/types.ts';
+import type { Trajectory } from '../trajectory/trajectory.ts';
+import { grpoBatch, grpoSequence } from './grpo-sequences.ts';
+import { rlMetrics, selfCorrected } from './rl-metrics.ts';
+
+/** prompt [1,2] · model v0 [10,11] (code) · tool [20,21,22] · model v1 [12,13] (code) · tool [23] · model v1 [14] */
+function trajectory(overrides: Partial<Trajectory> = {}): Trajectory {
+  const model = (tokenIds: number[], logprobs: number[], policyVersion: number) => ({
+    kind: 'model' as const,
+    text: 'x',
+    tokenIds,
+    logprobs,
+    policyVersion,
+    finishReason: 'stop' as const,
+    matchedStop: null,
+    step: policyVersion,
+    replica: null,
+  });
+  return {
+    id: 't',
+    problemId: 'p',
+    sample: 0,
+    dialect: 'tags',
+    prompt: { text: 'p', tokenIds: [1, 2] },
+    segments: [
+      model([10, 11], [-0.1, -0.2], 0),
+      { kind: 'tool', text: 'o', tokenIds: [20, 21, 22], toolCallIndex: 0 },
+      model([12, 13], [-0.3, -0.4], 1),
+      { kind: 'tool', text: 'o', tokenIds: [23], toolCallIndex: 1 },
+      model([14], [-0.5], 1),
+    ],
+    toolCalls: [
+      { code: 'a', outcome: { status: 'error', stdout: '', stderr: '', exception: 'E', ms: 1 }, ms: 1 },
+      { code: 'b', outcome: { status: 'ok', stdout: '1', stderr: '', ms: 1 }, ms: 1 },
+    ],
+    answer: '1',
+    finish: { reason: 'answer' },
+    timing: { startedAt: '', finishedAt: '', engineMs: 0, toolMs: 0 },
+    ...overrides,
+  };
+}
+
+describe('grpoSequence', () => {
+  it('masks the prompt and every interpreter token, and keeps each segment its own logprobs', () => {
+    const sequence = grpoSequence(trajectory(), 0.5);
+    if (typeof sequence === 'string') throw new Error(sequence);
+    expect(sequence.inputIds).toEqual([1, 2, 10, 11, 20, 21, 22, 12, 13, 23, 14]);
+    expect(sequence.lossMask).toEqual([0, 0, 1, 1, 0, 0, 0, 1, 1, 0, 1]);
+    // The v0 segment's tokens carry the v0 logprobs, not the current policy's.
+    expect(sequence.oldLogprobs).toEqual([0, 0, -0.1, -0.2, 0, 0, 0, -0.3, -0.4, 0, -0.5]);
+    expect(sequence.advantage).toBe(0.5);
+  });
+
+  it('says why a trajectory is left out', () => {
+    expect(grpoSequence(trajectory(), null)).toBe('advantage-missing');
+    expect(grpoSequence(trajectory(), 0)).toBe('zero-advantage');
+    expect(grpoSequence(trajectory({ finish: { reason: 'max-tokens' } }), 1, { maskTruncated: true })).toBe(
+      'truncated',
+    );
+    expect(grpoSequence(trajectory({ finish: { reason: 'max-tokens' } }), 1)).not.toBeTypeOf('string');
+    expect(grpoSequence(trajectory(), 1, { maxTokens: 10 })).toBe('too-long');
+  });
+});
+
+describe('grpoBatch and rlMetrics of a hand-made group', () => {
+  const right = trajectory({ id: 'a' });
+  const wrong = trajectory({ id: 'b', toolCalls: [], answer: '2' });
+  const group: GroupOutcome = {
+    step: 3,
+    problem: { id: 'p', text: 'p', answer: '1' },
+    trajectories: [right, wrong],
+    rewards: [1.14, 0],
+    advantages: [1, -1],
+    kept: true,
+    dropReason: null,
+  };
+  it('trains on the kept group with its advantages', () => {
+    const batch = grpoBatch([group, { ...group, kept: false, dropReason: 'all-wrong' }]);
+    expect(batch.trajectoryIds).toEqual(['a', 'b']);
+    expect(batch.sequences.map((sequence) => sequence.advantage)).toEqual([1, -1]);
+  });
+  it('computes the step metrics from the group', () => {
+    const metrics = rlMetrics({
+      step: 3,
+      policyVersion: 4,
+      groups: [group],
+      rollout: {
+        step: 3,
+        wallMs: 1,
+        mode: 'async',
+        router: 'single',
+        trajectoriesFinished: 2,
+        trajectoriesParked: 0,
+        trajectoriesResumed: 0,
+        groupsKept: 1,
+        groupsDropped: 0,
+        groupsBackfilled: 0,
+        groupsCarried: 0,
+        trajectoriesStale: 0,
+        rewardsMissing: 0,
+        truncationRate: 0,
+        tokensGenerated: 10,
+        toolCalls: 2,
+        stage: 0,
+        replicas: {},
+      },
+      train: null,
+      rolloutMs: 5,
+      trainMs: 0,
+    });
+    expect(metrics.accuracy).toBe(0.5);
+    expect(metrics.rewardMean).toBeCloseTo(0.57);
+    expect(metrics.codeFrequency).toBe(0.5);
+    expect(metrics.codeCallsPerTrajectory).toBe(1);
+    expect(metrics.selfCorrectionRate).toBe(0.5);
+    expect(metrics.responseTokensMean).toBe(5);
+    expect(metrics.clipFraction).toBeNull();
+    expect(selfCorrected(wrong)).toBe(false);
+  });
+});

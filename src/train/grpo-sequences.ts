@@ -1,0 +1,89 @@
+/**
+ * Kept GRPO groups → the sequences one GRPO step trains on, pure.
+ *
+ * A sequence is the prompt's ids followed by every segment's ids, as the engine returned them
+ * (never re-tokenized). Loss mask: 0 on the prompt and on interpreter output, 1 on model
+ * tokens. `oldLogprobs[t]` is the behaviour policy's log π(x_t | x_<t) recorded by the engine
+ * when segment t was generated, so a trajectory resumed across steps (partial rollout) carries
+ * each segment's own logprobs from the policy version that produced it, and the importance
+ * ratio π_θ / π_behaviour corrects the older segments instead of treating them as on-policy.
+ * Trajectories with a missing advantage, without token ids or logprobs, or (on request) cut
+ * by a budget are left out and counted.
+ */
+import type { GroupOutcome } from '../rollout/types.ts';
+import type { Trajectory } from '../trajectory/trajectory.ts';
+import type { GrpoSequence } from './trainer-client.ts';
+
+export type GrpoSequenceOptions = {
+  /** Leave out trajectories cut by the token or tool-call budget (their reward says little). */
+  maskTruncated?: boolean;
+  /** Leave out trajectories longer than this many tokens (the trainer's context). */
+  maxTokens?: number;
+};
+
+export type GrpoSequenceSkip =
+  | 'advantage-missing'
+  | 'text-only'
+  | 'logprobs-missing'
+  | 'truncated'
+  | 'too-long'
+  | 'zero-advantage';
+
+export type GrpoBatch = {
+  sequences: GrpoSequence[];
+  /** The trajectory id of each sequence, in order. */
+  trajectoryIds: string[];
+  skipped: Partial<Record<GrpoSequenceSkip, number>>;
+};
+
+/** Builds the training batch of a step from its kept groups. */
+export function grpoBatch(groups: readonly GroupOutcome[], options: GrpoSequenceOptions = {}): GrpoBatch {
+  const batch: GrpoBatch = { sequences: [], trajectoryIds: [], skipped: {} };
+  for (const group of groups) {
+    if (!group.kept) continue;
+    group.trajectories.forEach((trajectory, index) => {
+      const built = grpoSequence(trajectory, group.advantages[index] ?? null, options);
+      if (typeof built === 'string') {
+        batch.skipped[built] = (batch.skipped[built] ?? 0) + 1;
+        return;
+      }
+      batch.sequences.push(built);
+      batch.trajectoryIds.push(trajectory.id);
+    });
+  }
+  return batch;
+}
+
+/** One trajectory as a GRPO sequence, or why it is left out. */
+export function grpoSequence(
+  trajectory: Trajectory,
+  advantage: number | null,
+  options: GrpoSequenceOptions = {},
+): GrpoSequence | GrpoSequenceSkip {
+  if (advantage === null) return 'advantage-missing';
+  // A zero advantage contributes no gradient; sending it would only cost compute.
+  if (advantage === 0) return 'zero-advantage';
+  const reason = trajectory.finish?.reason;
+  if (options.maskTruncated && (reason === 'max-tokens' || reason === 'max-tool-calls')) return 'truncated';
+  const promptIds = trajectory.prompt.tokenIds;
+  if (promptIds === null) return 'text-only';
+  const inputIds = [...promptIds];
+  const lossMask: number[] = promptIds.map(() => 0);
+  const oldLogprobs: number[] = promptIds.map(() => 0);
+  for (const segment of trajectory.segments) {
+    if (segment.tokenIds === null) return 'text-only';
+    inputIds.push(...segment.tokenIds);
+    if (segment.kind === 'model') {
+      if (segment.logprobs === null || segment.logprobs.length !== segment.tokenIds.length) {
+        return 'logprobs-missing';
+      }
+      lossMask.push(...segment.tokenIds.map(() => 1));
+      oldLogprobs.push(...segment.logprobs);
+    } else {
+      lossMask.push(...segment.tokenIds.map(() => 0));
+      oldLogprobs.push(...segment.tokenIds.map(() => 0));
+    }
+  }
+  if (options.maxTokens !== undefined && inputIds.length > options.maxTokens) return 'too-long';
+  return { inputIds, lossMask, oldLogprobs, advantage };
+}

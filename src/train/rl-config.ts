@@ -1,0 +1,68 @@
+/**
+ * The validated configuration of `train rl` (strict: a misspelt key is an error). Defaults are
+ * sized for the embedded model on a 2-core CPU; docs/rl.md gives each one's reason.
+ */
+import { z } from 'zod';
+import { AgentMathError } from '../shared/agentmath-error.ts';
+
+const positive = z.number().int().positive();
+
+export const rlConfigSchema = z
+  .object({
+    task: z.literal('arith').default('arith'),
+    /** The model folder RL starts from (an SFT output, e.g. .agentmath/models/arith-tool). */
+    init: z.string().min(1),
+    /** Text RL: the policy cannot run code (tool-call budget 0; a code block ends the trajectory). */
+    textOnly: z.boolean().default(false),
+    steps: positive.default(40),
+    /** B: GRPO groups kept (trained on) per step. */
+    batchSize: positive.default(8),
+    /** n: trajectories per problem. */
+    groupSize: positive.default(8),
+    learningRate: z.number().positive().default(2e-4),
+    clipEpsilonLow: z.number().min(0).default(0.2),
+    clipEpsilonHigh: z.number().min(0).default(0.28),
+    /** β of the k3 KL penalty to the initial policy; 0 = off. */
+    klCoef: z.number().min(0).default(0),
+    /** Leave trajectories cut by a budget out of the loss. */
+    maskTruncated: z.boolean().default(false),
+    /** Held-out evaluation and a kept checkpoint every K steps (0 = only at the end). */
+    evalEvery: z.number().int().nonnegative().default(10),
+    evalProblems: positive.default(80),
+    /** Difficulty levels RL problems are drawn from. */
+    levels: z.array(z.number().int().min(1).max(4)).min(1).default([1, 2, 3, 4]),
+    /** Training problems in the pool, cycled over in order. */
+    problemPool: positive.default(4000),
+    temperature: z.number().min(0).default(1),
+    maxToolCalls: z.number().int().nonnegative().default(4),
+    /** N partial rollouts per trajectory (L_seg = context / N). */
+    partialRollouts: positive.default(2),
+    mode: z.enum(['async', 'sync']).default('async'),
+    seed: z.number().int().nonnegative().default(0),
+    trainThreads: z.number().int().nonnegative().default(1),
+    sandboxWorkers: positive.default(8),
+  })
+  .strict();
+
+export type RlConfig = z.infer<typeof rlConfigSchema>;
+export type RlConfigInput = z.input<typeof rlConfigSchema>;
+
+export class RlConfigError extends AgentMathError {
+  constructor(message: string) {
+    super('RL_CONFIG_INVALID', message);
+  }
+}
+
+export function resolveRlConfig(input: unknown): RlConfig {
+  const parsed = rlConfigSchema.safeParse(input);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const field = issue?.path.join('.') || '(root)';
+  throw new RlConfigError(`RL config field "${field}": ${issue?.message ?? 'invalid'}`);
+}
+
+/** What defines a run: a resume with anything else different is refused (steps may grow). */
+export function rlDefiningConfig(config: RlConfig): Record<string, unknown> {
+  const { steps: _steps, ...defining } = config;
+  return { command: 'train rl', ...defining };
+}

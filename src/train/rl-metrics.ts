@@ -1,0 +1,109 @@
+/**
+ * One line of `metrics.jsonl` from a rollout step's groups and the GRPO step's statistics,
+ * pure. Trajectory figures cover every finished trajectory of the step's decided groups (kept
+ * and dropped), so accuracy and code frequency describe the policy, not only what was trained.
+ */
+import type { GroupOutcome, StepStats } from '../rollout/types.ts';
+import type { Trajectory } from '../trajectory/trajectory.ts';
+import type { GrpoStepResult } from './trainer-client.ts';
+
+/** The fields of `metrics.jsonl`, exactly as other tools read them. */
+export type RlMetrics = {
+  step: number;
+  policyVersion: number;
+  rewardMean: number | null;
+  accuracy: number | null;
+  codeFrequency: number | null;
+  codeCallsPerTrajectory: number | null;
+  responseTokensMean: number | null;
+  truncationRate: number;
+  selfCorrectionRate: number | null;
+  groupsKept: number;
+  groupsDropped: number;
+  clipFraction: number | null;
+  approxKl: number | null;
+  entropy: number | null;
+  gradNorm: number | null;
+  rolloutMs: number;
+  trainMs: number;
+  stage: number;
+};
+
+export type RlMetricsInput = {
+  step: number;
+  policyVersion: number;
+  groups: readonly GroupOutcome[];
+  rollout: StepStats;
+  /** Null when the step trained nothing (every group dropped). */
+  train: GrpoStepResult | null;
+  rolloutMs: number;
+  trainMs: number;
+};
+
+export function rlMetrics(input: RlMetricsInput): RlMetrics {
+  const rewards: number[] = [];
+  const trajectories: Trajectory[] = [];
+  for (const group of input.groups) {
+    group.trajectories.forEach((trajectory, index) => {
+      trajectories.push(trajectory);
+      const reward = group.rewards[index];
+      if (reward !== null && reward !== undefined) rewards.push(reward);
+    });
+  }
+  const graded = input.groups.flatMap((group) =>
+    group.trajectories.filter((_, index) => (group.rewards[index] ?? null) !== null),
+  );
+  const correct = input.groups.reduce(
+    (count, group) => count + group.rewards.filter((reward) => reward !== null && reward >= 1).length,
+    0,
+  );
+  const train = input.train;
+  return {
+    step: input.step,
+    policyVersion: input.policyVersion,
+    rewardMean: mean(rewards),
+    accuracy: graded.length === 0 ? null : correct / graded.length,
+    codeFrequency: share(trajectories, (trajectory) => trajectory.toolCalls.length > 0),
+    codeCallsPerTrajectory: mean(trajectories.map((trajectory) => trajectory.toolCalls.length)),
+    responseTokensMean: mean(trajectories.map(responseTokenCount)),
+    truncationRate: input.rollout.truncationRate,
+    selfCorrectionRate: share(trajectories, selfCorrected),
+    groupsKept: input.rollout.groupsKept,
+    groupsDropped: input.rollout.groupsDropped,
+    clipFraction: train?.clipFraction ?? null,
+    approxKl: train?.approxKlOld ?? null,
+    entropy: train?.entropy ?? null,
+    gradNorm: train?.gradNorm ?? null,
+    rolloutMs: input.rolloutMs,
+    trainMs: input.trainMs,
+    stage: input.rollout.stage,
+  };
+}
+
+/** A failed code call (error, timeout, memory) followed later by a successful one. */
+export function selfCorrected(trajectory: Trajectory): boolean {
+  let failed = false;
+  for (const call of trajectory.toolCalls) {
+    if (call.outcome.status === 'ok' && failed) return true;
+    if (call.outcome.status !== 'ok') failed = true;
+  }
+  return false;
+}
+
+/** Model-generated tokens (token ids where present, else characters of model text). */
+function responseTokenCount(trajectory: Trajectory): number {
+  let count = 0;
+  for (const segment of trajectory.segments) {
+    if (segment.kind !== 'model') continue;
+    count += segment.tokenIds?.length ?? segment.text.length;
+  }
+  return count;
+}
+
+function mean(values: readonly number[]): number | null {
+  return values.length === 0 ? null : values.reduce((sum, value) => sum + value, 0) / values.length;
+}
+
+function share<T>(items: readonly T[], predicate: (item: T) => boolean): number | null {
+  return items.length === 0 ? null : items.filter(predicate).length / items.length;
+}

@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import { parseWorkload, SIM_CONFIGURATIONS, simulate, simulationJson } from '../src/sim/index.ts';
+
+// A small long-tailed workload: 6 prompts × 4 samples on 2 replicas.
+const workload = parseWorkload(
+  {
+    name: 'small',
+    stepPrompts: 6,
+    groupSize: 4,
+    promptTokens: { constant: 200 },
+    responseTokens: { lognormal: { mu: 7.5, sigma: 1.2 }, min: 100, max: 12_000 },
+    toolCalls: { mean: 3, max: 12 },
+    toolOutputTokens: { constant: 40 },
+    toolLatencyMs: { lognormal: { mu: 6.5, sigma: 0.8 }, min: 50, max: 20_000 },
+    replicas: 2,
+    costModel: {
+      decodeBaseMs: 6.1,
+      decodePerSequenceMs: 0.033,
+      decodePerContextTokenMs: 0.000055,
+      prefillPerTokenMs: 0.033,
+    },
+    kvCapacityTokens: 60_000,
+    maxRunningRequests: 32,
+    sandboxWorkers: 8,
+    budgets: { maxTokens: 12_000, maxToolCalls: 12, partialRollouts: 3 },
+    seed: 7,
+  },
+  'test',
+);
+const ladder = SIM_CONFIGURATIONS.filter((configuration) =>
+  ['static-sync', 'async', 'async+partial+prefix-aware'].includes(configuration.name),
+);
+
+describe('agentmath simulate (the real scheduler and router in virtual time)', () => {
+  it('reports every configuration with the bound, reproducibly, and the ladder holds on a long-tailed workload', async () => {
+    const first = await simulate({ workload, steps: 6, configurations: ladder });
+    const again = await simulate({ workload, steps: 6, configurations: ladder.slice(2) });
+    const byName = Object.fromEntries(
+      first.configurations.map((configuration) => [configuration.name, configuration]),
+    );
+    expect(Object.keys(byName)).toEqual(['static-sync', 'async', 'async+partial+prefix-aware']);
+    expect(byName['static-sync']?.speedup).toBe(1);
+    expect(byName['static-sync']?.batchSpeedup).toBe(1);
+    const sync = byName['static-sync']?.batchSeconds ?? 0;
+    const asyncStep = byName.async?.batchSeconds ?? 0;
+    const full = byName['async+partial+prefix-aware']?.batchSeconds ?? 0;
+    expect(asyncStep).toBeLessThan(sync);
+    expect(full).toBeLessThan(asyncStep);
+    // Nothing beats the bound.
+    for (const configuration of first.configurations)
+      expect(configuration.batchSeconds).toBeGreaterThanOrEqual(first.bound.stepSeconds);
+    for (const configuration of first.configurations) {
+      expect(configuration.steps).toHaveLength(6);
+      expect(configuration.busyFraction).toBeGreaterThan(0);
+      expect(configuration.busyFraction).toBeLessThanOrEqual(1);
+      expect(configuration.tokensPerSecond).toBeGreaterThan(0);
+    }
+    // Same inputs, same figures.
+    expect(again.configurations[0]?.stepSeconds).toBe(byName['async+partial+prefix-aware']?.stepSeconds);
+    const json = simulationJson(first) as {
+      bound: { stepSeconds: number };
+      configurations: Record<string, unknown>[];
+    };
+    expect(json.bound.stepSeconds).toBe(first.bound.stepSeconds);
+    expect(Object.keys(json.configurations[0] ?? {})).toEqual(
+      expect.arrayContaining([
+        'name',
+        'stepSeconds',
+        'speedup',
+        'tokensPerSecond',
+        'reprefillTokens',
+        'preemptions',
+        'busyFraction',
+      ]),
+    );
+  }, 300_000);
+});
