@@ -58,6 +58,9 @@ export class SymbolicChecker {
     }
     if (outcome.status !== 'ok') {
       await this.discard(session);
+      // A check killed for ignoring its time limit ran out of time (the answer's cost, as below);
+      // any other kill (crash, lost node, expired session) is the sandbox failing under it.
+      if (outcome.status === 'killed' && outcome.reason.startsWith('timeout')) return { outcome: 'timeout' };
       if (outcome.status === 'killed')
         return { outcome: 'unavailable', cause: `session killed: ${outcome.reason}` };
       if (outcome.status === 'error') return { outcome: 'error', message: outcome.exception };
