@@ -5,6 +5,7 @@
  * is batch 1: the ratio says what continuous batching buys.
  */
 
+import { generateExactly } from '../engine/embedded/generate-exactly.ts';
 import { ascending, percentile } from '../shared/percentile.ts';
 import { TrainerClient } from '../train/index.ts';
 
@@ -127,30 +128,14 @@ export async function benchEngine(options: EngineBenchOptions): Promise<EngineBe
   return { url, promptTokens, newTokens, rounds, generation, sft };
 }
 
-async function generate(
+function generate(
   url: string,
   headers: Record<string, string>,
   inputIds: number[],
   maxNewTokens: number,
   seed: number,
 ): Promise<void> {
-  const response = await fetch(`${url}/generate`, {
-    method: 'POST',
-    headers,
-    body: JSON.stringify({
-      input_ids: inputIds,
-      sampling_params: {
-        max_new_tokens: maxNewTokens,
-        temperature: 1.0,
-        ignore_eos: true,
-        sampling_seed: seed,
-      },
-    }),
-  });
-  const body = (await response.json()) as { output_ids?: number[] };
-  if (!response.ok || body.output_ids?.length !== maxNewTokens) {
-    throw new Error(`/generate answered HTTP ${response.status} with ${body.output_ids?.length} tokens`);
-  }
+  return generateExactly({ url, headers, inputIds, maxNewTokens, seed });
 }
 
 /** Nearest-rank percentile `p` (0–100) of unsorted values. */

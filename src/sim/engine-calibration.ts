@@ -4,6 +4,7 @@
  * equal requests generating a fixed number of tokens, EOS ignored; the time per iteration is
  * what is left after the prefill line, over the tokens). Every request is seeded.
  */
+import { generateExactly } from '../engine/embedded/generate-exactly.ts';
 import { type CostModelFit, type DecodePoint, fitCostModel, type PrefillPoint } from './cost-model-fit.ts';
 
 export type EngineCalibrationOptions = {
@@ -77,24 +78,6 @@ function median(values: number[]): number {
   return sorted[Math.floor((sorted.length - 1) / 2)] as number;
 }
 
-async function generate(url: string, inputIds: number[], maxNewTokens: number, seed: number): Promise<void> {
-  const response = await fetch(`${url}/generate`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({
-      input_ids: inputIds,
-      sampling_params: {
-        max_new_tokens: maxNewTokens,
-        temperature: 1.0,
-        ignore_eos: true,
-        sampling_seed: seed,
-      },
-    }),
-  });
-  const body = (await response.json()) as { output_ids?: number[] };
-  if (!response.ok || body.output_ids?.length !== maxNewTokens) {
-    throw new Error(
-      `calibration: ${url}/generate answered HTTP ${response.status} with ${body.output_ids?.length} tokens`,
-    );
-  }
+function generate(url: string, inputIds: number[], maxNewTokens: number, seed: number): Promise<void> {
+  return generateExactly({ url, inputIds, maxNewTokens, seed });
 }

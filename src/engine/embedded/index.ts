@@ -15,6 +15,7 @@ export {
   findEmbeddedModel,
   isModelFolder,
 } from './embedded-model-paths.ts';
+export { generateExactly } from './generate-exactly.ts';
 export {
   defaultPython,
   type EmbeddedWorker,
