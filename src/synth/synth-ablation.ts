@@ -18,7 +18,7 @@ import { runSft, type SftEvent } from '../train/sft-run.ts';
 import type { TrainingReport } from '../train/training-report.ts';
 import { type ArithNoise, DEFAULT_ARITH_NOISE, startArithTeacherServer } from './arith-teacher.ts';
 import { OpenAiTeacher } from './openai-teacher.ts';
-import type { SynthStage } from './synth-record.ts';
+import { SYNTH_STAGES, type SynthStage } from './synth-record.ts';
 import { runSynth, type SynthEvent } from './synth-run.ts';
 
 /** The paper's AIME24 figures for the same rows (AgentMath ablation). */
@@ -35,28 +35,12 @@ export const ABLATION_ROWS: { name: string; stages: SynthStage[]; masked: boolea
   },
   {
     name: '+ self-correction',
-    stages: [
-      'decontaminate',
-      'format',
-      'executability',
-      'alignment',
-      'rationality',
-      'answer',
-      'self-correction',
-    ],
+    stages: [...SYNTH_STAGES],
     masked: false,
   },
   {
     name: '+ masking',
-    stages: [
-      'decontaminate',
-      'format',
-      'executability',
-      'alignment',
-      'rationality',
-      'answer',
-      'self-correction',
-    ],
+    stages: [...SYNTH_STAGES],
     masked: true,
   },
 ];
