@@ -21,7 +21,7 @@ import {
 import { createSeededRandom } from '../tasks/seeded-random.ts';
 import { BlockKeyCache } from './block-key-cache.ts';
 import { SIM_CONFIGURATIONS, type SimConfiguration } from './sim-configurations.ts';
-import { SimulatedEngine, type SimulatedEngineMetrics } from './simulated-engine.ts';
+import { emptyEngineMetrics, SimulatedEngine, type SimulatedEngineMetrics } from './simulated-engine.ts';
 import { SimulatedPolicy } from './simulated-policy.ts';
 import { SimulatedSandbox } from './simulated-sandbox.ts';
 import { type StepBound, stepBound } from './step-bound.ts';
@@ -251,16 +251,7 @@ async function simulateConfiguration(
 }
 
 function totals(engines: readonly SimulatedEngine[]): SimulatedEngineMetrics {
-  const sum: SimulatedEngineMetrics = {
-    requests: 0,
-    promptTokens: 0,
-    cachedTokens: 0,
-    prefillTokens: 0,
-    reprefillTokens: 0,
-    preemptions: 0,
-    generatedTokens: 0,
-    busyMs: 0,
-  };
+  const sum = emptyEngineMetrics();
   for (const engine of engines) {
     const metrics = engine.metrics();
     for (const key of Object.keys(sum) as (keyof SimulatedEngineMetrics)[]) sum[key] += metrics[key];

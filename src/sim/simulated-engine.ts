@@ -53,6 +53,20 @@ export type SimulatedEngineMetrics = {
   busyMs: number;
 };
 
+/** Every counter at zero. */
+export function emptyEngineMetrics(): SimulatedEngineMetrics {
+  return {
+    requests: 0,
+    promptTokens: 0,
+    cachedTokens: 0,
+    prefillTokens: 0,
+    reprefillTokens: 0,
+    preemptions: 0,
+    generatedTokens: 0,
+    busyMs: 0,
+  };
+}
+
 /** The request cannot fit this replica's KV cache even alone. */
 export class KvCapacityExceededError extends AgentMathError {
   constructor(engine: string, tokens: number, capacity: number) {
@@ -104,16 +118,7 @@ export class SimulatedEngine implements Engine {
   #running: Sequence[] = [];
   #ownTokens = 0;
   #stretch: Stretch | null = null;
-  readonly #metrics: SimulatedEngineMetrics = {
-    requests: 0,
-    promptTokens: 0,
-    cachedTokens: 0,
-    prefillTokens: 0,
-    reprefillTokens: 0,
-    preemptions: 0,
-    generatedTokens: 0,
-    busyMs: 0,
-  };
+  readonly #metrics: SimulatedEngineMetrics = emptyEngineMetrics();
 
   constructor(options: SimulatedEngineOptions) {
     this.name = options.name;
