@@ -1,7 +1,8 @@
 /**
  * SFT end to end on the `test` preset (a few steps, a few dozen problems): the CLI writes a
  * report after training through the real worker and evaluating through the real agent loop
- * and sandbox; the loss decreases; the batches sent mask the interpreter output; a run
+ * and sandbox; the loss decreases; the batches recorded on the wire to the worker mask the
+ * prompt and interpreter output and nothing else; a run
  * interrupted after a checkpoint and resumed continues at the same step with the same data,
  * weights and optimizer state (its losses equal the uninterrupted run's).
  */
@@ -12,12 +13,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createByteLevelTokenizer } from '../src/engine/index.ts';
-import { getDialect } from '../src/protocol/index.ts';
 import { taskSolutionSchema } from '../src/tasks/index.ts';
 import {
-  buildSftExample,
-  planSftBatches,
   readSftState,
   runSft,
   type SftConfigInput,
@@ -78,6 +75,9 @@ function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr:
 }
 
 let folder: string;
+/** `/train/sft_step` bodies as sent on the wire (snake_case), recorded by the resume test's first run. */
+type SentStep = { sequences: Array<{ input_ids: number[]; loss_mask: number[] }> };
+const sentSteps: SentStep[] = [];
 let cliRun: { code: number; stdout: string; stderr: string };
 let cliReport: TrainingReport;
 
@@ -155,27 +155,6 @@ describe('agentmath train sft', () => {
     expect(losses.at(-1)!).toBeLessThan(losses[0]! - 0.5);
   });
 
-  it('sends batches whose interpreter tokens have loss mask 0', async () => {
-    const lines = (await readFile(join(folder, 'cli', 'data-tool.jsonl'), 'utf8')).trim().split('\n');
-    const solutions = lines.map((line) => taskSolutionSchema.parse(JSON.parse(line)));
-    const tokenizer = createByteLevelTokenizer();
-    const examples = solutions
-      .map((solution) => buildSftExample(solution, tokenizer, getDialect('tags')))
-      .filter((example) => example.inputIds.length <= 256);
-    const plan = planSftBatches({ examples, batchSize: 4, seed: 1 });
-    const byId = new Map(solutions.map((solution) => [solution.problem.id, solution]));
-    for (const example of plan.batchAt(0)) {
-      const solution = byId.get(example.id)!;
-      const tool = solution.segments.find((segment) => segment.kind === 'tool')!.text;
-      expect(tool).toMatch(/^\n<interpreter>\n.*\n<\/interpreter>\n$/s);
-      const masked = Buffer.from(
-        example.inputIds.filter((id, index) => example.lossMask[index] === 0 && id < 256),
-      );
-      // Prompt, then the interpreter output: nothing else is masked.
-      expect(masked.toString('utf8')).toBe(`<|user|>\n${solution.problem.problem}\n<|assistant|>\n${tool}`);
-    }
-  });
-
   it('resumes from the last checkpoint at the same step with the same data and optimizer state', async () => {
     const dir = join(folder, 'resumed');
     const abort = new AbortController();
@@ -185,9 +164,14 @@ describe('agentmath train sft', () => {
       steps.push(event.step);
       if (event.step === 3) abort.abort();
     };
-    await expect(runSft({ dir, config, onEvent: record, signal: abort.signal })).rejects.toBeInstanceOf(
-      SftInterruptedError,
-    );
+    const recorder: typeof fetch = async (input, init) => {
+      if (String(input).endsWith('/train/sft_step'))
+        sentSteps.push(JSON.parse(String(init?.body)) as SentStep);
+      return fetch(input, init);
+    };
+    await expect(
+      runSft({ dir, config, onEvent: record, signal: abort.signal, trainerFetch: recorder }),
+    ).rejects.toBeInstanceOf(SftInterruptedError);
     const state = await readSftState(dir);
     expect(state?.step).toBe(3);
     expect(state?.checkpoint).toBe('checkpoints/step-3');
@@ -202,4 +186,31 @@ describe('agentmath train sft', () => {
     expect(actual).toHaveLength(8);
     for (const [index, loss] of actual.entries()) expect(loss).toBeCloseTo(expected[index]!, 4);
   }, 60_000);
+  it('sends the worker sequences whose prompt and interpreter tokens, and only those, have loss mask 0', async () => {
+    // The bodies recorded on the wire by the resumed run's first invocation (steps 1-3).
+    expect(sentSteps.length).toBeGreaterThanOrEqual(3);
+    const lines = (await readFile(join(folder, 'resumed', 'data-tool.jsonl'), 'utf8')).trim().split('\n');
+    const solutions = lines.map((line) => taskSolutionSchema.parse(JSON.parse(line)));
+    const decode = (ids: number[]) => Buffer.from(ids.filter((id) => id < 256)).toString('utf8');
+    let checked = 0;
+    for (const body of sentSteps) {
+      expect(body.sequences).toHaveLength(4);
+      for (const sequence of body.sequences) {
+        expect(sequence.loss_mask).toHaveLength(sequence.input_ids.length);
+        const text = decode(sequence.input_ids);
+        const solution = solutions.find((candidate) => text.includes(`\n${candidate.problem.problem}\n`));
+        expect(solution, text.slice(0, 80)).toBeDefined();
+        const tool = solution!.segments.find((segment) => segment.kind === 'tool')!.text;
+        expect(tool).toMatch(/^\n<interpreter>\n.*\n<\/interpreter>\n$/s);
+        const masked = decode(sequence.input_ids.filter((_, index) => sequence.loss_mask[index] === 0));
+        const trained = decode(sequence.input_ids.filter((_, index) => sequence.loss_mask[index] === 1));
+        // Prompt, then the interpreter output: nothing else is masked, and no interpreter byte is trained.
+        expect(masked).toBe(`<|user|>\n${solution!.problem.problem}\n<|assistant|>\n${tool}`);
+        expect(trained).not.toContain('<interpreter>');
+        expect(trained).toContain('\\boxed{');
+        checked++;
+      }
+    }
+    expect(checked).toBe(4 * sentSteps.length);
+  });
 });

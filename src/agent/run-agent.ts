@@ -11,8 +11,8 @@
 import { randomUUID } from 'node:crypto';
 import type { ChatMessage, Tokenizer } from '../engine/tokenizer.ts';
 import type { GenerateResult } from '../engine/types.ts';
-import { extractBoxedAnswer } from '../protocol/boxed-answer.ts';
 import type { ClosedCode, Dialect } from '../protocol/dialect.ts';
+import { finalAnswer } from '../protocol/response-parser.ts';
 import { type Clock, systemClock } from '../shared/clock.ts';
 import type {
   ModelSegment,
@@ -254,7 +254,7 @@ async function drive(
   const releaseStarted = clock.now();
   await tools.release(parkHere && options.park ? { park: options.park, trajectoryId: trajectory.id } : null);
   trajectory.timing.toolMs += clock.now() - releaseStarted;
-  trajectory.answer = extractBoxedAnswer(modelText(trajectory));
+  trajectory.answer = finalAnswer(modelText(trajectory), options.dialect.markup);
   trajectory.finish = finish;
   trajectory.timing.finishedAt = now().toISOString();
   emit({ type: 'trajectory-finish', trajectory });
@@ -348,7 +348,7 @@ function nextStep(state: LoopState, result: GenerateResult, dialect: Dialect): N
   if (endedWithEos(result)) {
     return {
       type: 'finish',
-      reason: extractBoxedAnswer(modelText(state.trajectory)) === null ? 'no-answer' : 'answer',
+      reason: finalAnswer(modelText(state.trajectory), dialect.markup) === null ? 'no-answer' : 'answer',
     };
   }
   const closed = dialect.closedCodeAtEnd(state.turnText, result.matchedStop);

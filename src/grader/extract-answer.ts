@@ -13,6 +13,7 @@
  *   6. a short one-line response (a word answer such as "Evelyn").
  * Double-escaped LaTeX as stored in some JSON datasets (`\\frac`) is un-escaped first.
  */
+import { lastBox } from '../shared/boxed-answer.ts';
 
 export type Extraction = { answer: string; source: 'boxed' | 'phrase' | 'math' | 'bare' | 'number' };
 
@@ -183,36 +184,6 @@ function withAdjacentBoxes(text: string, last: { content: string; start: number 
     end -= before[0].length;
   }
   return items.join(', ');
-}
-
-/** The content of the last closed box, found from one stack pass over the braces. */
-function lastBox(text: string): { content: string; start: number } | null {
-  if (!text.includes('\\boxed') && !text.includes('\\fbox')) return null;
-  const closing = new Int32Array(text.length).fill(-1);
-  const stack: number[] = [];
-  for (let index = 0; index < text.length; index++) {
-    const character = text.charCodeAt(index);
-    if (character === 92 /* \ */) index++;
-    else if (character === 123 /* { */) stack.push(index);
-    else if (character === 125 /* } */) {
-      const open = stack.pop();
-      if (open !== undefined) closing[open] = index;
-    }
-  }
-  const commands = [...text.matchAll(/\\(?:boxed|fbox)(?![A-Za-z])/g)];
-  for (let index = commands.length - 1; index >= 0; index--) {
-    const command = commands[index]!;
-    let position = command.index + command[0].length;
-    while (text[position] === ' ' || text[position] === '\t') position++;
-    if (text[position] === '{') {
-      const end = closing[position]!;
-      if (end !== -1) return { content: text.slice(position + 1, end), start: command.index };
-    } else {
-      const token = /^ ?([^\s${}]+)/.exec(text.slice(command.index + command[0].length, position + 200));
-      if (token?.[1]) return { content: token[1], start: command.index };
-    }
-  }
-  return null;
 }
 
 const PHRASES = /(?:final answer|the answer)\s*(?:is|:|=)\s*:?|\banswer\s*:/gi;

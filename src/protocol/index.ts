@@ -1,5 +1,5 @@
 /** The protocol module: dialects, the response parser, tool-result rendering, answer extraction. */
-export { extractBoxedAnswer, findBoxes } from './boxed-answer.ts';
+export { extractBoxedAnswer } from '../shared/boxed-answer.ts';
 export { createDialect, type DialectSpec, normalizeCode } from './create-dialect.ts';
 export type {
   BlockMarkup,
@@ -13,6 +13,7 @@ export { dialects, getDialect, UnknownDialectError } from './dialects.ts';
 export { markdownDialect } from './markdown-dialect.ts';
 export {
   type FormatIssue,
+  finalAnswer,
   type ParsedResponse,
   type ParseOptions,
   parseResponse,

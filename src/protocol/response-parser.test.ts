@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { markdownDialect } from './markdown-dialect.ts';
-import { parseResponse } from './response-parser.ts';
+import { finalAnswer, parseResponse } from './response-parser.ts';
 import { tagsDialect } from './tags-dialect.ts';
 
 const tags = (text: string) => parseResponse(text, tagsDialect.markup);
@@ -159,5 +159,15 @@ describe('parseResponse resumes', () => {
         fullRest.map((part) => [part.kind, part.text, part.start]),
       );
     }
+  });
+});
+
+describe('finalAnswer', () => {
+  it('reads the last box in prose, never one inside code or interpreter output', () => {
+    const code =
+      'Check.\n<code>\nprint("\\\\boxed{7}")\n</code>\n<interpreter>\n\\boxed{7}\n</interpreter>\n';
+    expect(finalAnswer(code, tagsDialect.markup)).toBeNull();
+    expect(finalAnswer(`${code}So \\boxed{8}.`, tagsDialect.markup)).toBe('8');
+    expect(finalAnswer('\\boxed{1}\n```python\nx = "\\boxed{2}"\n```\n', markdownDialect.markup)).toBe('1');
   });
 });

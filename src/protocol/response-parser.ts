@@ -4,7 +4,7 @@
  * text: unclosed blocks end at the end of the text, stray closers and nested openers stay
  * in the prose, and each oddity is reported as a format issue.
  */
-import { extractBoxedAnswer } from './boxed-answer.ts';
+import { extractBoxedAnswer } from '../shared/boxed-answer.ts';
 import type { BlockMarkup, DialectMarkup } from './dialect.ts';
 
 export type ResponsePartKind = 'reasoning' | 'code' | 'tool-output' | 'answer';
@@ -150,6 +150,15 @@ export function parseResponse(
 
   classifyFinalProse(parts, reasoning === 'closed');
   return { parts, issues, answer: proseAnswer(parts), resume };
+}
+
+/**
+ * A response's final answer: the last `\boxed{}` in its prose, never one inside a code block or
+ * an interpreter output (a program that prints `\boxed{7}` has not answered 7). The agent loop
+ * sets `trajectory.answer` with this, and `eval`, SFT, RL and the synthesis grade that answer.
+ */
+export function finalAnswer(response: string, markup: DialectMarkup): string | null {
+  return parseResponse(response, markup).answer;
 }
 
 /** Without a closed reasoning wrapper, a final prose part holding a box is the answer. */

@@ -1,14 +1,20 @@
 /**
- * Held-out accuracy of a served model on arith eval problems, measured through the real
- * agent loop: `runAgent` with the SGLang client on the worker's `/generate`, code run in a
- * jailed local sandbox, the final answer graded by `gradeTrajectory` with `gradeAnswer`
- * (the rule `eval` uses). Greedy decoding by
- * default; `concurrency` trajectories are in flight at once so the worker batches them.
+ * Held-out accuracy of a served model on arith eval problems, measured by the evaluation
+ * runner (`runEval`, the pool and grading `agentmath eval` uses): each problem solved through
+ * the real agent loop (`runAgent` with the SGLang client on the worker's `/generate`, code run
+ * in a jailed local sandbox), its final answer graded by `gradeTrajectory` with `gradeAnswer`,
+ * every trajectory appended to `outDir/trajectories.jsonl` with its grade, and `summary.json`
+ * written at the end. So SFT's and RL's held-out figures are `eval`'s figures on the same
+ * trajectories, and `agentmath report outDir` shows them. Greedy decoding by default;
+ * `concurrency` trajectories are in flight at once so the worker batches them.
  */
+import { rm } from 'node:fs/promises';
 import { problemOnlyPrompt, runAgent } from '../agent/index.ts';
 import { createByteLevelTokenizer, createEngine } from '../engine/index.ts';
-import { gradeTrajectory } from '../eval/trajectory-grade.ts';
-import { gradeAnswer } from '../grader/index.ts';
+import { runEval } from '../eval/eval-runner.ts';
+import { readRunTrajectories } from '../eval/run-folder.ts';
+import { gradeTrajectory, readGrade } from '../eval/trajectory-grade.ts';
+import { answersEquivalent, gradeAnswer } from '../grader/index.ts';
 import { getDialect } from '../protocol/index.ts';
 import { createLocalSandbox } from '../sandbox/index.ts';
 import type { ArithProblem } from '../tasks/index.ts';
@@ -25,8 +31,14 @@ export type HeldOutEvalResult = {
   /** Trajectories that ran at least one code block. */
   usedTools: number;
   toolCalls: number;
+  /** Trajectories whose grade had no verdict (grader outage): in no accuracy. */
+  gradeUnavailable: number;
+  /** Mean response length (tokens: model and interpreter segments). */
+  responseTokensMean: number;
   finishReasons: Partial<Record<TrajectoryFinishReason, number>>;
   wallMs: number;
+  /** The evaluation run folder (config.json, trajectories.jsonl, summary.json). */
+  runDir: string;
   /** A few trajectories, for the report: problem, reference, the model's full response. */
   samples: Array<{
     id: string;
@@ -43,6 +55,13 @@ export type HeldOutEvalOptions = {
   engineUrl: string;
   problems: readonly ArithProblem[];
   contextTokens: number;
+  /** Folder of the evaluation run (created; see `fresh`). */
+  outDir: string;
+  /**
+   * Start from an empty folder (default false: a folder left by an interrupted evaluation of
+   * the same weights is resumed, its graded trajectories kept).
+   */
+  fresh?: boolean;
   concurrency?: number;
   maxToolCalls?: number;
   temperature?: number;
@@ -50,10 +69,14 @@ export type HeldOutEvalOptions = {
   signal?: AbortSignal;
 };
 
-/** Runs every problem through the agent loop and grades the answers. */
+/** The benchmark name held-out runs are saved under. */
+export const HELD_OUT_BENCHMARK = 'arith-held-out';
+
+/** Runs every problem through the evaluation runner and reads its figures back. */
 export async function evaluateHeldOut(options: HeldOutEvalOptions): Promise<HeldOutEvalResult> {
   const { problems, contextTokens, concurrency = 32, maxToolCalls = 4, temperature = 0 } = options;
   const started = Date.now();
+  if (options.fresh === true) await rm(options.outDir, { recursive: true, force: true });
   const engine = createEngine({
     api: 'sglang',
     url: options.engineUrl,
@@ -69,80 +92,91 @@ export async function evaluateHeldOut(options: HeldOutEvalOptions): Promise<Held
     preload: [],
     acquireTimeoutMs: 600_000,
   });
-  const outcomes: Array<{
-    problem: ArithProblem;
-    correct: boolean;
-    answer: string | null;
-    response: string;
-  }> = [];
-  const finishReasons: HeldOutEvalResult['finishReasons'] = {};
-  let usedTools = 0;
-  let toolCalls = 0;
-  let correctSoFar = 0;
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < problems.length) {
-      if (options.signal?.aborted) return;
-      const problem = problems[next++]!;
-      const trajectory = await runAgent(
-        { id: problem.id, text: problem.problem },
-        {
-          engine,
-          tokenizer,
-          sandbox,
-          dialect,
-          prompt: problemOnlyPrompt,
-          budgets: { maxTotalTokens: contextTokens, maxToolCalls, maxNewTokensPerTurn: contextTokens },
-          sampling: { temperature, topP: 1, seed: 0 },
-          ...(options.signal === undefined ? {} : { signal: options.signal }),
-        },
-      );
-      const response = trajectory.segments.map((segment) => segment.text).join('');
-      // Graded as `eval` grades: the trajectory's final answer (its last \boxed{} in model
-      // text), never the joined response, whose interpreter output may hold a \boxed{} too.
-      const grade = await gradeTrajectory(trajectory, problem.answer, gradeAnswer);
-      const reason = trajectory.finish?.reason;
-      if (reason !== undefined) finishReasons[reason] = (finishReasons[reason] ?? 0) + 1;
-      if (trajectory.toolCalls.length > 0) usedTools++;
-      toolCalls += trajectory.toolCalls.length;
-      if (grade.correct) correctSoFar++;
-      outcomes.push({ problem, correct: grade.correct === true, answer: trajectory.answer, response });
-      options.onProgress?.(outcomes.length, problems.length, correctSoFar);
-    }
-  };
+  const budgets = { maxTotalTokens: contextTokens, maxToolCalls, maxNewTokensPerTurn: contextTokens };
+  const sampling = { temperature, topP: 1, seed: 0 };
+  const benchmarkProblems = problems.map((problem) => ({
+    id: problem.id,
+    problem: problem.problem,
+    answer: problem.answer,
+  }));
   try {
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, problems.length)) }, worker));
+    const result = await runEval({
+      benchmark: { name: HELD_OUT_BENCHMARK, problems: benchmarkProblems },
+      k: 1,
+      concurrency,
+      outDir: options.outDir,
+      resume: true,
+      config: { engine: { api: 'sglang', url: options.engineUrl }, budgets, sampling, dialect: 'tags' },
+      solve: (problem, sample, signal) =>
+        runAgent(
+          { id: problem.id, text: problem.problem },
+          {
+            engine,
+            tokenizer,
+            sandbox,
+            dialect,
+            prompt: problemOnlyPrompt,
+            budgets,
+            sampling,
+            sample,
+            signal,
+          },
+        ),
+      grade: (trajectory, problem) => gradeTrajectory(trajectory, problem.answer, gradeAnswer, { sandbox }),
+      equivalent: (left, right) => answersEquivalent(left, right, { sandbox }),
+      onProgress: (progress) => options.onProgress?.(progress.done, progress.total, progress.correct),
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+    });
+    if (result.status === 'interrupted')
+      throw options.signal?.reason ?? new Error('held-out evaluation interrupted');
+    const { summary } = result;
+    const trajectories = await readRunTrajectories(options.outDir);
+    const byId = new Map(problems.map((problem) => [problem.id, problem]));
+    const outcomes = trajectories
+      .map((trajectory) => ({ trajectory, problem: byId.get(trajectory.problemId as string) }))
+      .filter(
+        (entry): entry is { trajectory: (typeof trajectories)[number]; problem: ArithProblem } =>
+          entry.problem !== undefined && readGrade(entry.trajectory)?.correct !== null,
+      )
+      .map(({ trajectory, problem }) => ({
+        trajectory,
+        problem,
+        correct: readGrade(trajectory)?.correct === true,
+      }))
+      .sort((a, b) => problems.indexOf(a.problem) - problems.indexOf(b.problem));
+    const overall = accuracyOf('all', outcomes);
+    return {
+      problems: overall.problems,
+      correct: overall.correct,
+      accuracy: overall.accuracy,
+      byLevel: [...new Set(outcomes.map((outcome) => outcome.problem.level))]
+        .sort((a, b) => a - b)
+        .map((level) =>
+          accuracyOf(
+            level,
+            outcomes.filter((outcome) => outcome.problem.level === level),
+          ),
+        ),
+      usedTools: outcomes.filter(({ trajectory }) => trajectory.toolCalls.length > 0).length,
+      toolCalls: outcomes.reduce((total, { trajectory }) => total + trajectory.toolCalls.length, 0),
+      gradeUnavailable: summary.gradeUnavailable,
+      responseTokensMean: summary.length.mean,
+      finishReasons: summary.finishReasons as HeldOutEvalResult['finishReasons'],
+      wallMs: Date.now() - started,
+      runDir: options.outDir,
+      samples: outcomes.slice(0, 4).map(({ trajectory, problem, correct }) => ({
+        id: problem.id,
+        level: problem.level,
+        reference: problem.answer,
+        answer: trajectory.answer,
+        correct,
+        response: trajectory.segments.map((segment) => segment.text).join(''),
+      })),
+    };
   } finally {
     engine.close();
     await sandbox.close();
   }
-  outcomes.sort((a, b) => problems.indexOf(a.problem) - problems.indexOf(b.problem));
-  const overall = accuracyOf('all', outcomes);
-  return {
-    problems: overall.problems,
-    correct: overall.correct,
-    accuracy: overall.accuracy,
-    byLevel: [...new Set(outcomes.map((outcome) => outcome.problem.level))]
-      .sort((a, b) => a - b)
-      .map((level) =>
-        accuracyOf(
-          level,
-          outcomes.filter((outcome) => outcome.problem.level === level),
-        ),
-      ),
-    usedTools,
-    toolCalls,
-    finishReasons,
-    wallMs: Date.now() - started,
-    samples: outcomes.slice(0, 4).map(({ problem, correct, answer, response }) => ({
-      id: problem.id,
-      level: problem.level,
-      reference: problem.answer,
-      answer,
-      correct,
-      response,
-    })),
-  };
 }
 
 function accuracyOf(level: number | 'all', outcomes: ReadonlyArray<{ correct: boolean }>): LevelAccuracy {

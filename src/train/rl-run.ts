@@ -45,6 +45,8 @@ export const RL_FILES = {
   metrics: 'metrics.jsonl',
   evals: 'evals.jsonl',
   checkpoints: 'checkpoints',
+  /** One evaluation run folder per held-out evaluation (`eval-runs/step-00010`). */
+  evalRuns: 'eval-runs',
 } as const;
 
 /** One line of `evals.jsonl`: held-out figures after `step` steps. */
@@ -209,7 +211,14 @@ export async function runRl(options: RlRunOptions): Promise<RlMetrics[]> {
           options.onEvent?.({ type: 'rl-step', metrics, rollout: result.stats, skipped: batch.skipped });
           const last = step + 1 === config.steps;
           if ((config.evalEvery > 0 && (step + 1) % config.evalEvery === 0) || last) {
-            const record = await heldOutEval(worker.url, config, info.contextLength, step, policyVersion);
+            const record = await heldOutEval(
+              worker.url,
+              folder,
+              config,
+              info.contextLength,
+              step,
+              policyVersion,
+            );
             await appendLine(join(folder, RL_FILES.evals), record);
             options.onEvent?.({ type: 'rl-eval', record });
           }
@@ -243,6 +252,7 @@ export function checkpointPath(folder: string, step: number): string {
 
 async function heldOutEval(
   url: string,
+  folder: string,
   config: RlConfig,
   contextTokens: number,
   step: number,
@@ -252,6 +262,9 @@ async function heldOutEval(
     engineUrl: url,
     problems: arithEvalProblems({ count: config.evalProblems, levels: config.levels }),
     contextTokens,
+    // A step redone after a kill may have other weights: its evaluation starts afresh.
+    outDir: join(folder, RL_FILES.evalRuns, `step-${String(step).padStart(5, '0')}`),
+    fresh: true,
     maxToolCalls: config.textOnly ? 0 : config.maxToolCalls,
     temperature: 0,
   });
@@ -261,7 +274,7 @@ async function heldOutEval(
     accuracy: result.accuracy,
     codeFrequency: result.problems === 0 ? 0 : result.usedTools / result.problems,
     toolCallsPerTrajectory: result.problems === 0 ? 0 : result.toolCalls / result.problems,
-    responseTokensMean: null,
+    responseTokensMean: result.responseTokensMean,
     byLevel: result.byLevel,
     problems: result.problems,
     wallMs: result.wallMs,

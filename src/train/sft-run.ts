@@ -61,6 +61,8 @@ export type SftRunOptions = {
   signal?: AbortSignal;
   /** Receives the worker's log lines. */
   workerLog?: (line: string) => void;
+  /** HTTP client for the trainer routes (default the global fetch): a proxy, or a recorder. */
+  trainerFetch?: typeof fetch;
 };
 
 /** A run folder already holds a run (and `--resume` was not given), or holds none to resume. */
@@ -82,6 +84,9 @@ export class SftInterruptedError extends AgentMathError {
  * step on a shared machine does not shorten the whole run.
  */
 const CALIBRATION_STEPS = 50;
+
+/** The held-out evaluation's run folder inside the model folder (an `eval` run folder). */
+export const SFT_EVAL_DIR = 'held-out-eval';
 
 /** Runs (or resumes) SFT in `dir` and returns the training report. */
 export async function runSft(options: SftRunOptions): Promise<TrainingReport> {
@@ -112,7 +117,10 @@ export async function runSft(options: SftRunOptions): Promise<TrainingReport> {
     ...(options.workerLog ? { onLog: (line: string) => options.workerLog?.(line) } : {}),
   });
   try {
-    const trainer = new TrainerClient({ baseUrl: worker.url });
+    const trainer = new TrainerClient({
+      baseUrl: worker.url,
+      ...(options.trainerFetch === undefined ? {} : { fetch: options.trainerFetch }),
+    });
     const info = await trainer.modelInfo();
     emit({
       type: 'worker-ready',
@@ -153,6 +161,7 @@ export async function runSft(options: SftRunOptions): Promise<TrainingReport> {
       engineUrl: worker.url,
       problems: arithEvalProblems({ count: config.evalProblems, levels: config.levels }),
       contextTokens: info.contextLength,
+      outDir: join(dir, SFT_EVAL_DIR),
       concurrency: config.evalConcurrency,
       maxToolCalls: config.evalMaxToolCalls,
       onProgress: (done, total, correct) => emit({ type: 'eval-progress', done, total, correct }),

@@ -117,15 +117,21 @@ export class TrainerClient implements Trainer {
   readonly baseUrl: string;
   readonly #timeoutMs: number;
   readonly #headers: Record<string, string>;
+  readonly #fetch: typeof fetch;
 
-  /** `apiKey`: the worker's key (`engine serve --api-key`), sent as a bearer token. */
+  /**
+   * `apiKey`: the worker's key (`engine serve --api-key`), sent as a bearer token. `fetch`:
+   * the HTTP client (default the global one), for a proxy or for recording what is sent.
+   */
   constructor({
     baseUrl,
     timeoutMs = 600_000,
     apiKey,
-  }: { baseUrl: string; timeoutMs?: number; apiKey?: string }) {
+    fetch: fetchImpl = fetch,
+  }: { baseUrl: string; timeoutMs?: number; apiKey?: string; fetch?: typeof fetch }) {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
     this.#timeoutMs = timeoutMs;
+    this.#fetch = fetchImpl;
     this.#headers = {
       'Content-Type': 'application/json',
       ...(apiKey === undefined ? {} : { Authorization: `Bearer ${apiKey}` }),
@@ -229,7 +235,7 @@ export class TrainerClient implements Trainer {
   async #request(method: 'GET' | 'POST', route: string, body?: unknown): Promise<unknown> {
     let response: Response;
     try {
-      response = await fetch(`${this.baseUrl}${route}`, {
+      response = await this.#fetch(`${this.baseUrl}${route}`, {
         method,
         headers: this.#headers,
         signal: AbortSignal.timeout(this.#timeoutMs),

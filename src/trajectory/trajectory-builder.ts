@@ -7,7 +7,7 @@
  * prompt has token ids and text-only when it has none; segments must follow the prompt.
  */
 import { getDialect } from '../protocol/dialects.ts';
-import { parseResponse } from '../protocol/response-parser.ts';
+import { finalAnswer } from '../protocol/response-parser.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import type { ExecutionOutcome } from '../shared/execution-outcome.ts';
 import type { ModelSegment, ToolSegment, Trajectory, TrajectoryFinishReason } from './trajectory.ts';
@@ -128,7 +128,7 @@ export function finishTrajectory(trajectory: Trajectory, options: FinishOptions)
   const answer =
     options.answer !== undefined
       ? options.answer
-      : parseResponse(responseText(trajectory), getDialect(trajectory.dialect).markup).answer;
+      : finalAnswer(responseText(trajectory), getDialect(trajectory.dialect).markup);
   return {
     ...trajectory,
     answer,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { extractBoxedAnswer } from '../../protocol/boxed-answer.ts';
+import { extractBoxedAnswer } from '../../shared/boxed-answer.ts';
 import { arithEvalProblems, arithTrainProblems } from './arith-problems.ts';
 import { writeArithTextSolution } from './arith-text-solution.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { extractBoxedAnswer, findBoxes } from './boxed-answer.ts';
+import { extractBoxedAnswer, lastBox } from './boxed-answer.ts';
 
 describe('extractBoxedAnswer', () => {
   it.each([
@@ -18,12 +18,9 @@ describe('extractBoxedAnswer', () => {
     expect(extractBoxedAnswer(text)).toBe(expected);
   });
 
-  it('finds every box in order', () => {
-    expect(findBoxes('\\boxed{1} x \\fbox{{2}} \\boxed{3}').map((box) => box.content)).toEqual([
-      '1',
-      '{2}',
-      '3',
-    ]);
+  it('says where the last closed box starts, its content untrimmed', () => {
+    expect(lastBox('\\boxed{1} x \\fbox{ {2} } \\boxed{3')).toEqual({ content: ' {2} ', start: 12 });
+    expect(lastBox('\\boxed{')).toBeNull();
   });
 
   it('stays linear on thousands of nested braces', () => {
