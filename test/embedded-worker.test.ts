@@ -120,6 +120,27 @@ describe('embedded worker', () => {
     const after = await trainer.score([ids]);
     const sum = (values: number[]) => values.slice(-9).reduce((total, value) => total + value, 0);
     expect(sum(after.tokenLogprobs[0]!)).toBeGreaterThan(sum(tokenLogprobs[0]!));
+    // The decoupled objective: behaviour logprobs 0.5 below the trainer's, weight e^0.5 capped at 1.2.
+    const decoupled = await trainer.grpoStep({
+      sequences: [
+        {
+          inputIds: ids,
+          lossMask: mask,
+          advantage: -1,
+          oldLogprobs: after.tokenLogprobs[0]!.map((value) => value - 0.5),
+        },
+      ],
+      learningRate: 0.01,
+      proximal: 'recompute',
+      offPolicyCap: 1.2,
+      aggregation: 'sequence-mean',
+      dualClip: 3,
+      klEstimator: 'k1',
+    });
+    expect(decoupled.offPolicyWeight).toBeCloseTo(Math.exp(0.5), 4);
+    expect(decoupled.offPolicyCapped).toBe(1);
+    expect(decoupled.meanRatio).toBeCloseTo(1, 6);
+    expect(step.offPolicyWeight).toBeNull();
     expect(await trainer.updateWeightsFromDisk(folder)).toMatchObject({ success: true });
     expect((await trainer.state()).policyVersion).toBe(saved.policyVersion);
     const folderTokenizer = await loadTokenizer(folder);

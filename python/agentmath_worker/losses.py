@@ -5,13 +5,17 @@ is trained (a model-generated response token), 0 for prompt, interpreter output 
 `token_logprobs[b, t]` = log π_θ(x_t | x_<t); position 0 has no prediction and is always 0.
 
 SFT:   L = −(1 / Σ m) Σ_{b,t} m_{b,t} log π_θ(x_{b,t} | x_{b,<t})
-GRPO (token-level normalisation as in DAPO; clip ε_low / ε_high; optional k3 KL):
-  r_{b,t} = exp(log π_θ − log π_old)
-  J = (1 / Σ m) Σ_{b,t} m_{b,t} [ min(r Â_b, clip(r, 1 − ε_low, 1 + ε_high) Â_b) − β D_KL,t ]
-  D_KL,t = π_ref / π_θ − log(π_ref / π_θ) − 1        (Schulman's k3 estimator, ≥ 0)
+GRPO (token-level normalisation as in DAPO by default; clip ε_low / ε_high; optional KL):
+  r_{b,t} = exp(log π_θ − log π_anchor)        anchor = π_behaviour, or π_prox when decoupled
+  w_{b,t} = min(π_prox / π_behaviour, cap)     decoupled only ("mask": 0 above the cap); else 1
+  J = (1 / N) Σ_{b,t} v_{b,t} [ w · min(r Â_b, clip(r, 1 − ε_low, 1 + ε_high) Â_b) − β D_KL,t ]
+  dual clip (c > 1): for Â_b < 0 the clipped term is max(…, c Â_b)
+  D_KL,t = π_ref / π_θ − log(π_ref / π_θ) − 1  (k3, ≥ 0)   or   log π_θ − log π_ref  (k1)
   L = −J
-The normaliser Σ m counts every trained token of the whole batch (not per sequence), so long
-and short responses weigh each token equally; micro-batches pass the batch-wide count in.
+Token-mean: v = m and N = Σ m over the whole batch, so each token weighs the same. Sequence-mean:
+v = m / (tokens of sequence b) and N = the batch's sequences, so each sequence weighs the same.
+N is computed over the whole batch before micro-batching, so a result does not depend on the
+micro-batch size.
 """
 
 from __future__ import annotations
@@ -49,26 +53,70 @@ def grpo_loss_sum(
     clip_high: float,
     kl_coef: float = 0.0,
     ref_logprobs: Optional[torch.Tensor] = None,
+    *,
+    token_weight: Optional[torch.Tensor] = None,
+    dual_clip: Optional[float] = None,
+    kl_estimator: str = "k3",
+    proximal_logprobs: Optional[torch.Tensor] = None,
+    off_policy_cap: float = 2.0,
+    off_policy_mode: str = "truncate",
 ) -> Dict[str, torch.Tensor]:
-    """Masked sums over the batch: `loss` (= −Σ m·objective) and statistics' sums.
-    advantages: [B] (one group-normalised advantage per sequence, broadcast over its tokens)."""
-    # Masked positions may hold anything (padding, zeros); keep them out of exp() overflow.
-    log_ratio = torch.where(mask > 0, logprobs - old_logprobs, torch.zeros_like(logprobs))
+    """Weighted sums over the batch: `loss` (= −Σ w·objective) and statistics' sums.
+
+    advantages: [B] (one group-normalised advantage per sequence, broadcast over its tokens).
+    old_logprobs: the behaviour policy's logprobs (the engine's, recorded at generation).
+    token_weight: [B, T] weight of each token in the sum (default the mask: token-mean once the
+      caller divides by the batch's token count; mask / tokens-of-the-sequence gives
+      sequence-mean once divided by the batch's sequence count).
+    dual_clip: c > 1; for a negative advantage the objective is bounded below by c·Â.
+    kl_estimator: "k3" (π_ref/π_θ − log(π_ref/π_θ) − 1) or "k1" (log π_θ − log π_ref).
+    proximal_logprobs: the proximal policy (decoupled objective): the ratio is π_θ / π_prox,
+      and each token is weighted once by the off-policy weight π_prox / π_behaviour, truncated
+      at `off_policy_cap` ("truncate") or zeroed above it ("mask"). Without it the ratio is
+      π_θ / π_behaviour and there is no separate weight."""
+    weight = mask if token_weight is None else token_weight
+    on = mask > 0
+    zeros = torch.zeros_like(logprobs)
+    result: Dict[str, torch.Tensor] = {}
+    if proximal_logprobs is None:
+        anchor = old_logprobs
+        off_weight = None
+    else:
+        anchor = proximal_logprobs
+        # Masked positions may hold anything (padding, zeros); keep them out of exp() overflow.
+        raw = torch.exp(torch.where(on, proximal_logprobs - old_logprobs, zeros))
+        if off_policy_mode == "mask":
+            off_weight = torch.where(raw > off_policy_cap, zeros, raw)
+        else:
+            off_weight = torch.clamp(raw, max=off_policy_cap)
+        with torch.no_grad():
+            result["off_policy_weight_sum"] = (raw * mask).sum()
+            result["off_policy_capped_sum"] = ((raw > off_policy_cap).float() * mask).sum()
+    log_ratio = torch.where(on, logprobs - anchor, zeros)
     ratio = torch.exp(log_ratio)
     advantage = advantages[:, None].expand_as(ratio)
     unclipped = ratio * advantage
     clipped = torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high) * advantage
     objective = torch.minimum(unclipped, clipped)
-    result: Dict[str, torch.Tensor] = {}
+    if dual_clip is not None:
+        bounded = torch.maximum(objective, dual_clip * advantage)
+        with torch.no_grad():
+            result["dual_clipped_sum"] = (((bounded > objective) & (advantage < 0)).float() * mask).sum()
+        objective = torch.where(advantage < 0, bounded, objective)
+    if off_weight is not None:
+        objective = off_weight.detach() * objective  # applied here once, never again
     if kl_coef > 0.0 and ref_logprobs is not None:
-        ref_log_ratio = torch.where(mask > 0, ref_logprobs - logprobs, torch.zeros_like(logprobs))
-        kl = torch.exp(ref_log_ratio) - ref_log_ratio - 1.0
+        if kl_estimator == "k1":
+            kl = torch.where(on, logprobs - ref_logprobs, zeros)
+        else:
+            ref_log_ratio = torch.where(on, ref_logprobs - logprobs, zeros)
+            kl = torch.exp(ref_log_ratio) - ref_log_ratio - 1.0
         objective = objective - kl_coef * kl
         result["kl_sum"] = (kl * mask).sum().detach()
-    result["loss"] = -(objective * mask).sum()
+    result["loss"] = -(objective * weight).sum()
     with torch.no_grad():
         result["clipped_sum"] = ((clipped < unclipped).float() * mask).sum()
         result["ratio_sum"] = (ratio * mask).sum()
-        # k3 estimate of KL(π_old ‖ π_θ) on the sampled tokens: how far this step has moved.
+        # k3 estimate of KL(π_anchor ‖ π_θ) on the sampled tokens: how far this step has moved.
         result["approx_kl_old_sum"] = ((ratio - 1.0 - log_ratio) * mask).sum()
     return result

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .engine import SamplingParams
 from .stop import normalise_stop
-from .trainer import TrainSequence
+from .trainer import GrpoOptions, TrainSequence
 
 _SAMPLING_KEYS = {
     "max_new_tokens", "temperature", "top_p", "stop", "stop_token_ids", "no_stop_trim", "ignore_eos",
@@ -145,6 +145,32 @@ def optional_number(body: Dict[str, Any], key: str, default: Optional[float], mi
     if body.get(key) is None:
         return default
     return _number(body[key], key, minimum)
+
+
+def optional_choice(body: Dict[str, Any], key: str, choices: Tuple[str, ...]) -> str:
+    """A string field among `choices`; the first choice when absent."""
+    value = body.get(key)
+    if value is None:
+        return choices[0]
+    if value not in choices:
+        raise BadRequest(f"{key} must be one of {', '.join(repr(c) for c in choices)}, got {value!r}")
+    return value
+
+
+def parse_grpo_options(body: Dict[str, Any]) -> GrpoOptions:
+    """The objective's options of a /train/grpo_step body (defaults: token-mean, behaviour
+    anchor, no dual clip, k3)."""
+    dual_clip = optional_number(body, "dual_clip", None, 1.0)
+    if dual_clip is not None and dual_clip <= 1.0:
+        raise BadRequest(f"dual_clip must be above 1, got {dual_clip}")
+    return GrpoOptions(
+        dual_clip=dual_clip,
+        kl_estimator=optional_choice(body, "kl_estimator", ("k3", "k1")),
+        aggregation=optional_choice(body, "aggregation", ("token-mean", "sequence-mean")),
+        proximal=optional_choice(body, "proximal", ("behaviour", "recompute")),
+        off_policy_cap=optional_number(body, "off_policy_cap", 2.0, 1.0),
+        off_policy_mode=optional_choice(body, "off_policy_mode", ("truncate", "mask")),
+    )
 
 
 def required_path(body: Any, key: str) -> str:

@@ -106,6 +106,7 @@ class Worker:
                     clip_high=parse.optional_number(body, "clip_epsilon_high", 0.2, 0.0),
                     kl_coef=parse.optional_number(body, "kl_coef", 0.0, 0.0),
                     learning_rate=learning_rate,
+                    options=parse.parse_grpo_options(body),
                 )
             self.engine.policy_version += 1
             return {**stats, "policy_version": self.engine.policy_version}

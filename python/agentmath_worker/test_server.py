@@ -122,6 +122,20 @@ class ServerTest(unittest.TestCase):
         self.assertEqual(grpo["policy_version"], version + 1)
         _, moved = self.call("/train/score", {"input_ids": [ids]})
         self.assertGreater(sum(moved["token_logprobs"][0][27:]), sum(old[27:]))
+        sequence = {"input_ids": ids, "loss_mask": mask, "advantage": -1.0, "old_logprobs": [v - 0.5 for v in old]}
+        status, decoupled = self.call("/train/grpo_step", {
+            "sequences": [sequence], "learning_rate": 0.0, "proximal": "recompute", "off_policy_cap": 1.2,
+            "aggregation": "sequence-mean", "dual_clip": 3.0, "kl_estimator": "k1",
+        })
+        self.assertEqual(status, 200)
+        self.assertGreater(decoupled["off_policy_weight"], 1.0)
+        self.assertEqual(decoupled["off_policy_capped"], 1.0)  # e^0.5 > 1.2 on every trained token
+        status, refused = self.call("/train/grpo_step", {"sequences": [sequence], "aggregation": "per-token"})
+        self.assertEqual(status, 400)
+        self.assertIn("aggregation must be one of", refused["error"]["message"])
+        status, refused = self.call("/train/grpo_step", {"sequences": [sequence], "dual_clip": 1.0})
+        self.assertEqual(status, 400)
+        self.assertIn("dual_clip must be above 1", refused["error"]["message"])
         status, update = self.call("/update_weights_from_disk", {"model_path": folder})
         self.assertEqual((status, update["success"]), (200, True))
         _, restored = self.call("/generate", greedy)

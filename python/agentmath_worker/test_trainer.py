@@ -1,5 +1,7 @@
 """Training tests: SFT lowers its loss; a GRPO step moves the policy the way the advantages
-say; masked (interpreter) tokens get no gradient."""
+say; masked (interpreter) tokens get no gradient; the objective's options (decoupled proximal
+policy with a truncated or masked off-policy weight, dual clip, k1/k3, token- or sequence-mean)
+give hand-computed values, and no result depends on the micro-batch size."""
 
 import unittest
 
@@ -7,7 +9,7 @@ import torch
 
 from agentmath_worker.byte_backend import ByteBackend
 from agentmath_worker.losses import grpo_loss_sum, token_logprobs
-from agentmath_worker.trainer import OptimizerSettings, Trainer, TrainSequence
+from agentmath_worker.trainer import GrpoOptions, OptimizerSettings, Trainer, TrainSequence
 
 
 def make_trainer(learning_rate=3e-3):
@@ -104,6 +106,106 @@ class GrpoTest(unittest.TestCase):
         for position in tool:  # logits at t-1 predict token t
             self.assertTrue(torch.all(logits.grad[0, position - 1] == 0), position)
         self.assertTrue(torch.any(logits.grad[0, first_tool - 2] != 0))
+
+
+def _grpo_gradient(options, budget, sequences):
+    backend, trainer = make_trainer()
+    trainer.micro_batch_tokens = budget
+    trainer.settings.learning_rate = 0.0
+    captured = []
+    hook = backend.model.embedding.weight.register_hook(lambda g: captured.append(g.clone()))
+    stats = trainer.grpo_step(sequences, 0.2, 0.28, 0.0, options=options)
+    hook.remove()
+    return sum(captured), stats
+
+
+class GrpoObjectiveOptionsTest(unittest.TestCase):
+    def setUp(self):
+        torch.manual_seed(3)
+        self.logprobs = (-torch.rand(2, 5) - 0.1).requires_grad_(True)
+        self.mask = torch.tensor([[0, 1, 1, 1, 0], [0, 1, 1, 0, 0]], dtype=torch.float32)
+        self.advantages = torch.tensor([1.0, -1.0])
+
+    def test_micro_batch_size_changes_nothing_for_any_aggregation_or_anchor(self):
+        backend, trainer = make_trainer()
+        lengths = (6, 9, 13, 20)
+        raw = [list(range(5, 5 + n)) for n in lengths]
+        scored = trainer.score(raw)
+        sequences = [
+            TrainSequence(ids, [0, 0] + [1] * (len(ids) - 2), advantage, [v - 0.3 * (i % 2) for i, v in enumerate(old)])
+            for ids, old, advantage in zip(raw, scored, (1.0, -0.5, 0.7, -1.2))
+        ]
+        for options in (
+            GrpoOptions(),
+            GrpoOptions(aggregation="sequence-mean"),
+            GrpoOptions(proximal="recompute", off_policy_cap=1.2),
+            GrpoOptions(proximal="recompute", off_policy_mode="mask", dual_clip=3.0),
+        ):
+            whole, stats_whole = _grpo_gradient(options, 10_000, sequences)
+            split, stats_split = _grpo_gradient(options, 20, sequences)
+            self.assertTrue(torch.allclose(whole, split, atol=1e-6), options)
+            self.assertAlmostEqual(stats_whole["loss"], stats_split["loss"], places=5)
+
+    def test_decoupled_weight_is_applied_once_and_truncated_at_the_cap(self):
+        behaviour = self.logprobs.detach() - torch.tensor([[0, 0.1, 1.0, -0.2, 0], [0, 0.5, 0.05, 0, 0]])
+        proximal = self.logprobs.detach()
+        weight = torch.clamp(torch.exp(proximal - behaviour), max=1.5) * self.mask
+        parts = grpo_loss_sum(
+            self.logprobs, behaviour, self.advantages, self.mask, 0.2, 0.28, proximal_logprobs=proximal, off_policy_cap=1.5
+        )
+        # r = π_θ / π_prox = 1: the objective is Σ w·Â, the weight counted once.
+        expected = -(weight * self.advantages[:, None]).sum()
+        self.assertAlmostEqual(parts["loss"].item(), expected.item(), places=5)
+        parts["loss"].backward()
+        self.assertTrue(torch.allclose(self.logprobs.grad, -weight * self.advantages[:, None], atol=1e-6))
+        self.assertEqual(parts["off_policy_capped_sum"].item(), 2.0)  # e^1.0 and e^0.5 exceed 1.5
+
+    def test_masked_mode_drops_tokens_above_the_cap(self):
+        behaviour = self.logprobs.detach() - torch.tensor([[0, 0.1, 1.0, -0.2, 0], [0, 0.5, 0.05, 0, 0]])
+        parts = grpo_loss_sum(
+            self.logprobs,
+            behaviour,
+            self.advantages,
+            self.mask,
+            0.2,
+            0.28,
+            proximal_logprobs=self.logprobs.detach(),
+            off_policy_cap=1.5,
+            off_policy_mode="mask",
+        )
+        parts["loss"].backward()
+        self.assertEqual(self.logprobs.grad[0, 2].item(), 0.0)
+        self.assertEqual(self.logprobs.grad[1, 1].item(), 0.0)
+        self.assertAlmostEqual(self.logprobs.grad[0, 1].item(), -torch.exp(torch.tensor(0.1)).item(), places=5)
+
+    def test_dual_clip_bounds_a_negative_advantage_term(self):
+        old = self.logprobs.detach() - 2.0  # ratio e² ≈ 7.4 everywhere
+        plain = grpo_loss_sum(self.logprobs, old, self.advantages, self.mask, 0.2, 0.28)
+        dual = grpo_loss_sum(self.logprobs, old, self.advantages, self.mask, 0.2, 0.28, dual_clip=3.0)
+        ratio = torch.exp(torch.tensor(2.0)).item()
+        # Positive advantage: clipped at 1.28 either way (3 tokens); negative: −ratio vs −3 (2 tokens).
+        self.assertAlmostEqual(plain["loss"].item(), -(3 * 1.28 - 2 * ratio), places=4)
+        self.assertAlmostEqual(dual["loss"].item(), -(3 * 1.28 - 2 * 3.0), places=4)
+        self.assertEqual(dual["dual_clipped_sum"].item(), 2.0)
+
+    def test_k1_and_k3_estimators(self):
+        ref = self.logprobs.detach() - 0.3
+        old = self.logprobs.detach()
+        zero_advantage = torch.zeros(2)
+        k1 = grpo_loss_sum(self.logprobs, old, zero_advantage, self.mask, 0.2, 0.2, 1.0, ref, kl_estimator="k1")
+        k3 = grpo_loss_sum(self.logprobs, old, zero_advantage, self.mask, 0.2, 0.2, 1.0, ref)
+        tokens = self.mask.sum().item()
+        self.assertAlmostEqual(k1["kl_sum"].item(), 0.3 * tokens, places=5)
+        self.assertAlmostEqual(k3["kl_sum"].item(), (torch.exp(torch.tensor(-0.3)).item() + 0.3 - 1) * tokens, places=5)
+
+    def test_sequence_mean_weighs_each_sequence_equally(self):
+        old = self.logprobs.detach()
+        weight = self.mask / self.mask.sum(dim=1, keepdim=True)
+        parts = grpo_loss_sum(self.logprobs, old, torch.tensor([1.0, 1.0]), self.mask, 0.2, 0.2, token_weight=weight)
+        parts["loss"].backward()
+        # 3 tokens vs 2 tokens: each token's gradient is −1/3 and −1/2; each sequence sums to −1.
+        self.assertAlmostEqual(self.logprobs.grad[0].sum().item(), -1.0, places=5)
+        self.assertAlmostEqual(self.logprobs.grad[1].sum().item(), -1.0, places=5)
 
 
 if __name__ == "__main__":

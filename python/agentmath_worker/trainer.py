@@ -29,6 +29,18 @@ class TrainSequence:
 
 
 @dataclasses.dataclass
+class GrpoOptions:
+    """The GRPO objective's choices (losses.py has the formulas; docs/rl.md their biases)."""
+
+    dual_clip: Optional[float] = None
+    kl_estimator: str = "k3"
+    aggregation: str = "token-mean"
+    proximal: str = "behaviour"
+    off_policy_cap: float = 2.0
+    off_policy_mode: str = "truncate"
+
+
+@dataclasses.dataclass
 class OptimizerSettings:
     learning_rate: float = 1e-3
     weight_decay: float = 0.01
@@ -65,9 +77,12 @@ class Trainer:
         clip_high: float,
         kl_coef: float,
         learning_rate: Optional[float] = None,
+        options: Optional["GrpoOptions"] = None,
     ) -> Dict[str, Any]:
+        options = options or GrpoOptions()
         if kl_coef > 0 and self._reference is None:
             self._reference = self.backend.frozen_copy()
+        sequence_mean = options.aggregation == "sequence-mean"
 
         def loss_of(batch, logits, ids, mask, attention, count):
             logprobs = token_logprobs(logits, ids)
@@ -77,7 +92,26 @@ class Trainer:
             if kl_coef > 0:
                 with torch.no_grad():
                     ref = token_logprobs(self.backend.reference_logits(self._reference, ids, attention), ids)
-            parts = grpo_loss_sum(logprobs, old, advantages, mask, clip_low, clip_high, kl_coef, ref)
+            # The proximal policy is the weights before this step's update: within one step they
+            # do not change, so its logprobs are this forward pass's, detached (no second pass).
+            proximal = logprobs.detach() if options.proximal == "recompute" else None
+            weight = mask / mask.sum(dim=1, keepdim=True).clamp(min=1.0) if sequence_mean else mask
+            parts = grpo_loss_sum(
+                logprobs,
+                old,
+                advantages,
+                mask,
+                clip_low,
+                clip_high,
+                kl_coef,
+                ref,
+                token_weight=weight,
+                dual_clip=options.dual_clip,
+                kl_estimator=options.kl_estimator,
+                proximal_logprobs=proximal,
+                off_policy_cap=options.off_policy_cap,
+                off_policy_mode=options.off_policy_mode,
+            )
             with torch.no_grad():
                 entropy = (token_entropy(logits) * mask).sum().item()
             extra = {key: value.item() for key, value in parts.items() if key != "loss"}
@@ -85,10 +119,13 @@ class Trainer:
             extra["objective_sum"] = -parts["loss"].item()
             return parts["loss"] / count, extra
 
-        stats = self._step(sequences, loss_of, learning_rate)
+        normaliser = None
+        if sequence_mean:
+            normaliser = float(sum(1 for s in sequences if any(s.loss_mask[1:])))
+        stats = self._step(sequences, loss_of, learning_rate, normaliser)
         tokens = stats["tokens"]
         result = {
-            "loss": -stats.pop("objective_sum") / tokens,
+            "loss": -stats.pop("objective_sum") / (normaliser or tokens),
             "clip_fraction": stats.pop("clipped_sum") / tokens,
             "mean_ratio": stats.pop("ratio_sum") / tokens,
             "approx_kl_old": stats.pop("approx_kl_old_sum") / tokens,
@@ -96,6 +133,11 @@ class Trainer:
         }
         if "kl_sum" in stats:
             result["kl_ref"] = stats.pop("kl_sum") / tokens
+        if "dual_clipped_sum" in stats:
+            result["dual_clip_fraction"] = stats.pop("dual_clipped_sum") / tokens
+        if "off_policy_weight_sum" in stats:
+            result["off_policy_weight"] = stats.pop("off_policy_weight_sum") / tokens
+            result["off_policy_capped"] = stats.pop("off_policy_capped_sum") / tokens
         return {**stats, **result}
 
     @torch.no_grad()
@@ -142,12 +184,17 @@ class Trainer:
             )
         return self._optimizer
 
-    def _step(self, sequences: List[TrainSequence], loss_of, learning_rate: Optional[float]) -> Dict[str, Any]:
+    def _step(
+        self, sequences: List[TrainSequence], loss_of, learning_rate: Optional[float], normaliser: Optional[float] = None
+    ) -> Dict[str, Any]:
+        """`normaliser`: what each micro-batch's loss sum is divided by (default the batch's
+        trained-token count); computed over the whole batch, so micro-batching changes nothing."""
         started = time.perf_counter()
         use_threads(self.threads)
-        count = float(sum(sum(1 for m in s.loss_mask[1:] if m) for s in sequences))
-        if count == 0:
+        tokens = float(sum(sum(1 for m in s.loss_mask[1:] if m) for s in sequences))
+        if tokens == 0:
             raise ValueError("the batch has no trained tokens (every loss_mask entry after position 0 is 0)")
+        count = tokens if normaliser is None else normaliser
         module = self.backend.trainable()
         module.train()
         optimizer = self._optimizer_for()
@@ -174,7 +221,7 @@ class Trainer:
         self.optimizer_steps += 1
         return {
             **totals,
-            "tokens": int(count),
+            "tokens": int(tokens),
             "sequences": len(sequences),
             "grad_norm": grad_norm,
             "learning_rate": lr,

@@ -51,6 +51,8 @@ export const rolloutConfigSchema = z
     /** Grading attempts before a reward is recorded as missing. */
     gradeAttempts: positive.default(2),
     reward: compositeRewardConfigSchema.default(() => compositeRewardConfigSchema.parse({})),
+    /** Group advantage: (r − mean)/std (GRPO) or r − mean (Dr. GRPO, no std division). */
+    advantageScale: z.enum(['std', 'mean-only']).default('std'),
   })
   .strict();
 

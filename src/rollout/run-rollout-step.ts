@@ -22,7 +22,7 @@ import { ConcurrencyLimiter } from '../engine/concurrency-limiter.ts';
 import type { Engine } from '../engine/types.ts';
 import type { Trajectory } from '../trajectory/trajectory.ts';
 import { nextStageIndex, segmentLimits, truncationRate } from './budget-stages.ts';
-import { groupAdvantages } from './group-advantages.ts';
+import { type AdvantageScale, groupAdvantages } from './group-advantages.ts';
 import { groupDropReason } from './group-filter.ts';
 import type { RolloutConfig } from './rollout-config.ts';
 import { isStale } from './staleness.ts';
@@ -108,7 +108,7 @@ export async function runRolloutStep(
 
   const decide = (group: GroupRun): void => {
     group.decided = true;
-    const outcome = decideGroup(group, step, kept.length >= config.batchSize);
+    const outcome = decideGroup(group, step, kept.length >= config.batchSize, config.advantageScale);
     if (outcome === null) return; // beyond the batch: carried over, decided next step
     (outcome.kept ? kept : dropped).push(outcome);
     parts.onEvent?.({ type: 'group-decide', group: outcome });
@@ -387,7 +387,12 @@ function toParked(group: GroupRun): ParkedGroup {
 }
 
 /** The group's outcome, or null when the batch is already full and a kept group must wait. */
-function decideGroup(group: GroupRun, step: number, batchFull: boolean): GroupOutcome | null {
+function decideGroup(
+  group: GroupRun,
+  step: number,
+  batchFull: boolean,
+  advantageScale: AdvantageScale,
+): GroupOutcome | null {
   const trajectories = group.slots.filter((slot): slot is Trajectory => slot !== null);
   const rewards = trajectories.map((trajectory) => (trajectory.meta?.reward ?? null) as Reward);
   const correct = trajectories.map((trajectory) => (trajectory.meta?.correct ?? null) as boolean | null);
@@ -401,7 +406,8 @@ function decideGroup(group: GroupRun, step: number, batchFull: boolean): GroupOu
     problem: group.problem,
     trajectories,
     rewards,
-    advantages: dropReason === null ? groupAdvantages(rewards) : rewards.map(() => null),
+    advantages:
+      dropReason === null ? groupAdvantages(rewards, { scale: advantageScale }) : rewards.map(() => null),
     kept: dropReason === null,
     dropReason,
   };

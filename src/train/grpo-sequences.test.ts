@@ -60,6 +60,9 @@ describe('grpoSequence', () => {
     );
     expect(grpoSequence(trajectory({ finish: { reason: 'max-tokens' } }), 1)).not.toBeTypeOf('string');
     expect(grpoSequence(trajectory(), 1, { maxTokens: 10 })).toBe('too-long');
+    const voidTurn = trajectory({ finish: { reason: 'no-answer' }, answer: null });
+    expect(grpoSequence(voidTurn, -1, { maskVoid: true })).toBe('void');
+    expect(grpoSequence(voidTurn, -1)).not.toBeTypeOf('string');
   });
 });
 

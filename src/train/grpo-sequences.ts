@@ -17,6 +17,8 @@ import type { GrpoSequence } from './trainer-client.ts';
 export type GrpoSequenceOptions = {
   /** Leave out trajectories cut by the token or tool-call budget (their reward says little). */
   maskTruncated?: boolean;
+  /** Leave out trajectories whose last turn wrote neither code nor an answer (finish `no-answer`). */
+  maskVoid?: boolean;
   /** Leave out trajectories longer than this many tokens (the trainer's context). */
   maxTokens?: number;
 };
@@ -26,6 +28,7 @@ export type GrpoSequenceSkip =
   | 'text-only'
   | 'logprobs-missing'
   | 'truncated'
+  | 'void'
   | 'too-long'
   | 'zero-advantage';
 
@@ -65,6 +68,7 @@ export function grpoSequence(
   if (advantage === 0) return 'zero-advantage';
   const reason = trajectory.finish?.reason;
   if (options.maskTruncated && (reason === 'max-tokens' || reason === 'max-tool-calls')) return 'truncated';
+  if (options.maskVoid && reason === 'no-answer') return 'void';
   const promptIds = trajectory.prompt.tokenIds;
   if (promptIds === null) return 'text-only';
   const inputIds = [...promptIds];

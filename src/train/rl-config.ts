@@ -22,10 +22,24 @@ export const rlConfigSchema = z
     learningRate: z.number().positive().default(2e-4),
     clipEpsilonLow: z.number().min(0).default(0.2),
     clipEpsilonHigh: z.number().min(0).default(0.28),
-    /** β of the k3 KL penalty to the initial policy; 0 = off. */
+    /** β of the KL penalty to the initial policy; 0 = off. */
     klCoef: z.number().min(0).default(0),
+    klEstimator: z.enum(['k3', 'k1']).default('k3'),
+    /** Group advantage: (r − mean)/std (GRPO) or r − mean (Dr. GRPO). */
+    advantage: z.enum(['std', 'mean-only']).default('std'),
+    /** Loss aggregation: each token of the batch weighs the same, or each sequence does. */
+    aggregation: z.enum(['token-mean', 'sequence-mean']).default('token-mean'),
+    /** Dual clip constant c > 1 (null = off). */
+    dualClip: z.number().gt(1).nullable().default(null),
+    /** Ratio anchor: the engine's logprobs, or the trainer's recompute (decoupled objective). */
+    proximal: z.enum(['behaviour', 'recompute']).default('behaviour'),
+    /** Cap of the off-policy weight π_prox / π_behaviour (decoupled only). */
+    offPolicyCap: z.number().min(1).default(2),
+    offPolicyMode: z.enum(['truncate', 'mask']).default('truncate'),
     /** Leave trajectories cut by a budget out of the loss. */
     maskTruncated: z.boolean().default(false),
+    /** Leave trajectories whose last turn had neither code nor an answer out of the loss. */
+    maskVoid: z.boolean().default(false),
     /** Held-out evaluation and a kept checkpoint every K steps (0 = only at the end). */
     evalEvery: z.number().int().nonnegative().default(10),
     evalProblems: positive.default(80),

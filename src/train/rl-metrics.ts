@@ -24,6 +24,9 @@ export type RlMetrics = {
   approxKl: number | null;
   entropy: number | null;
   gradNorm: number | null;
+  /** Decoupled objective only: mean π_prox / π_behaviour before the cap, and the share capped. */
+  offPolicyWeight: number | null;
+  offPolicyCapped: number | null;
   rolloutMs: number;
   trainMs: number;
   stage: number;
@@ -74,6 +77,8 @@ export function rlMetrics(input: RlMetricsInput): RlMetrics {
     approxKl: train?.approxKlOld ?? null,
     entropy: train?.entropy ?? null,
     gradNorm: train?.gradNorm ?? null,
+    offPolicyWeight: train?.offPolicyWeight ?? null,
+    offPolicyCapped: train?.offPolicyCapped ?? null,
     rolloutMs: input.rolloutMs,
     trainMs: input.trainMs,
     stage: input.rollout.stage,

@@ -133,6 +133,7 @@ export async function runRl(options: RlRunOptions): Promise<RlMetrics[]> {
         },
       ],
       maxNewTokensPerTurn: info.contextLength,
+      advantageScale: config.advantage,
     });
     const problems = arithTrainProblems({
       count: config.problemPool,
@@ -182,6 +183,7 @@ export async function runRl(options: RlRunOptions): Promise<RlMetrics[]> {
           const trainStarted = Date.now();
           const batch = grpoBatch(result.kept, {
             maskTruncated: config.maskTruncated,
+            maskVoid: config.maskVoid,
             maxTokens: info.contextLength,
           });
           let train: GrpoStepResult | null = null;
@@ -192,6 +194,12 @@ export async function runRl(options: RlRunOptions): Promise<RlMetrics[]> {
               clipEpsilonLow: config.clipEpsilonLow,
               clipEpsilonHigh: config.clipEpsilonHigh,
               klCoef: config.klCoef,
+              klEstimator: config.klEstimator,
+              aggregation: config.aggregation,
+              ...(config.dualClip === null ? {} : { dualClip: config.dualClip }),
+              proximal: config.proximal,
+              offPolicyCap: config.offPolicyCap,
+              offPolicyMode: config.offPolicyMode,
             });
             policyVersion = train.policyVersion;
           }

@@ -33,6 +33,26 @@ export type GrpoStepRequest = {
   clipEpsilonHigh?: number;
   /** β of the KL penalty to the frozen initial policy (default 0: no reference). */
   klCoef?: number;
+} & GrpoObjectiveOptions;
+
+/** The GRPO objective's choices (the worker's losses.py has the formulas, docs/rl.md the biases). */
+export type GrpoObjectiveOptions = {
+  /** KL estimator: k3 (default, ≥ 0, unbiased for KL(π_θ‖π_ref)) or k1 (log π_θ − log π_ref). */
+  klEstimator?: 'k3' | 'k1';
+  /** token-mean (default: every token of the batch weighs the same) or sequence-mean. */
+  aggregation?: 'token-mean' | 'sequence-mean';
+  /** c > 1: a negative-advantage term is bounded below by c·Â (dual clip); default off. */
+  dualClip?: number;
+  /**
+   * The ratio's anchor: `behaviour` (default: π_θ / π_behaviour, the engine's logprobs) or
+   * `recompute` (decoupled: π_θ / π_prox with π_prox the trainer's weights before the step,
+   * each token weighted once by π_prox / π_behaviour, capped at `offPolicyCap`).
+   */
+  proximal?: 'behaviour' | 'recompute';
+  /** The cap of the off-policy weight (default 2). */
+  offPolicyCap?: number;
+  /** `truncate` (default: weight = min(w, cap)) or `mask` (tokens with w > cap get weight 0). */
+  offPolicyMode?: 'truncate' | 'mask';
 };
 
 const stepCommon = {
@@ -54,6 +74,9 @@ const grpoStepSchema = z.object({
   approx_kl_old: z.number(),
   entropy: z.number(),
   kl_ref: z.number().optional(),
+  dual_clip_fraction: z.number().optional(),
+  off_policy_weight: z.number().optional(),
+  off_policy_capped: z.number().optional(),
 });
 const scoreSchema = z.object({
   token_logprobs: z.array(z.array(z.number())),
@@ -94,6 +117,11 @@ export type GrpoStepResult = SftStepResult & {
   approxKlOld: number;
   entropy: number;
   klRef: number | null;
+  /** Share of trained tokens whose term the dual clip bounded (null without dual clip). */
+  dualClipFraction: number | null;
+  /** Mean π_prox / π_behaviour before the cap, and the share above it (null unless decoupled). */
+  offPolicyWeight: number | null;
+  offPolicyCapped: number | null;
 };
 /** What `/get_model_info` says about the served model. */
 export type ServedModelInfo = {
@@ -159,6 +187,12 @@ export class TrainerClient implements Trainer {
       clip_epsilon_low: request.clipEpsilonLow,
       clip_epsilon_high: request.clipEpsilonHigh,
       kl_coef: request.klCoef,
+      kl_estimator: request.klEstimator,
+      aggregation: request.aggregation,
+      dual_clip: request.dualClip,
+      proximal: request.proximal,
+      off_policy_cap: request.offPolicyCap,
+      off_policy_mode: request.offPolicyMode,
     });
     const parsed = parse(grpoStepSchema, body, '/train/grpo_step');
     return {
@@ -168,6 +202,9 @@ export class TrainerClient implements Trainer {
       approxKlOld: parsed.approx_kl_old,
       entropy: parsed.entropy,
       klRef: parsed.kl_ref ?? null,
+      dualClipFraction: parsed.dual_clip_fraction ?? null,
+      offPolicyWeight: parsed.off_policy_weight ?? null,
+      offPolicyCapped: parsed.off_policy_capped ?? null,
     };
   }
 

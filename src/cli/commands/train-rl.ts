@@ -26,7 +26,17 @@ type RlFlags = {
   partialRollouts: number;
   temperature: number;
   klCoef: number;
+  klEstimator: 'k3' | 'k1';
+  clipLow: number;
+  clipHigh: number;
+  dualClip?: number;
+  advantage: 'std' | 'mean-only';
+  aggregation: 'token-mean' | 'sequence-mean';
+  proximal: 'behaviour' | 'recompute';
+  offPolicyCap: number;
+  offPolicyMode: 'truncate' | 'mask';
   maskTruncated?: boolean;
+  maskVoid?: boolean;
   mode: 'async' | 'sync';
   seed: number;
   minutes?: number;
@@ -96,11 +106,58 @@ export function registerTrainRl(train: Command): void {
     )
     .option(
       '--kl-coef <beta>',
-      'k3 KL penalty to the initial policy (0 = off)',
+      'KL penalty to the initial policy (0 = off)',
       numberOption({ min: 0 }),
       d('klCoef'),
     )
+    .option('--kl-estimator <k>', 'KL estimator', choiceOption(['k3', 'k1'] as const), d('klEstimator'))
+    .option('--clip-low <eps>', 'ε_low of the clipped ratio', numberOption({ min: 0 }), d('clipEpsilonLow'))
+    .option(
+      '--clip-high <eps>',
+      'ε_high of the clipped ratio',
+      numberOption({ min: 0 }),
+      d('clipEpsilonHigh'),
+    )
+    .option(
+      '--dual-clip <c>',
+      'bound a negative-advantage term below by c·A (c > 1; default off)',
+      numberOption({ min: 1, minExclusive: true }),
+    )
+    .option(
+      '--advantage <form>',
+      'group advantage: std = (r − mean)/std, mean-only = r − mean',
+      choiceOption(['std', 'mean-only'] as const),
+      d('advantage'),
+    )
+    .option(
+      '--aggregation <form>',
+      'loss aggregation over the batch',
+      choiceOption(['token-mean', 'sequence-mean'] as const),
+      d('aggregation'),
+    )
+    .option(
+      '--proximal <anchor>',
+      "ratio anchor: the engine's logprobs (behaviour) or the trainer's recompute (decoupled)",
+      choiceOption(['behaviour', 'recompute'] as const),
+      d('proximal'),
+    )
+    .option(
+      '--off-policy-cap <w>',
+      'cap of the off-policy weight π_prox/π_behaviour (decoupled only)',
+      numberOption({ min: 1 }),
+      d('offPolicyCap'),
+    )
+    .option(
+      '--off-policy-mode <mode>',
+      'above the cap: truncate the weight, or mask the token',
+      choiceOption(['truncate', 'mask'] as const),
+      d('offPolicyMode'),
+    )
     .option('--mask-truncated', 'leave trajectories cut by a budget out of the loss')
+    .option(
+      '--mask-void',
+      'leave trajectories whose last turn wrote neither code nor an answer out of the loss',
+    )
     .option(
       '--mode <mode>',
       'rollout scheduling: async or sync',
@@ -134,7 +191,17 @@ export function registerTrainRl(train: Command): void {
         partialRollouts: flags.partialRollouts,
         temperature: flags.temperature,
         klCoef: flags.klCoef,
+        klEstimator: flags.klEstimator,
+        clipEpsilonLow: flags.clipLow,
+        clipEpsilonHigh: flags.clipHigh,
+        dualClip: flags.dualClip ?? null,
+        advantage: flags.advantage,
+        aggregation: flags.aggregation,
+        proximal: flags.proximal,
+        offPolicyCap: flags.offPolicyCap,
+        offPolicyMode: flags.offPolicyMode,
         maskTruncated: flags.maskTruncated === true,
+        maskVoid: flags.maskVoid === true,
         mode: flags.mode,
         seed: flags.seed,
       });
