@@ -452,6 +452,20 @@ describe('resumeAgent', () => {
     return { trajectory, reasons };
   }
 
+  it('gives each turn of a seeded trajectory its own seed, and keeps it across a segment cut', async () => {
+    const base = seeded(counterSandbox());
+    await runAgent(problem, base);
+    const seeds = base.engine.requests.map((request) => request.seed);
+    expect(seeds[0]).toBe(1234);
+    expect(new Set(seeds).size).toBe(seeds.length);
+    const cut = seeded(counterSandbox());
+    await runInSegments(cut, { maxTokens: 37 });
+    // More calls (cut mid-turn), but only the turns' seeds.
+    const cutSeeds = cut.engine.requests.map((request) => request.seed);
+    expect(cutSeeds.length).toBeGreaterThan(seeds.length);
+    expect([...new Set(cutSeeds)].sort()).toEqual([...seeds].sort());
+  });
+
   it('gives the same tokens as an uninterrupted run (segments by tokens and by tool calls)', async () => {
     const whole = await runAgent(problem, seeded(counterSandbox()));
     expect(whole.finish?.reason).toBe('answer');

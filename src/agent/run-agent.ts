@@ -169,7 +169,9 @@ async function drive(
           temperature: config.sampling.temperature,
           topP: config.sampling.topP,
           stop: [...dialect.stopStrings],
-          ...(config.sampling.seed === undefined ? {} : { seed: config.sampling.seed }),
+          ...(config.sampling.seed === undefined
+            ? {}
+            : { seed: callSeed(config.sampling.seed, trajectory.toolCalls.length) }),
           sessionId: trajectory.id,
         },
         {
@@ -259,6 +261,20 @@ async function drive(
   trajectory.timing.finishedAt = now().toISOString();
   emit({ type: 'trajectory-finish', trajectory });
   return trajectory;
+}
+
+/**
+ * The seed of one engine call of a seeded trajectory: the trajectory's seed until its first
+ * code call, then a mix of it with the number of code calls so far. Engines draw a seeded
+ * request's tokens from (seed, output index), so each turn needs its own seed (one seed would
+ * replay the first turn's draws after every interpreter output); a cut by a segment budget
+ * does not change the count, so a resumed turn keeps its turn's seed.
+ */
+export function callSeed(seed: number, toolCalls: number): number {
+  if (toolCalls === 0) return seed;
+  let mixed = (seed ^ Math.imul(toolCalls, 0x9e3779b1)) >>> 0;
+  mixed = Math.imul(mixed ^ (mixed >>> 16), 0x85ebca6b) >>> 0;
+  return (mixed ^ (mixed >>> 13)) & 0x7fffffff;
 }
 
 /**

@@ -118,8 +118,16 @@ export async function runRolloutStep(
     }
   };
 
-  const agentOptions = (engine: Engine, sample: number): AgentOptions => ({
+  const agentOptions = (engine: Engine, sample: number, group: GroupRun): AgentOptions => ({
     ...input.agent,
+    ...(input.agent?.sampling?.seed === undefined
+      ? {}
+      : {
+          sampling: {
+            ...input.agent.sampling,
+            seed: trajectorySeed(input.agent.sampling.seed, group, sample),
+          },
+        }),
     budgets,
     engine,
     tokenizer: parts.tokenizer,
@@ -145,10 +153,10 @@ export async function runRolloutStep(
       const problemForAgent = { id: group.problem.id, text: group.problem.text };
       let trajectory: Trajectory;
       if (before === null) {
-        trajectory = await runAgent(problemForAgent, agentOptions(engine, index));
+        trajectory = await runAgent(problemForAgent, agentOptions(engine, index, group));
       } else {
         counters.resumed++;
-        trajectory = await resumeAgent(before, agentOptions(engine, before.sample));
+        trajectory = await resumeAgent(before, agentOptions(engine, before.sample, group));
       }
       const fresh = stampStep(trajectory, before, step);
       counters.tokens += fresh.tokens;
@@ -387,6 +395,19 @@ function toParked(group: GroupRun): ParkedGroup {
 }
 
 /** The group's outcome, or null when the batch is already full and a kept group must wait. */
+/**
+ * A seeded run gives each trajectory its own seed from the run's seed, its group (problem and
+ * the step the group started in) and its sample index, so a rerun draws the same tokens
+ * whatever runs beside it, and a resumed trajectory keeps its seed.
+ */
+function trajectorySeed(seed: number, group: GroupRun, sample: number): number {
+  let hash = 2166136261 ^ seed;
+  for (const character of `${group.problem.id}\u0000${group.startedStep}\u0000${sample}`) {
+    hash = Math.imul(hash ^ character.charCodeAt(0), 16777619);
+  }
+  return (hash >>> 0) & 0x7fffffff;
+}
+
 function decideGroup(
   group: GroupRun,
   step: number,

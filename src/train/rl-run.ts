@@ -155,7 +155,7 @@ export async function runRl(options: RlRunOptions): Promise<RlMetrics[]> {
         steps: config.steps,
         problems,
         config: rollout,
-        agent: { sampling: { temperature: config.temperature, topP: 1 } },
+        agent: { sampling: { temperature: config.temperature, topP: 1, seed: config.seed } },
         policyVersion: () => policyVersion,
         shouldContinue: () => {
           stepStarted = Date.now();
