@@ -19,7 +19,8 @@ export type ReportRun = {
   config?: Record<string, unknown> | null;
 };
 
-const STYLE = `
+/** The reports' shared stylesheet (eval and RL pages look alike). */
+export const REPORT_STYLE = `
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1100px;color:#1d2433;background:#fff;padding:0 16px}
 h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #dde3ea;padding-bottom:4px}
 .sub{color:#5b6777;margin:0 0 16px}
@@ -63,7 +64,7 @@ export function renderReport(
   ];
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>${escapeHtml(title)}</title><style>${STYLE}</style></head>
+<title>${escapeHtml(title)}</title><style>${REPORT_STYLE}</style></head>
 <body>
 ${sections.join('\n')}
 </body></html>

@@ -46,6 +46,12 @@ export const rolloutConfigSchema = z
     stalePolicy: z.enum(['restart', 'drop']).default('restart'),
     /** Extra groups started beyond B so drops do not cost whole rounds (async only). */
     overProvision: count.default(2),
+    /**
+     * Async with partial rollout: keep starting fresh groups while fewer than B + overProvision
+     * run, until B groups are decided, instead of stopping once that many are undecided (parked
+     * groups included). A step then decides a full batch; the parked pool grows to match.
+     */
+    fillBatch: z.boolean().default(false),
     /** Trajectories running at once (each holds a sandbox session). */
     maxActiveTrajectories: positive.default(512),
     /** Grading attempts before a reward is recorded as missing. */

@@ -295,8 +295,11 @@ export async function runRolloutStep(
       });
       running.add(task);
     };
+    // Parked groups hold back fresh ones unless `fillBatch`: then only running groups count, and
+    // fresh groups start until B groups are decided (a partial-rollout step trains on a full batch).
+    const open = config.fillBatch ? () => running.size : undecided;
     const topUp = (backfill: boolean): void => {
-      while (!batchFull && kept.length + undecided() < target) {
+      while (!batchFull && kept.length + open() < target) {
         const group = freshGroup();
         if (group === null) return;
         launch(group, backfill);
@@ -394,7 +397,6 @@ function toParked(group: GroupRun): ParkedGroup {
   return { problem: group.problem, startedStep: group.startedStep, trajectories: [...group.slots] };
 }
 
-/** The group's outcome, or null when the batch is already full and a kept group must wait. */
 /**
  * A seeded run gives each trajectory its own seed from the run's seed, its group (problem and
  * the step the group started in) and its sample index, so a rerun draws the same tokens
@@ -408,6 +410,7 @@ function trajectorySeed(seed: number, group: GroupRun, sample: number): number {
   return (hash >>> 0) & 0x7fffffff;
 }
 
+/** The group's outcome, or null when the batch is already full and a kept group must wait. */
 function decideGroup(
   group: GroupRun,
   step: number,

@@ -11,6 +11,8 @@ export type SimConfiguration = {
   mode: 'sync' | 'async';
   partialRollout: boolean;
   router: RouterPolicyName;
+  /** Partial rollout keeps starting fresh groups until B are decided (the rollout's `fillBatch`). */
+  fillBatch?: boolean;
 };
 
 export const SIM_CONFIGURATIONS: readonly SimConfiguration[] = [
@@ -20,4 +22,12 @@ export const SIM_CONFIGURATIONS: readonly SimConfiguration[] = [
   { name: 'async+partial+prefix-aware', mode: 'async', partialRollout: true, router: 'prefix-aware' },
   { name: 'least-requests', mode: 'async', partialRollout: true, router: 'least-requests' },
   { name: 'cache-aware', mode: 'async', partialRollout: true, router: 'cache-aware' },
+  // Beyond the paper: a partial-rollout step decides a full batch.
+  {
+    name: 'async+partial+prefix-aware+fill',
+    mode: 'async',
+    partialRollout: true,
+    router: 'prefix-aware',
+    fillBatch: true,
+  },
 ];

@@ -171,6 +171,7 @@ async function simulateConfiguration(
     mode: configuration.mode,
     stages: [budgets],
     partialRollout: configuration.partialRollout,
+    fillBatch: configuration.fillBatch === true,
     maxNewTokensPerTurn: budgets.maxTokens,
     // A trajectory spans up to N steps under partial rollout; none is stale within that.
     maxPolicyLag: budgets.partialRollouts,

@@ -27,10 +27,10 @@ export {
   rlDefiningConfig,
 } from './rl-config.ts';
 export { type RlMetrics, type RlMetricsInput, rlMetrics, selfCorrected } from './rl-metrics.ts';
+export { RL_FILES, type RlEvalRecord } from './rl-records.ts';
+export { isRlRunFolder, type RlReportRun, readRlRun, renderRlReport, writeRlReport } from './rl-report.ts';
 export {
   checkpointPath,
-  RL_FILES,
-  type RlEvalRecord,
   type RlEvent,
   RlRunError,
   type RlRunOptions,

@@ -36,31 +36,12 @@ import { AgentMathError } from '../shared/agentmath-error.ts';
 import { systemClock } from '../shared/clock.ts';
 import { arithEvalProblems, arithTrainProblems, createSeededRandom } from '../tasks/index.ts';
 import { grpoBatch } from './grpo-sequences.ts';
-import { evaluateHeldOut, type HeldOutEvalResult } from './held-out-eval.ts';
+import { evaluateHeldOut } from './held-out-eval.ts';
 import { type RlConfig, rlDefiningConfig } from './rl-config.ts';
 import { type RlMetrics, rlMetrics } from './rl-metrics.ts';
+import { RL_FILES, type RlEvalRecord } from './rl-records.ts';
+import { writeRlReport } from './rl-report.ts';
 import { type GrpoStepResult, TrainerClient } from './trainer-client.ts';
-
-export const RL_FILES = {
-  metrics: 'metrics.jsonl',
-  evals: 'evals.jsonl',
-  checkpoints: 'checkpoints',
-  /** One evaluation run folder per held-out evaluation (`eval-runs/step-00010`). */
-  evalRuns: 'eval-runs',
-} as const;
-
-/** One line of `evals.jsonl`: held-out figures after `step` steps. */
-export type RlEvalRecord = {
-  step: number;
-  policyVersion: number;
-  accuracy: number;
-  codeFrequency: number;
-  toolCallsPerTrajectory: number;
-  responseTokensMean: number | null;
-  byLevel: HeldOutEvalResult['byLevel'];
-  problems: number;
-  wallMs: number;
-};
 
 export type RlEvent =
   | { type: 'rl-start'; folder: string; config: RlConfig; resumedFromStep: number; parameters: number | null }
@@ -215,6 +196,7 @@ export async function runRl(options: RlRunOptions): Promise<RlMetrics[]> {
             trainMs,
           });
           await appendLine(join(folder, RL_FILES.metrics), metrics);
+          await writeRlReport([folder]);
           done.push(metrics);
           options.onEvent?.({ type: 'rl-step', metrics, rollout: result.stats, skipped: batch.skipped });
           const last = step + 1 === config.steps;
@@ -228,6 +210,7 @@ export async function runRl(options: RlRunOptions): Promise<RlMetrics[]> {
               policyVersion,
             );
             await appendLine(join(folder, RL_FILES.evals), record);
+            await writeRlReport([folder]);
             options.onEvent?.({ type: 'rl-eval', record });
           }
           // Checkpoint `step` is what a resume needs until this step is committed; the one
