@@ -348,6 +348,34 @@ describe('rollout scheduler over SGLang /generate', () => {
     },
   );
 
+  it('fill batch: parked groups do not hold back fresh ones, up to N batches undecided', async () => {
+    const { router } = await replicas(1);
+    const config = (fillBatch: boolean) =>
+      rolloutConfigSchema.parse({
+        groupSize: 2,
+        batchSize: 1,
+        overProvision: 0,
+        segmentToolCalls: 2,
+        stages: [{ maxTokens: 4096, maxToolCalls: 8, partialRollouts: 3 }],
+        fillBatch,
+      });
+    const many = () =>
+      source(
+        Array.from({ length: 8 }, (_, index) => ({
+          id: `p${index}`,
+          text: `problem ${index}`,
+          answer: '42',
+        })),
+      );
+    const plain = await runRolloutStep(input({ config: config(false), problems: many() }), parts(router));
+    expect(plain.stats).toMatchObject({ groupsKept: 0, groupsCarried: 1 });
+    const problems = many();
+    const filled = await runRolloutStep(input({ config: config(true), problems }), parts(router));
+    // Every group parks after two code calls; fresh ones start until 3 (N × B) are undecided.
+    expect(filled.stats).toMatchObject({ groupsKept: 0, groupsCarried: 3, trajectoriesParked: 6 });
+    expect(problems.taken()).toBe(3);
+  });
+
   it('adaptive batch: all-equal groups are dropped and fresh problems back-fill to B kept groups', async () => {
     const { router } = await replicas(2);
     const verdicts: Record<string, (sample: number) => boolean> = {

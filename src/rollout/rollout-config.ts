@@ -49,7 +49,8 @@ export const rolloutConfigSchema = z
     /**
      * Async with partial rollout: keep starting fresh groups while fewer than B + overProvision
      * run, until B groups are decided, instead of stopping once that many are undecided (parked
-     * groups included). A step then decides a full batch; the parked pool grows to match.
+     * groups included), with at most N × (B + overProvision) groups undecided (N: the stage's
+     * partial rollouts). A step then decides up to a full batch.
      */
     fillBatch: z.boolean().default(false),
     /** Trajectories running at once (each holds a sandbox session). */

@@ -296,10 +296,15 @@ export async function runRolloutStep(
       running.add(task);
     };
     // Parked groups hold back fresh ones unless `fillBatch`: then only running groups count, and
-    // fresh groups start until B groups are decided (a partial-rollout step trains on a full batch).
-    const open = config.fillBatch ? () => running.size : undecided;
+    // fresh groups start until B groups are decided (a partial-rollout step trains on a full
+    // batch), while the undecided pool stays within N batches (N = the stage's partial
+    // rollouts), so a step does not run ahead on work that later steps would only drain.
+    const poolLimit = target * stage.partialRollouts;
+    const room = config.fillBatch
+      ? () => kept.length + running.size < target && undecided() < poolLimit
+      : () => kept.length + undecided() < target;
     const topUp = (backfill: boolean): void => {
-      while (!batchFull && kept.length + open() < target) {
+      while (!batchFull && room()) {
         const group = freshGroup();
         if (group === null) return;
         launch(group, backfill);

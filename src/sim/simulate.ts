@@ -83,7 +83,12 @@ export type SimulateOptions = {
 };
 
 export async function simulate(options: SimulateOptions): Promise<SimulationReport> {
-  const { workload, steps = 4, configurations = SIM_CONFIGURATIONS, onProgress = () => {} } = options;
+  const {
+    workload,
+    steps = 4,
+    configurations = SIM_CONFIGURATIONS.filter((configuration) => configuration.onRequest !== true),
+    onProgress = () => {},
+  } = options;
   const results: ConfigurationResult[] = [];
   for (const configuration of configurations) {
     const result = await simulateConfiguration(workload, configuration, steps, onProgress);

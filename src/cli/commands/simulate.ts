@@ -83,7 +83,7 @@ export function registerSimulate(program: Command): void {
       const names = flags.configuration;
       const configurations =
         names === undefined
-          ? SIM_CONFIGURATIONS
+          ? SIM_CONFIGURATIONS.filter((configuration) => configuration.onRequest !== true)
           : SIM_CONFIGURATIONS.filter((configuration) => names.includes(configuration.name));
       const unknown = (names ?? []).filter(
         (name) => !SIM_CONFIGURATIONS.some((configuration) => configuration.name === name),
