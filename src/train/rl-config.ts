@@ -44,7 +44,7 @@ export const rlConfigSchema = z
     evalEvery: z.number().int().nonnegative().default(10),
     evalProblems: positive.default(80),
     /** Difficulty levels RL problems are drawn from. */
-    levels: z.array(z.number().int().min(1).max(4)).min(1).default([1, 2, 3, 4]),
+    levels: z.array(z.number().int().min(0).max(4)).min(1).default([1, 2, 3, 4]),
     /** Training problems in the pool, cycled over in order. */
     problemPool: positive.default(4000),
     temperature: z.number().min(0).default(1),

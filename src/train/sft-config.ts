@@ -28,7 +28,7 @@ export const sftConfigSchema = z
     maxMinutes: z.number().positive().optional(),
     /** Training problems generated (one solution each). */
     trainProblems: positive.default(8000),
-    levels: z.array(z.number().int().min(1).max(4)).min(1).default([1, 2, 3, 4]),
+    levels: z.array(z.number().int().min(0).max(4)).min(1).default([1, 2, 3, 4]),
     checkpointEvery: positive.default(100),
     /**
      * Torch threads for training steps; 0 = the worker's default (all cores). One by default:
@@ -40,6 +40,12 @@ export const sftConfigSchema = z
     evalMaxToolCalls: z.number().int().nonnegative().default(4),
     /** Train on this file (trajectories.jsonl, sharegpt.json or verl.parquet) instead of generated solutions. */
     dataFile: z.string().min(1).nullable().default(null),
+    /**
+     * Text style only: this share of the problems (chosen by a hash of the problem id) gets its
+     * tool-augmented solution instead, so the model knows the tool but rarely calls it (the
+     * base model of the ZeroTIR experiment). 0 = text only.
+     */
+    toolShare: z.number().min(0).max(1).default(0),
     /** Interpreter output is masked from the loss (false trains on it too: the ablation's baseline). */
     maskToolOutput: z.boolean().default(true),
   })
@@ -63,6 +69,11 @@ export function resolveSftConfig(input: unknown, source = 'SFT config'): SftConf
     throw new SftConfigError(`${source}: "${issue?.path.join('.') || '(root)'}": ${issue?.message}`, {
       cause: parsed.error,
     });
+  }
+  if (parsed.data.toolShare > 0 && parsed.data.style !== 'text') {
+    throw new SftConfigError(
+      `${source}: "toolShare" mixes tool solutions into text data; it needs style "text" (--text-only)`,
+    );
   }
   return parsed.data;
 }

@@ -337,19 +337,40 @@ async function prepareDataset(
     const done = resumed + written + skipped;
     if (done % 500 === 0 || done === total) emit({ type: 'data-progress', done, total });
   };
-  const common = { out, count: config.trainProblems, seed: config.seed, levels: config.levels, onProgress };
-  if (config.style === 'text') {
-    await writeArithSftDataset({ ...common, style: 'text' });
-  } else {
+  const common = { count: config.trainProblems, seed: config.seed, levels: config.levels, onProgress };
+  const writeTool = async (path: string) => {
     const sandbox = createLocalSandbox({ maxWorkers: 2, warmWorkers: 0, preload: [] });
     try {
-      await writeArithSftDataset({ ...common, style: 'tool', sandbox, concurrency: 2 });
+      await writeArithSftDataset({ ...common, out: path, style: 'tool', sandbox, concurrency: 2 });
     } finally {
       await sandbox.close();
     }
+  };
+  if (config.style === 'text') await writeArithSftDataset({ ...common, out, style: 'text' });
+  else await writeTool(out);
+  let solutions = await readSolutions(out);
+  if (config.style === 'text' && config.toolShare > 0) {
+    const toolPath = join(dir, 'data-tool.jsonl');
+    await writeTool(toolPath);
+    const tool = new Map((await readSolutions(toolPath)).map((solution) => [solution.problem.id, solution]));
+    solutions = solutions.map((solution) =>
+      shareHash(solution.problem.id) < config.toolShare
+        ? (tool.get(solution.problem.id) ?? solution)
+        : solution,
+    );
   }
-  const lines = (await readFile(out, 'utf8')).split('\n').filter((line) => line !== '');
-  const solutions = lines.map((line) => taskSolutionSchema.parse(JSON.parse(line)));
   // Concurrent sessions append in completion order; the data order must not depend on it.
   return solutions.sort((a, b) => (a.problem.id < b.problem.id ? -1 : a.problem.id > b.problem.id ? 1 : 0));
+}
+
+async function readSolutions(path: string): Promise<TaskSolution[]> {
+  const lines = (await readFile(path, 'utf8')).split('\n').filter((line) => line !== '');
+  return lines.map((line) => taskSolutionSchema.parse(JSON.parse(line)));
+}
+
+/** A problem id's place in [0, 1), stable across runs (FNV-1a), to pick the tool-style share. */
+function shareHash(id: string): number {
+  let hash = 2166136261;
+  for (const character of id) hash = Math.imul(hash ^ character.charCodeAt(0), 16777619);
+  return (hash >>> 0) / 2 ** 32;
 }

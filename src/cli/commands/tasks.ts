@@ -32,7 +32,7 @@ type WriteOptions = {
   concurrency: number;
 };
 
-const levelsOption = listOption(integerOption({ min: 1, max: 4 }));
+const levelsOption = listOption(integerOption({ min: 0, max: 4 }));
 const kindsOption = listOption(choiceOption(ARITH_KINDS));
 const countOption = integerOption({ max: 10_000_000 });
 

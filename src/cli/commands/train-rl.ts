@@ -82,7 +82,7 @@ export function registerTrainRl(train: Command): void {
     .option(
       '--levels <list>',
       'difficulty levels of the RL problems',
-      listOption(integerOption({ min: 1, max: 4 })),
+      listOption(integerOption({ min: 0, max: 4 })),
       d('levels'),
     )
     .option(

@@ -44,6 +44,7 @@ type SftFlags = {
   threads: number;
   evalProblems: number;
   checkpointEvery: number;
+  toolShare: number;
   out?: string;
   resume?: boolean;
   json?: boolean;
@@ -66,6 +67,7 @@ const CONFIG_FIELDS = {
   threads: 'trainThreads',
   evalProblems: 'evalProblems',
   checkpointEvery: 'checkpointEvery',
+  toolShare: 'toolShare',
 } as const satisfies Partial<Record<keyof SftFlags, keyof SftConfigInput>>;
 
 /**
@@ -151,6 +153,12 @@ export function registerTrain(program: Command): void {
       'train on trajectories.jsonl, sharegpt.json or verl.parquet instead of generated solutions',
     )
     .option('--unmasked', 'also train on interpreter output (default: masked from the loss)')
+    .option(
+      '--tool-share <f>',
+      'with --text-only: this share of problems gets its tool-augmented solution (a base model that rarely calls code)',
+      numberOption({ min: 0, max: 1 }),
+      sftDefault('toolShare'),
+    )
     .option('--steps <n>', 'optimizer steps', integerOption({ min: 1 }), sftDefault('steps'))
     .option(
       '--batch-size <n>',
@@ -179,7 +187,7 @@ export function registerTrain(program: Command): void {
     .option(
       '--levels <list>',
       'levels, e.g. 1,2,3,4',
-      listOption(integerOption({ min: 1, max: 4 })),
+      listOption(integerOption({ min: 0, max: 4 })),
       sftDefault('levels'),
     )
     .option(

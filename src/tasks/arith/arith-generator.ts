@@ -1,17 +1,22 @@
 /**
  * Draws the operands of one problem of a given kind and level from `random`. Levels 1..4:
- * the number of digits (and, for powers, the exponent) grows with the level. Every table
- * below is the whole difficulty definition; nothing else decides it.
+ * the number of digits (and, for powers, the exponent) grows with the level. Level 0 (asked
+ * for explicitly, never in the defaults) has small operands a small model can learn to
+ * compute in text, so text-only training has a signal too. Every table below (row = level)
+ * is the whole difficulty definition; nothing else decides it.
  */
 import { type Random, randomDigits, randomInteger } from '../seeded-random.ts';
 import type { ArithKind, ArithSpec } from './arith-spec.ts';
 
 export const ARITH_LEVELS: readonly number[] = [1, 2, 3, 4];
+/** Every level a problem can be drawn at, the easy level 0 included. */
+export const ARITH_ALL_LEVELS: readonly number[] = [0, 1, 2, 3, 4];
 
 type Range = readonly [number, number];
 
 /** Per level: digits of the two factors. */
 const PRODUCT_DIGITS: readonly (readonly [number, number])[] = [
+  [2, 1],
   [3, 2],
   [4, 3],
   [5, 5],
@@ -19,6 +24,7 @@ const PRODUCT_DIGITS: readonly (readonly [number, number])[] = [
 ];
 /** Per level: number of terms, and digits of each term. */
 const SUM_SHAPE: readonly { terms: number; digits: Range }[] = [
+  { terms: 2, digits: [1, 2] },
   { terms: 3, digits: [3, 4] },
   { terms: 3, digits: [5, 6] },
   { terms: 4, digits: [7, 9] },
@@ -26,6 +32,7 @@ const SUM_SHAPE: readonly { terms: number; digits: Range }[] = [
 ];
 /** Per level: base range, exponent range, modulus range. */
 const MOD_POWER_SHAPE: readonly { base: Range; exponent: Range; modulus: Range }[] = [
+  { base: [2, 9], exponent: [2, 9], modulus: [3, 20] },
   { base: [2, 20], exponent: [10, 99], modulus: [10, 999] },
   { base: [2, 99], exponent: [100, 999], modulus: [100, 9999] },
   { base: [10, 999], exponent: [200, 999], modulus: [1000, 99999] },
@@ -33,6 +40,7 @@ const MOD_POWER_SHAPE: readonly { base: Range; exponent: Range; modulus: Range }
 ];
 /** Per level: how many digits the power whose digits are summed has (base 2..999). */
 const DIGIT_SUM_DIGITS: readonly Range[] = [
+  [2, 5],
   [8, 15],
   [16, 25],
   [26, 40],
@@ -40,6 +48,7 @@ const DIGIT_SUM_DIGITS: readonly Range[] = [
 ];
 /** Per level: digits of the common factor and of the two cofactors (gcd, lcm). */
 const DIVISOR_SHAPE: readonly { common: Range; cofactor: Range }[] = [
+  { common: [1, 1], cofactor: [1, 2] },
   { common: [1, 1], cofactor: [2, 3] },
   { common: [1, 2], cofactor: [3, 4] },
   { common: [2, 3], cofactor: [4, 6] },
@@ -47,6 +56,7 @@ const DIVISOR_SHAPE: readonly { common: Range; cofactor: Range }[] = [
 ];
 /** Per level: digits of a, of the solution x, of b; whether negatives appear. */
 const LINEAR_SHAPE: readonly { a: Range; x: Range; b: Range; negative: boolean }[] = [
+  { a: [1, 1], x: [1, 2], b: [1, 2], negative: false },
   { a: [1, 2], x: [2, 2], b: [1, 2], negative: false },
   { a: [2, 2], x: [3, 3], b: [3, 4], negative: true },
   { a: [3, 3], x: [4, 4], b: [5, 5], negative: true },
@@ -54,6 +64,7 @@ const LINEAR_SHAPE: readonly { a: Range; x: Range; b: Range; negative: boolean }
 ];
 /** Per level: largest coefficient and largest |x|, |y| of a 2x2 system. */
 const SYSTEM_SHAPE: readonly { coefficient: number; unknown: number }[] = [
+  { coefficient: 5, unknown: 9 },
   { coefficient: 9, unknown: 9 },
   { coefficient: 20, unknown: 50 },
   { coefficient: 99, unknown: 999 },
@@ -61,8 +72,8 @@ const SYSTEM_SHAPE: readonly { coefficient: number; unknown: number }[] = [
 ];
 
 function atLevel<T>(table: readonly T[], level: number): T {
-  const row = table[level - 1];
-  if (row === undefined) throw new RangeError(`arith level ${level} is outside 1..${table.length}`);
+  const row = Number.isInteger(level) ? table[level] : undefined;
+  if (row === undefined) throw new RangeError(`arith level ${level} is outside 0..${table.length - 1}`);
   return row;
 }
 

@@ -1,5 +1,5 @@
 /** The `arith` task family: exact-arithmetic problems, their splits, and solution writers. */
-export { ARITH_LEVELS, generateArithSpec } from './arith-generator.ts';
+export { ARITH_ALL_LEVELS, ARITH_LEVELS, generateArithSpec } from './arith-generator.ts';
 export {
   ARITH_EVAL_SEED,
   type ArithBenchmarkItem,
