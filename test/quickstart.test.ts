@@ -1,9 +1,10 @@
 /**
  * The quickstart end to end on the `test` preset: both models trained from scratch (a few
- * steps), served by their workers, evaluated on arith problems through the agent loop and the
- * jailed sandbox, the report written; a second run reuses the trained models.
+ * steps), one RL step from the tool model, all three served by their workers, evaluated on
+ * arith problems through the agent loop and the jailed sandbox, one report with the table and
+ * the RL curves written; a second run reuses the trained models and the RL run.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -22,6 +23,7 @@ const sftConfig = {
   checkpointEvery: 2,
   levels: [1],
 };
+const rlConfig = { steps: 1, batchSize: 1, groupSize: 2, levels: [1], problemPool: 2, evalProblems: 2 };
 
 describe('quickstart', () => {
   it('trains both models, evaluates them side by side, writes the report, then reuses the models', async () => {
@@ -32,12 +34,18 @@ describe('quickstart', () => {
       benchmarkCount: 6,
       concurrency: 3,
       sftConfig,
+      rlConfig,
       onEvent: (event) => events.push(event),
     });
     expect(first.models.map((model) => [model.style, model.trainedNow])).toEqual([
       ['tool', true],
       ['text', true],
+      ['tool-rl', true],
     ]);
+    expect(events.some((event) => event.type === 'rl-event' && event.event.type === 'rl-step')).toBe(true);
+    const page = readFileSync(first.reportPath, 'utf8');
+    expect(page).toContain('Agentic RL from the tool model');
+    expect(page).toContain('Code frequency (share of trajectories with a code call)');
     for (const model of first.models) {
       expect(existsSync(join(model.modelDir, 'config.json'))).toBe(true);
       expect(model.training.training.steps).toBe(4);
@@ -59,10 +67,13 @@ describe('quickstart', () => {
       benchmarkCount: 6,
       concurrency: 3,
       sftConfig,
+      rlConfig,
       onEvent: (event) => again.push(event),
     });
     expect(second.models.every((model) => !model.trainedNow)).toBe(true);
     expect(again.filter((event) => event.type === 'model-cached')).toHaveLength(2);
+    expect(again.filter((event) => event.type === 'rl-cached')).toHaveLength(1);
+    expect(again.some((event) => event.type === 'rl-event')).toBe(false);
     expect(again.some((event) => event.type === 'sft-event')).toBe(false);
   });
 });

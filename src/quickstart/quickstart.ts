@@ -1,15 +1,17 @@
 /**
  * The quickstart: the main job on the embedded default. It trains the two embedded models
  * (tool-augmented and text-only SFT on the arith tasks) when no finished checkpoint exists,
- * serves each with its PyTorch worker, evaluates both on the built-in `arith` benchmark through
- * the real agent loop and jailed sandbox, and writes a side-by-side report.
+ * then runs agentic RL (GRPO, `train rl`) from the tool model for a few minutes, serves each
+ * model with its PyTorch worker, evaluates all three on the built-in `arith` benchmark through
+ * the real agent loop and jailed sandbox, and writes one report: the side-by-side table and
+ * the RL curves.
  *
- * Training and evaluation of the two models run concurrently (one worker each, one core each
- * on the 2-core default machine). Finished checkpoints are reused; an interrupted training run
- * is resumed from its last checkpoint.
+ * Training and evaluation of the two SFT models run concurrently (one worker each, one core
+ * each on the 2-core default machine). Finished models are reused; an interrupted training or
+ * RL run is resumed from its last checkpoint.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { problemOnlyPrompt, runAgent } from '../agent/index.ts';
 import { embeddedModelPaths, startEmbeddedEngine } from '../engine/embedded/index.ts';
@@ -25,8 +27,14 @@ import { createLocalSandbox } from '../sandbox/index.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
 import { arithBenchmark } from '../tasks/index.ts';
 import {
+  type RlConfigInput,
+  type RlEvent,
+  readRlRun,
   readSftState,
   readTrainingReport,
+  resolveRlConfig,
+  rlReportSections,
+  runRl,
   runSft,
   type SftConfigInput,
   type SftEvent,
@@ -34,9 +42,29 @@ import {
   type TrainingReport,
 } from '../train/index.ts';
 
-export type QuickstartStyle = 'tool' | 'text';
+export type QuickstartStyle = 'tool' | 'text' | 'tool-rl';
 
-export const QUICKSTART_STYLES: readonly QuickstartStyle[] = ['tool', 'text'];
+/** The two SFT models, trained side by side. */
+export const QUICKSTART_STYLES: readonly ('tool' | 'text')[] = ['tool', 'text'];
+
+/** The RL run's folder under `.agentmath/models/` (its `model/` is the policy evaluated). */
+export const QUICKSTART_RL_FOLDER = 'arith-tool-rl';
+/** Written into the RL folder when its run is over, so a later quickstart reuses it. */
+const RL_DONE_FILE = 'quickstart-rl.json';
+
+/**
+ * The quickstart's RL run: from the tool model, on the levels where it still fails (3 and 4,
+ * so groups carry a signal), small batches, stopped by its time budget.
+ */
+export const QUICKSTART_RL_DEFAULTS = {
+  steps: 40,
+  batchSize: 4,
+  groupSize: 8,
+  levels: [3, 4],
+  problemPool: 400,
+  evalEvery: 0,
+  evalProblems: 40,
+} as const satisfies Partial<RlConfigInput>;
 
 export type QuickstartOptions = {
   /** The project folder whose `.agentmath/models/` holds the embedded models. */
@@ -53,6 +81,10 @@ export type QuickstartOptions = {
   trainMinutes?: number;
   /** Overrides of the SFT defaults for both models (tests use a tiny preset and a few steps). */
   sftConfig?: Omit<SftConfigInput, 'style'>;
+  /** Minutes of RL from the tool model (default 3; 0 skips RL). */
+  rlMinutes?: number;
+  /** Overrides of the quickstart's RL configuration (tests use one tiny step). */
+  rlConfig?: Partial<RlConfigInput>;
   signal?: AbortSignal;
   onEvent?: (event: QuickstartEvent) => void;
 };
@@ -60,6 +92,8 @@ export type QuickstartOptions = {
 export type QuickstartEvent =
   | { type: 'model-cached'; style: QuickstartStyle; dir: string; report: TrainingReport }
   | { type: 'sft-event'; style: QuickstartStyle; event: SftEvent }
+  | { type: 'rl-cached'; dir: string }
+  | { type: 'rl-event'; event: RlEvent }
   | { type: 'eval-start'; style: QuickstartStyle; problems: number; outDir: string }
   | { type: 'eval-progress'; style: QuickstartStyle; progress: EvalProgress }
   | { type: 'eval-finish'; style: QuickstartStyle; summary: RunSummary };
@@ -95,6 +129,32 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
     QUICKSTART_STYLES.map((style) => ensureModel(style, paths[style], options, emit)),
   );
   options.signal?.throwIfAborted();
+  const rlFolder = join(paths.models, QUICKSTART_RL_FOLDER);
+  const rl = (options.rlMinutes ?? 3) > 0 ? await ensureRlModel(rlFolder, paths.tool, options, emit) : null;
+  options.signal?.throwIfAborted();
+  const evaluated: {
+    style: QuickstartStyle;
+    modelDir: string;
+    report: TrainingReport;
+    trainedNow: boolean;
+  }[] = [
+    ...QUICKSTART_STYLES.map((style, index) => ({
+      style,
+      modelDir: paths[style],
+      report: trained[index]?.report as TrainingReport,
+      trainedNow: trained[index]?.trainedNow ?? false,
+    })),
+    ...(rl === null
+      ? []
+      : [
+          {
+            style: 'tool-rl' as const,
+            modelDir: join(rlFolder, 'model'),
+            report: trained[0]?.report as TrainingReport,
+            trainedNow: rl.trainedNow,
+          },
+        ]),
+  ];
 
   const items = arithBenchmark(options.benchmarkCount === undefined ? {} : { count: options.benchmarkCount });
   const problems: BenchmarkProblem[] = items.map(({ id, problem, answer }) => ({ id, problem, answer }));
@@ -104,39 +164,36 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
   const sandbox = createLocalSandbox({ maxWorkers: 2 * concurrency, warmWorkers: 4 });
   try {
     const summaries = await Promise.all(
-      QUICKSTART_STYLES.map((style) =>
-        evaluateModel(
-          style,
-          paths[style],
-          join(outDir, style),
-          problems,
-          concurrency,
-          sandbox,
-          options,
-          emit,
-        ),
+      evaluated.map(({ style, modelDir }) =>
+        evaluateModel(style, modelDir, join(outDir, style), problems, concurrency, sandbox, options, emit),
       ),
     );
     const models: QuickstartModelResult[] = [];
-    for (const [index, style] of QUICKSTART_STYLES.entries()) {
-      const runDir = join(outDir, style);
+    for (const [index, model] of evaluated.entries()) {
+      const runDir = join(outDir, model.style);
       models.push({
-        style,
-        modelDir: paths[style],
+        style: model.style,
+        modelDir: model.modelDir,
         runDir,
-        trainedNow: trained[index]?.trainedNow ?? false,
-        training: trained[index]?.report as TrainingReport,
+        trainedNow: model.trainedNow,
+        training: model.report,
         summary: summaries[index] as RunSummary,
         levels: await levelResults(runDir, levelOf),
       });
     }
     const reportPath = await writeRunReport(
-      QUICKSTART_STYLES.map((style) => join(outDir, style)),
+      evaluated.map(({ style }) => join(outDir, style)),
       {
         equivalent: (left, right) => answersEquivalent(left, right, { sandbox }),
         outFile: join(outDir, 'report.html'),
       },
     );
+    if (rl !== null) {
+      // One page: the evaluation table and charts, then the RL run's curves.
+      const page = await readFile(reportPath, 'utf8');
+      const curves = `<h2>Agentic RL from the tool model</h2>${rlReportSections([await readRlRun(rlFolder, 'tool + RL')])}`;
+      await writeFile(reportPath, page.replace('</body>', `${curves}\n</body>`));
+    }
     return { models, reportPath, wallMs: Date.now() - started };
   } finally {
     await sandbox.close();
@@ -145,7 +202,7 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
 
 /** Reuses a finished model, resumes an interrupted run, or trains from scratch. */
 async function ensureModel(
-  style: QuickstartStyle,
+  style: 'tool' | 'text',
   dir: string,
   options: QuickstartOptions,
   emit: (event: QuickstartEvent) => void,
@@ -171,6 +228,35 @@ async function ensureModel(
     ...(options.signal === undefined ? {} : { signal: options.signal }),
   });
   return { report, trainedNow: true };
+}
+
+/** Reuses a finished RL run, resumes an interrupted one, or runs RL from the tool model. */
+async function ensureRlModel(
+  folder: string,
+  init: string,
+  options: QuickstartOptions,
+  emit: (event: QuickstartEvent) => void,
+): Promise<{ trainedNow: boolean }> {
+  if (options.retrain) await rm(folder, { recursive: true, force: true });
+  if (existsSync(join(folder, RL_DONE_FILE)) && existsSync(join(folder, 'model', 'config.json'))) {
+    emit({ type: 'rl-cached', dir: folder });
+    return { trainedNow: false };
+  }
+  const config = resolveRlConfig({ ...QUICKSTART_RL_DEFAULTS, ...options.rlConfig, init });
+  const metrics = await runRl({
+    folder,
+    config,
+    resume: existsSync(join(folder, 'checkpoint.json')),
+    minutes: options.rlMinutes ?? 3,
+    onEvent: (event) => emit({ type: 'rl-event', event }),
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  });
+  options.signal?.throwIfAborted();
+  await writeFile(
+    join(folder, RL_DONE_FILE),
+    `${JSON.stringify({ steps: metrics.length, finishedAt: new Date().toISOString() })}\n`,
+  );
+  return { trainedNow: true };
 }
 
 /** One model's evaluation on the benchmark: greedy, problem-only prompt, tags dialect. */

@@ -28,7 +28,14 @@ export {
 } from './rl-config.ts';
 export { type RlMetrics, type RlMetricsInput, rlMetrics, selfCorrected } from './rl-metrics.ts';
 export { RL_FILES, type RlEvalRecord } from './rl-records.ts';
-export { isRlRunFolder, type RlReportRun, readRlRun, renderRlReport, writeRlReport } from './rl-report.ts';
+export {
+  isRlRunFolder,
+  type RlReportRun,
+  readRlRun,
+  renderRlReport,
+  rlReportSections,
+  writeRlReport,
+} from './rl-report.ts';
 export {
   checkpointPath,
   type RlEvent,

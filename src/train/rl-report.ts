@@ -57,6 +57,20 @@ export async function readRlRun(folder: string, label = basename(resolve(folder)
 /** The page for one run, or several side by side. */
 export function renderRlReport(runs: readonly RlReportRun[]): string {
   const several = runs.length > 1;
+  const title = several
+    ? `RL runs: ${runs.map((run) => run.label).join(' vs ')}`
+    : `RL run: ${runs[0]?.label}`;
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title><style>${REPORT_STYLE}</style></head><body>
+<h1>${escapeHtml(title)}</h1>
+${rlReportSections(runs)}
+</body></html>
+`;
+}
+
+/** The report's sections (summary, curves, held-out table, configuration), for any page. */
+export function rlReportSections(runs: readonly RlReportRun[]): string {
+  const several = runs.length > 1;
   const name = (run: RlReportRun, what: string) => (several ? `${run.label} ${what}` : what);
   const perStep = (pick: (metrics: RlMetrics) => number | null, what: string): LineSeries[] =>
     runs.map((run) => ({
@@ -121,9 +135,7 @@ export function renderRlReport(runs: readonly RlReportRun[]): string {
 <h2>Summary</h2>${summaryTable(runs)}
 <h2>Curves</h2><div style="display:flex;flex-wrap:wrap;gap:8px">${charts.join('\n')}</div>
 <h2>Held-out evaluations</h2>${evalTable(runs)}
-<h2>Configuration</h2>${configTable(runs)}
-</body></html>
-`;
+<h2>Configuration</h2>${configTable(runs)}`;
 }
 
 /** Writes report.html for the runs (default into the first run's folder); returns its path. */

@@ -226,7 +226,9 @@ export async function runRl(options: RlRunOptions): Promise<RlMetrics[]> {
       if (!interrupted()) throw error;
     }
     const reason = options.signal?.aborted ? 'interrupted' : stoppedForTime ? 'time-budget' : 'completed';
-    if (reason === 'completed') await trainer.saveCheckpoint(join(folder, 'model'));
+    // The policy so far as a model folder (`solve`, `eval`, `engine serve` use it); a run stopped
+    // by its time budget saves it too, and a resume carries on from the step checkpoint.
+    if (reason !== 'interrupted' && done.length > 0) await trainer.saveCheckpoint(join(folder, 'model'));
     options.onEvent?.({ type: 'rl-end', steps: done.length, reason, folder });
     return done;
   } finally {

@@ -13,6 +13,7 @@ import {
 import { formatDuration, formatSftEvent } from '../../train/index.ts';
 import { integerOption, numberOption } from '../cli-options.ts';
 import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
+import { formatRlEvent } from './train-rl.ts';
 
 type QuickstartFlags = {
   out?: string;
@@ -20,6 +21,7 @@ type QuickstartFlags = {
   count?: number;
   concurrency: number;
   trainMinutes?: number;
+  rlMinutes: number;
   json?: boolean;
 };
 
@@ -30,13 +32,19 @@ export function registerQuickstart(program: Command): void {
   program
     .command('quickstart')
     .description(
-      'train the embedded models if needed (tool-augmented and text-only), evaluate both on arith, write the report',
+      'train the embedded models if needed (tool-augmented and text-only SFT, then RL from the tool model), evaluate all on arith, write the report',
     )
-    .option('--out <dir>', 'output folder for the two runs and report.html', 'runs/quickstart')
-    .option('--retrain', 'train both models again even when checkpoints exist')
+    .option('--out <dir>', 'output folder for the evaluation runs and report.html', 'runs/quickstart')
+    .option('--retrain', 'train the models (and RL) again even when checkpoints exist')
     .option('--count <n>', 'arith benchmark problems to evaluate (default: all 200)', positiveInteger)
     .option('--concurrency <n>', 'trajectories in flight per model', positiveInteger, 32)
     .option('--train-minutes <m>', 'cap on each training run (default: the SFT step count)', positiveNumber)
+    .option(
+      '--rl-minutes <m>',
+      'minutes of agentic RL from the tool model (0: no RL)',
+      numberOption({ min: 0 }),
+      3,
+    )
     .option('--json', 'print the result as JSON')
     .action(async (flags: QuickstartFlags) => {
       process.exitCode = await quickstartCommand(flags);
@@ -63,6 +71,7 @@ async function quickstartCommand(flags: QuickstartFlags): Promise<number> {
       ...(flags.retrain ? { retrain: true } : {}),
       ...(flags.count === undefined ? {} : { benchmarkCount: flags.count }),
       ...(flags.trainMinutes === undefined ? {} : { trainMinutes: flags.trainMinutes }),
+      rlMinutes: flags.rlMinutes,
     });
     progress.finish();
     if (flags.json) {
@@ -106,6 +115,12 @@ async function quickstartCommand(flags: QuickstartFlags): Promise<number> {
   }
 }
 
+const MODEL_LABELS: Record<QuickstartStyle, string> = {
+  tool: 'SFT with tools',
+  text: 'SFT text-only',
+  'tool-rl': 'SFT with tools + RL',
+};
+
 /** The comparison table: accuracy overall and by level, tool use, response length. */
 export function renderQuickstartTable(models: readonly QuickstartModelResult[]): string {
   const levels = [...new Set(models.flatMap((model) => model.levels.map((entry) => entry.level)))].sort(
@@ -119,7 +134,7 @@ export function renderQuickstartTable(models: readonly QuickstartModelResult[]):
     'tokens/traj',
   ];
   const rows = models.map((model) => [
-    model.style === 'tool' ? 'SFT with tools' : 'SFT text-only',
+    MODEL_LABELS[model.style],
     percent(model.summary.avgAtK),
     ...levels.map((level) => {
       const entry = model.levels.find((candidate) => candidate.level === level);
@@ -176,6 +191,14 @@ function createQuickstartProgress(stream: NodeJS.WriteStream): {
     switch (event.type) {
       case 'model-cached':
         log(event.style, `using the trained model in ${event.dir}`);
+        return;
+      case 'rl-cached':
+        log('tool-rl', `using the RL run in ${event.dir}`);
+        return;
+      case 'rl-event':
+        for (const line of formatRlEvent(event.event).split('\n')) {
+          if (line !== '' && !line.startsWith('config:')) log('tool-rl', line);
+        }
         return;
       case 'sft-event': {
         const sft = event.event;
