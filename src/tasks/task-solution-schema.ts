@@ -6,7 +6,7 @@ export const taskProblemSchema = z
   .object({
     id: z.string().min(1),
     family: z.string().min(1),
-    level: z.number().int().positive(),
+    level: z.number().int().nonnegative(),
     problem: z.string(),
     answer: z.string(),
   })

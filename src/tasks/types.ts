@@ -6,7 +6,7 @@
 export type TaskProblem = {
   id: string;
   family: string;
-  /** Difficulty level, 1 = easiest. */
+  /** Difficulty level: 1 = easiest of the defaults, 0 = the small-operand level asked for explicitly. */
   level: number;
   problem: string;
   answer: string;

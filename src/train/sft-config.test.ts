@@ -1,0 +1,16 @@
+import { describe, expect, it } from 'vitest';
+import { resolveSftConfig, SftConfigError } from './sft-config.ts';
+
+describe('resolveSftConfig', () => {
+  it('accepts level 0 and a tool share for text data', () => {
+    const config = resolveSftConfig({ style: 'text', toolShare: 0.03, levels: [0, 1] });
+    expect(config.toolShare).toBe(0.03);
+    expect(config.levels).toEqual([0, 1]);
+  });
+
+  it('refuses a tool share for tool data, naming the field', () => {
+    expect(() => resolveSftConfig({ style: 'tool', toolShare: 0.1 })).toThrow(SftConfigError);
+    expect(() => resolveSftConfig({ style: 'tool', toolShare: 0.1 })).toThrow(/"toolShare".*--text-only/);
+    expect(() => resolveSftConfig({ toolShare: 1.5, style: 'text' })).toThrow(/"toolShare"/);
+  });
+});
