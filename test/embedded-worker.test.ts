@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { problemOnlyPrompt, runAgent } from '../src/agent/index.ts';
 import { type EmbeddedWorker, startEmbeddedWorker, type WorkerEvent } from '../src/engine/embedded/index.ts';
 import {
   createByteLevelTokenizer,
@@ -15,7 +16,9 @@ import {
   type HttpEngine,
   loadTokenizer,
 } from '../src/engine/index.ts';
-import { TrainerClient, TrainerRequestError } from '../src/train/index.ts';
+import { tagsDialect } from '../src/protocol/index.ts';
+import { grpoSequence, TrainerClient, TrainerRequestError } from '../src/train/index.ts';
+import { openTestSandbox } from './agent-sandbox.ts';
 
 const tokenizer = createByteLevelTokenizer();
 const PROMPT = tokenizer.applyChatTemplate([{ role: 'user', content: 'Compute 6*7.' }]);
@@ -147,6 +150,59 @@ describe('embedded worker', () => {
     expect(folderTokenizer.encode('6*7 → 42')).toEqual(tokenizer.encode('6*7 → 42'));
     expect(folderTokenizer.eosTokenId).toBe(256);
   });
+
+  it('sends a GRPO step whose every prompt and interpreter token has loss mask 0 on the wire', async () => {
+    const sandbox = await openTestSandbox();
+    try {
+      // A real multi-turn trajectory: the taught code block runs in the jail, the model goes on.
+      const trajectory = await runAgent(
+        { id: 'p', text: 'Compute 6*7.' },
+        {
+          engine,
+          tokenizer,
+          sandbox,
+          dialect: tagsDialect,
+          prompt: problemOnlyPrompt,
+          budgets: { maxTotalTokens: 160, maxToolCalls: 2, maxNewTokensPerTurn: 60 },
+          sampling: { temperature: 0, topP: 1 },
+        },
+      );
+      const tool = trajectory.segments.filter((segment) => segment.kind === 'tool');
+      expect(tool.length).toBeGreaterThan(0);
+      expect(tool[0]?.text).toContain('42');
+      const sequence = grpoSequence(trajectory, 1);
+      if (typeof sequence === 'string') throw new Error(sequence);
+      const sent: Array<{ sequences: Array<{ input_ids: number[]; loss_mask: number[] }> }> = [];
+      const recording = new TrainerClient({
+        baseUrl: worker.url,
+        fetch: async (input, init) => {
+          sent.push(JSON.parse(String(init?.body)));
+          return fetch(input, init);
+        },
+      });
+      const step = await recording.grpoStep({ sequences: [sequence], learningRate: 0 });
+      const [wire] = sent[0]!.sequences;
+      // Walk the segments: prompt and tool tokens must be 0 on the wire, model tokens 1.
+      let position = trajectory.prompt.tokenIds!.length;
+      expect(wire!.loss_mask.slice(0, position).every((mask) => mask === 0)).toBe(true);
+      let modelTokens = 0;
+      for (const segment of trajectory.segments) {
+        const ids = segment.tokenIds!;
+        expect(wire!.input_ids.slice(position, position + ids.length)).toEqual(ids);
+        const expected = segment.kind === 'tool' ? 0 : 1;
+        expect(
+          wire!.loss_mask.slice(position, position + ids.length).every((mask) => mask === expected),
+        ).toBe(true);
+        if (segment.kind === 'model') modelTokens += ids.length;
+        position += ids.length;
+      }
+      expect(position).toBe(wire!.input_ids.length);
+      // The worker trained on exactly the model's tokens.
+      expect(step.tokens).toBe(modelTokens);
+    } finally {
+      await sandbox.close();
+    }
+  }, 60_000);
 
   it('rejects a malformed training batch with the field named', async () => {
     const error = await trainer
