@@ -13,6 +13,12 @@ export type SimConfiguration = {
   router: RouterPolicyName;
   /** Partial rollout keeps starting fresh groups until B are decided (the rollout's `fillBatch`). */
   fillBatch?: boolean;
+  /**
+   * KV-capacity-aware admission: at most as many trajectories active at once as the replicas'
+   * KV holds at their mean context (prompt + half of response and tool output), instead of
+   * the default 4 × B × n.
+   */
+  kvAdmission?: boolean;
   /** Run only when named with --configuration (measured, did not help: docs/simulation.md). */
   onRequest?: boolean;
 };
@@ -33,6 +39,14 @@ export const SIM_CONFIGURATIONS: readonly SimConfiguration[] = [
     partialRollout: true,
     router: 'prefix-aware',
     fillBatch: true,
+    onRequest: true,
+  },
+  {
+    name: 'async+partial+prefix-aware+kv-admission',
+    mode: 'async',
+    partialRollout: true,
+    router: 'prefix-aware',
+    kvAdmission: true,
     onRequest: true,
   },
 ];

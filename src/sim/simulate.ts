@@ -20,6 +20,7 @@ import {
 } from '../rollout/index.ts';
 import { createSeededRandom } from '../tasks/seeded-random.ts';
 import { BlockKeyCache } from './block-key-cache.ts';
+import { mean } from './distribution.ts';
 import { SIM_CONFIGURATIONS, type SimConfiguration } from './sim-configurations.ts';
 import { emptyEngineMetrics, SimulatedEngine, type SimulatedEngineMetrics } from './simulated-engine.ts';
 import { SimulatedPolicy } from './simulated-policy.ts';
@@ -123,6 +124,20 @@ export function boundOf(workload: Workload): StepBound {
   return stepBound(workload, trajectories);
 }
 
+/**
+ * Trajectories the replicas' KV holds at once at a trajectory's mean context over its life
+ * (prompt + half of its response and tool output), at least one group.
+ */
+export function kvAdmissionLimit(workload: Workload): number {
+  const meanContext =
+    mean(workload.promptTokens) +
+    (mean(workload.responseTokens) + workload.toolCalls.mean * mean(workload.toolOutputTokens)) / 2;
+  return Math.max(
+    workload.groupSize,
+    Math.floor((workload.replicas * workload.kvCapacityTokens) / meanContext),
+  );
+}
+
 async function simulateConfiguration(
   workload: Workload,
   configuration: SimConfiguration,
@@ -180,7 +195,9 @@ async function simulateConfiguration(
     maxNewTokensPerTurn: budgets.maxTokens,
     // A trajectory spans up to N steps under partial rollout; none is stale within that.
     maxPolicyLag: budgets.partialRollouts,
-    maxActiveTrajectories: 4 * workload.stepPrompts * workload.groupSize,
+    maxActiveTrajectories: configuration.kvAdmission
+      ? kvAdmissionLimit(workload)
+      : 4 * workload.stepPrompts * workload.groupSize,
   });
   const random = createSeededRandom(`${workload.seed}:rollout`);
   let nextId = 0;

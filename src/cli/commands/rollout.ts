@@ -122,7 +122,7 @@ export function registerRollout(program: Command): void {
     .option('--over-provision <n>', 'extra groups in flight beyond the batch (async)', integer(0), 2)
     .option('--max-in-flight <n>', 'requests in flight per replica', integer(1), 32)
     .option('--temperature <t>', 'sampling temperature', number, 1)
-    .option('--seed <s>', 'seed for ids', integer(0), 0)
+    .option('--seed <s>', "seed of ids and of every trajectory's sampling", integer(0), 0)
     .option('--sandbox <url>', 'sandbox node URL (default: a local pool of jailed workers)')
     .option('--sandbox-workers <n>', 'local pool size', integer(1), 8)
     .option('--out <dir>', 'output folder (default: runs/rollout-<bench>-<time>)')
@@ -235,7 +235,7 @@ async function rolloutCommand(options: RolloutCommandOptions): Promise<number> {
     overProvision: options.overProvision,
   });
   const promptName: PromptBuilderName = target.model === null ? 'instructed' : 'problem-only';
-  const agent = { sampling: { temperature: options.temperature, topP: 1 } };
+  const agent = { sampling: { temperature: options.temperature, topP: 1, seed: options.seed } };
   const definingConfig = {
     command: 'rollout',
     benchmarkSource: benchmark.source,
