@@ -86,17 +86,25 @@ export function barChart({
   parts.push(
     `<line x1="${MARGIN.left}" x2="${width - MARGIN.right}" y1="${y(0)}" y2="${y(0)}" class="axis"/>`,
   );
-  if (series.length > 1) {
-    let legendX = MARGIN.left;
-    const legendY = height - 8;
-    series.forEach((entry, seriesIndex) => {
-      parts.push(
-        `<rect x="${legendX}" y="${legendY - 10}" width="12" height="12" fill="${SERIES_COLORS[seriesIndex % SERIES_COLORS.length]}"/>`,
-        `<text x="${legendX + 16}" y="${legendY}" class="legend">${escapeHtml(entry.name)}</text>`,
-      );
-      legendX += 28 + entry.name.length * 7;
-    });
-  }
+  parts.push(seriesLegend(series, MARGIN.left, height - 8));
+  return chartSvg(title, width, height, parts);
+}
+
+/** One swatch and name per series along a line at `y` (nothing for a single series). */
+export function seriesLegend(series: readonly { name: string }[], left: number, y: number): string {
+  if (series.length < 2) return '';
+  let x = left;
+  return series
+    .map((entry, index) => {
+      const swatch = `<rect x="${x}" y="${y - 10}" width="12" height="12" fill="${SERIES_COLORS[index % SERIES_COLORS.length]}"/><text x="${x + 16}" y="${y}" class="legend">${escapeHtml(entry.name)}</text>`;
+      x += 28 + entry.name.length * 7;
+      return swatch;
+    })
+    .join('');
+}
+
+/** The `<svg>` element around a chart's parts. */
+export function chartSvg(title: string, width: number, height: number, parts: readonly string[]): string {
   return `<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="${escapeHtml(title)}">${parts.join('')}</svg>`;
 }
 

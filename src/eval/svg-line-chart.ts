@@ -5,7 +5,7 @@
  * is more than one series, and a `<title>` tooltip on every point. No scripts or resources.
  */
 import { escapeHtml } from './escape-html.ts';
-import { SERIES_COLORS } from './svg-bar-chart.ts';
+import { chartSvg, SERIES_COLORS, seriesLegend } from './svg-bar-chart.ts';
 
 export type LinePoint = { x: number; y: number | null };
 export type LineSeries = { name: string; points: readonly LinePoint[] };
@@ -110,18 +110,8 @@ export function lineChart({
     }
     flush();
   });
-  if (series.length > 1) {
-    let legendX = MARGIN.left;
-    const legendY = height - 8;
-    series.forEach((entry, index) => {
-      parts.push(
-        `<rect x="${legendX}" y="${legendY - 10}" width="12" height="12" fill="${SERIES_COLORS[index % SERIES_COLORS.length]}"/>`,
-        `<text x="${legendX + 16}" y="${legendY}" class="legend">${escapeHtml(entry.name)}</text>`,
-      );
-      legendX += 28 + entry.name.length * 7;
-    });
-  }
-  return `<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="${escapeHtml(title)}">${parts.join('')}</svg>`;
+  parts.push(seriesLegend(series, MARGIN.left, height - 8));
+  return chartSvg(title, width, height, parts);
 }
 
 /** A round step (1, 2 or 5 times a power of ten, fractions included) at or above `value`. */
