@@ -6,9 +6,10 @@
  * the real agent loop and jailed sandbox, and writes one report: the side-by-side table and
  * the RL curves.
  *
- * Training and evaluation of the two SFT models run concurrently (one worker each, one core
- * each on the 2-core default machine). Finished models are reused; an interrupted training or
- * RL run is resumed from its last checkpoint.
+ * The two SFT models train concurrently (one worker each, one core each on the 2-core default
+ * machine); RL starts as soon as the tool model is ready, beside the text model's training;
+ * the three evaluations run concurrently. Finished models are reused; an interrupted training
+ * or RL run is resumed from its last checkpoint.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -125,12 +126,19 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
   const outDir = resolve(options.outDir);
   const concurrency = options.concurrency ?? 32;
 
-  const trained = await Promise.all(
-    QUICKSTART_STYLES.map((style) => ensureModel(style, paths[style], options, emit)),
-  );
-  options.signal?.throwIfAborted();
+  // RL starts from the tool model as soon as it is ready, beside the text model's training.
   const rlFolder = join(paths.models, QUICKSTART_RL_FOLDER);
-  const rl = (options.rlMinutes ?? 3) > 0 ? await ensureRlModel(rlFolder, paths.tool, options, emit) : null;
+  const toolReady = ensureModel('tool', paths.tool, options, emit);
+  const textReady = ensureModel('text', paths.text, options, emit);
+  const rlReady =
+    (options.rlMinutes ?? 3) > 0
+      ? toolReady.then(() => {
+          options.signal?.throwIfAborted();
+          return ensureRlModel(rlFolder, paths.tool, options, emit);
+        })
+      : Promise.resolve(null);
+  const [toolTrained, textTrained, rl] = await Promise.all([toolReady, textReady, rlReady]);
+  const trained = [toolTrained, textTrained];
   options.signal?.throwIfAborted();
   const evaluated: {
     style: QuickstartStyle;
