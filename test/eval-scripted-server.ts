@@ -2,11 +2,13 @@
  * A scripted OpenAI-compatible completions server for the evaluation tests: a real node:http
  * server answering `POST /v1/completions` in vLLM's response format (the stop string trimmed
  * from `text` and named in `stop_reason`). The reply is chosen by the problem named in the
- * prompt, the sample (the request's `seed`, as `eval --seed 0` sends seed = sample) and the
+ * prompt, the sample (found from the request's `seed`: `eval --seed 0` seeds sample s's turn t
+ * with the agent's `callSeed(s, t)`) and the
  * turn (how many interpreter results follow the problem statement in the prompt).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { callSeed } from '../src/agent/run-agent.ts';
 
 /** One engine reply: code (ends at the `</code>` stop), or a final text (EOS). */
 export type ScriptedTurn = { code: string; before?: string } | { final: string };
@@ -52,11 +54,15 @@ export async function startScriptedServer({
       }
       const parsed = JSON.parse(body) as { prompt: string; seed?: number; model: string; stop?: string[] };
       const key = problemKey(parsed.prompt);
-      const turns = key === undefined ? undefined : script[key]?.[parsed.seed ?? 0];
       // Count only results after the problem: the instructions before it mention the tags too.
       const afterProblem =
         key === undefined ? '' : parsed.prompt.slice(parsed.prompt.indexOf(`Problem ${key}`));
-      const turn = turns?.[(afterProblem.match(/<\/interpreter>/g) ?? []).length];
+      const turnIndex = (afterProblem.match(/<\/interpreter>/g) ?? []).length;
+      // The agent seeds turn t of sample s with callSeed(s, t): find the sample that matches.
+      const samples = key === undefined ? [] : (script[key] ?? []);
+      const sample = samples.findIndex((_, index) => callSeed(index, turnIndex) === (parsed.seed ?? 0));
+      const turns = sample === -1 ? undefined : samples[sample];
+      const turn = turns?.[turnIndex];
       if (turn === undefined) {
         reply(400, {
           object: 'error',
