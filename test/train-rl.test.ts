@@ -4,6 +4,14 @@
  * all-wrong and dropped: this test is about the run's records, not learning). A run killed
  * after its first step and resumed ends with every step in `metrics.jsonl` exactly once, the
  * committed checkpoint at the last step, and a model checkpoint for each step a resume needs.
+ *
+ * The second test needs groups that are kept (mixed right and wrong answers), so it trains the
+ * `test` preset for a few seconds on tool solutions of the very problems the RL run draws
+ * (`train rl` takes its pool from the train split seeded `rl:SEED`): the model half knows them,
+ * and at T = 1 a group holds both. A run killed with SIGKILL after a committed step and resumed
+ * must record the same steps as one that ran through: same samples, same rewards and group
+ * decisions, the same training statistics up to float rounding (the engine's logprobs depend on
+ * which requests shared a decode batch, at the 1e-6 level).
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +23,8 @@ import { killAllClis, killGroup, startCli } from './cli-process.ts';
 
 let folder: string;
 let init: string;
+/** A `test`-preset model trained on the RL pool's problems (see the file comment). */
+let knowing: string;
 
 beforeAll(async () => {
   folder = mkdtempSync(join(tmpdir(), 'agentmath-train-rl-'));
@@ -30,7 +40,33 @@ beforeAll(async () => {
   } finally {
     await worker.stop();
   }
-}, 120_000);
+  const data = join(folder, 'pool-solutions.jsonl');
+  knowing = join(folder, 'knowing');
+  const commands = [
+    [
+      'tasks',
+      'write-arith',
+      '--count',
+      '16',
+      '--seed',
+      'rl:0',
+      '--levels',
+      '0',
+      '--style',
+      'tool',
+      '--out',
+      data,
+    ],
+    [
+      ...['train', 'sft', '--data', data, '--model', 'test', '--steps', '100', '--batch-size', '8'],
+      ...['--learning-rate', '0.01', '--warmup-steps', '10', '--eval-problems', '1', '--out', knowing],
+    ],
+  ];
+  for (const command of commands) {
+    const result = await startCli(command, { cwd: folder, limitMs: 240_000 }).done;
+    expect(result.code, result.stderr).toBe(0);
+  }
+}, 360_000);
 
 afterAll(() => {
   killAllClis();
@@ -112,5 +148,94 @@ describe('agentmath train rl', () => {
     const refused = await startCli([...args(out), '--resume', '--group-size', '4'], { cwd: folder }).done;
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toMatch(/groupSize/);
+  }, 600_000);
+
+  it('records the same steps when killed with SIGKILL and resumed as when run through', async () => {
+    const run = (out: string) => [
+      'train',
+      'rl',
+      '--init',
+      knowing,
+      '--levels',
+      '0',
+      '--problems',
+      '16',
+      '--steps',
+      '5',
+      '--batch-size',
+      '2',
+      '--group-size',
+      '4',
+      '--mode',
+      'sync',
+      '--seed',
+      '0',
+      '--eval-every',
+      '0',
+      '--eval-problems',
+      '2',
+      '--out',
+      out,
+    ];
+    const through = join(folder, 'through');
+    const whole = await startCli(run(through), { cwd: folder, limitMs: 240_000 }).done;
+    expect(whole.code, whole.stderr).toBe(0);
+
+    const cut = join(folder, 'cut');
+    const first = startCli(run(cut), { cwd: folder, limitMs: 240_000 });
+    const checkpoint = join(cut, 'checkpoint.json');
+    await new Promise<void>((resolve) => {
+      const poll = setInterval(() => {
+        const committed = existsSync(checkpoint)
+          ? (JSON.parse(readFileSync(checkpoint, 'utf8')) as { nextStep: number }).nextStep
+          : 0;
+        if (committed >= 2 || first.child.exitCode !== null) {
+          clearInterval(poll);
+          resolve();
+        }
+      }, 50);
+    });
+    killGroup(first.child);
+    await first.done;
+    const resumed = await startCli([...run(cut), '--resume'], { cwd: folder, limitMs: 240_000 }).done;
+    expect(resumed.code, resumed.stderr).toBe(0);
+
+    const expected = lines(join(through, 'metrics.jsonl'));
+    const actual = lines(join(cut, 'metrics.jsonl'));
+    expect(actual.map((line) => line.step)).toEqual([0, 1, 2, 3, 4]);
+    // The comparison means something only if the policy trained.
+    expect(expected.some((line) => (line.groupsKept as number) > 0)).toBe(true);
+    const trainingStatistics = new Set([
+      'approxKl',
+      'gradNorm',
+      'entropy',
+      'clipFraction',
+      'offPolicyWeight',
+    ]);
+    expected.forEach((want, index) => {
+      const got = actual[index] as Record<string, unknown>;
+      for (const [key, value] of Object.entries(want)) {
+        if (key === 'rolloutMs' || key === 'trainMs') continue;
+        if (trainingStatistics.has(key) && typeof value === 'number') {
+          expect(got[key], `step ${index} ${key}`).toBeCloseTo(value, 5);
+        } else {
+          expect(got[key], `step ${index} ${key}`).toEqual(value);
+        }
+      }
+    });
+    // The same tokens sampled for the same problem and sample index at every step.
+    const samples = (out: string) =>
+      lines(join(out, 'trajectories.jsonl'))
+        .map((line) => {
+          const { problemId, sample, segments } = line as {
+            problemId: string;
+            sample: number;
+            segments: { tokenIds?: number[] }[];
+          };
+          const tokens = segments.map((segment) => segment.tokenIds?.join(',') ?? '').join('|');
+          return `${problemId} ${sample} ${tokens}`;
+        })
+        .sort();
+    expect(samples(cut)).toEqual(samples(through));
   }, 600_000);
 });

@@ -1,6 +1,7 @@
 /**
  * `train sft --data FILE`: training solutions from a file instead of a task family. Reads our
- * trajectory JSONL (`trajectories.jsonl`), LLaMA-Factory ShareGPT (`sharegpt.json`: human,
+ * trajectory JSONL (`trajectories.jsonl`), the solution JSONL `tasks write-arith` writes (one
+ * `{problem, style, segments}` record a line, tool segments kept as they are), LLaMA-Factory ShareGPT (`sharegpt.json`: human,
  * then gpt / observation turns) and verl Parquet (`verl.parquet`, its `messages` column:
  * user, then assistant / tool). Model text is trained on; tool text is masked unless
  * `maskToolOutput` is false. Errors name the file and the record.
@@ -8,6 +9,7 @@
 import { readFile } from 'node:fs/promises';
 import { parquetReadObjects } from 'hyparquet';
 import { AgentMathError } from '../shared/agentmath-error.ts';
+import { taskSolutionSchema } from '../tasks/task-solution-schema.ts';
 import type { SolutionSegment, TaskSolution } from '../tasks/types.ts';
 import { parseTrajectoryLine } from '../trajectory/trajectory-jsonl.ts';
 
@@ -28,9 +30,13 @@ function solution(
   return {
     problem: { id, family: 'data', level: 1, problem, answer },
     style: segments.some((segment) => segment.kind === 'tool') ? 'tool' : 'text',
-    segments: maskToolOutput ? segments : segments.map((segment) => ({ kind: 'model', text: segment.text })),
+    segments: maskToolOutput ? segments : unmasked(segments),
   };
 }
+
+/** Every segment as model text: interpreter output trained on too (`--unmasked`). */
+const unmasked = (segments: SolutionSegment[]): SolutionSegment[] =>
+  segments.map((segment) => ({ kind: 'model', text: segment.text }));
 
 type Turn = { role: string; content: string };
 
@@ -111,6 +117,11 @@ export async function readSftDataFile(file: string, { maskToolOutput = true } = 
     solutions = [];
     lines.forEach((text, index) => {
       if (text.trim() === '') return;
+      const task = taskSolutionLine(file, index + 1, text);
+      if (task !== null) {
+        solutions.push(maskToolOutput ? task : { ...task, segments: unmasked(task.segments) });
+        return;
+      }
       const trajectory = parseTrajectoryLine(text, { file, line: index + 1 });
       const segments = trajectory.segments.map(
         (segment): SolutionSegment => ({ kind: segment.kind, text: segment.text }),
@@ -128,4 +139,24 @@ export async function readSftDataFile(file: string, { maskToolOutput = true } = 
   }
   if (solutions.length === 0) throw new SftDataFileError(`${file}: no training records`);
   return solutions;
+}
+
+/**
+ * A line of a task-solution JSONL (`tasks write-arith`), told from a trajectory by its
+ * `style` and `segments` without an `id`; null for any other line (read as a trajectory).
+ */
+function taskSolutionLine(file: string, line: number, text: string): TaskSolution | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null; // the trajectory reader names the JSON error
+  }
+  if (typeof value !== 'object' || value === null || 'id' in value || !('style' in value)) return null;
+  const parsed = taskSolutionSchema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  throw new SftDataFileError(
+    `${file} line ${line}: a task-solution record with field "${issue?.path.join('.') || '(root)'}" ${issue?.message ?? 'invalid'}`,
+  );
 }

@@ -150,7 +150,7 @@ export function registerTrain(program: Command): void {
     .option('--text-only', 'train on text-only solutions (the baseline) instead of tool-augmented ones')
     .option(
       '--data <file>',
-      'train on trajectories.jsonl, sharegpt.json or verl.parquet instead of generated solutions',
+      'train on trajectories.jsonl, sharegpt.json, verl.parquet or a `tasks write-arith` JSONL instead of generated solutions',
     )
     .option('--unmasked', 'also train on interpreter output (default: masked from the loss)')
     .option(
