@@ -151,31 +151,10 @@ describe('agentmath train rl', () => {
   }, 600_000);
 
   it('records the same steps when killed with SIGKILL and resumed as when run through', async () => {
+    const options = '--levels 0 --problems 16 --steps 5 --batch-size 2 --group-size 4 --mode sync --seed 0';
     const run = (out: string) => [
-      'train',
-      'rl',
-      '--init',
-      knowing,
-      '--levels',
-      '0',
-      '--problems',
-      '16',
-      '--steps',
-      '5',
-      '--batch-size',
-      '2',
-      '--group-size',
-      '4',
-      '--mode',
-      'sync',
-      '--seed',
-      '0',
-      '--eval-every',
-      '0',
-      '--eval-problems',
-      '2',
-      '--out',
-      out,
+      ...['train', 'rl', '--init', knowing, ...options.split(' ')],
+      ...['--eval-every', '0', '--eval-problems', '2', '--out', out],
     ];
     const through = join(folder, 'through');
     const whole = await startCli(run(through), { cwd: folder, limitMs: 240_000 }).done;
