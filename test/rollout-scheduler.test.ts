@@ -405,6 +405,27 @@ describe('rollout scheduler over SGLang /generate', () => {
     expect(problems.taken()).toBe(4); // the spare problem was never started
   });
 
+  it('KV budget: a trajectory heavier than the budget runs only when no other holds any', async () => {
+    const { router, log } = await replicas(2);
+    const run = parts(router);
+    const problems = source(LONG_TAIL);
+    // Every trajectory weighs its prompt plus its token budget, more than 1 token: one at a time.
+    const config = rolloutConfigSchema.parse({
+      groupSize: 2,
+      batchSize: 2,
+      overProvision: 0,
+      partialRollout: false,
+      kvBudgetTokens: 1,
+    });
+    const result = await runRolloutStep(input({ config, problems }), run);
+    expect(result.stats.trajectoriesFinished).toBe(4);
+    // One trajectory in flight, and it makes one request at a time: arrivals and answers alternate.
+    expect(log.map((entry) => entry.kind)).toEqual(
+      Array.from({ length: log.length }, (_, index) => (index % 2 === 0 ? 'arrive' : 'answer')),
+    );
+    expect(log).toHaveLength(32); // 4 trajectories × 4 requests, each arriving and answered
+  });
+
   it('a replica that goes down mid-run is taken out; its trajectories continue on the other', async () => {
     let calls = 0;
     const down = deferred();

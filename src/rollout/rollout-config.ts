@@ -55,6 +55,12 @@ export const rolloutConfigSchema = z
     fillBatch: z.boolean().default(false),
     /** Trajectories running at once (each holds a sandbox session). */
     maxActiveTrajectories: positive.default(512),
+    /**
+     * Async: KV-capacity-aware admission (null = off). A trajectory's segment starts only while
+     * the tokens running trajectories may reach stay within this many (the replicas' total KV
+     * capacity); each counts for its context so far plus the tokens its segment may add.
+     */
+    kvBudgetTokens: positive.nullable().default(null),
     /** Grading attempts before a reward is recorded as missing. */
     gradeAttempts: positive.default(2),
     reward: compositeRewardConfigSchema.default(() => compositeRewardConfigSchema.parse({})),

@@ -24,6 +24,7 @@ import type { Trajectory } from '../trajectory/trajectory.ts';
 import { nextStageIndex, segmentLimits, truncationRate } from './budget-stages.ts';
 import { type AdvantageScale, groupAdvantages } from './group-advantages.ts';
 import { groupDropReason } from './group-filter.ts';
+import { KvBudget } from './kv-budget.ts';
 import type { RolloutConfig } from './rollout-config.ts';
 import { isStale } from './staleness.ts';
 import { rewardOrMissing } from './trajectory-reward.ts';
@@ -101,6 +102,7 @@ export async function runRolloutStep(
   const kept: GroupOutcome[] = [];
   const dropped: GroupOutcome[] = [];
   const limiter = new ConcurrencyLimiter(config.maxActiveTrajectories);
+  const kvBudget = config.kvBudgetTokens === null ? null : new KvBudget(config.kvBudgetTokens);
   // Fired when the batch is full: running trajectories pause (resumable) and carry over.
   const pause = new AbortController();
   const asyncLane: Lane = { engine: parts.engine, leave: () => {} };
@@ -219,6 +221,18 @@ export async function runRolloutStep(
     };
   };
 
+  /** KV tokens a segment may come to hold: the context so far plus what the segment may add. */
+  const kvWeight = (trajectory: Trajectory | null, problem: RolloutProblem): number => {
+    // A fresh trajectory's prompt: its token count where a tokenizer is at hand, else its bytes.
+    const context =
+      trajectory === null
+        ? (parts.tokenizer?.encode(problem.text).length ?? Buffer.byteLength(problem.text))
+        : contextTokens(trajectory);
+    const generated = trajectory === null ? 0 : modelTokens(trajectory);
+    const growth = budgets.segment?.maxTokens ?? budgets.maxTotalTokens;
+    return context + Math.max(0, Math.min(growth, budgets.maxTotalTokens - generated));
+  };
+
   /** Starts every runnable slot of a group (each its own task); returns when all are done. */
   const runGroup = async (group: GroupRun, lane: Lane): Promise<void> => {
     const runnable = group.slots.flatMap((slot, index) => (isFinished(slot) ? [] : [index]));
@@ -231,9 +245,14 @@ export async function runRolloutStep(
       runnable.map(async (index) => {
         // A synchronous round runs whole (its barrier waits for every member), so no limiter.
         const release = config.mode === 'sync' ? () => {} : await limiter.acquire();
+        const releaseKv =
+          kvBudget === null || config.mode === 'sync'
+            ? () => {}
+            : await kvBudget.acquire(kvWeight(group.slots[index] ?? null, group.problem));
         try {
           await runSlot(group, index, lane);
         } finally {
+          releaseKv();
           release();
         }
       }),
@@ -488,4 +507,21 @@ function randomIds(random: () => number, step: number): () => string {
       .padStart(8, '0');
     return `s${step}-${counter}-${salt}`;
   };
+}
+
+function contextTokens(trajectory: Trajectory): number {
+  return (
+    (trajectory.prompt.tokenIds?.length ?? trajectory.prompt.text.length) +
+    trajectory.segments.reduce(
+      (total, segment) => total + (segment.tokenIds?.length ?? segment.text.length),
+      0,
+    )
+  );
+}
+
+function modelTokens(trajectory: Trajectory): number {
+  return trajectory.segments.reduce(
+    (total, segment) => total + (segment.kind === 'model' ? (segment.tokenIds?.length ?? 0) : 0),
+    0,
+  );
 }

@@ -19,6 +19,12 @@ export type SimConfiguration = {
    * the default 4 × B × n.
    */
   kvAdmission?: boolean;
+  /**
+   * KV-budget admission: a segment starts only while the tokens running trajectories may reach
+   * (context so far + segment budget) fit this multiple of the replicas' total KV (the
+   * rollout's `kvBudgetTokens`).
+   */
+  kvBudget?: number;
   /** Run only when named with --configuration (measured, did not help: docs/simulation.md). */
   onRequest?: boolean;
 };
@@ -47,6 +53,14 @@ export const SIM_CONFIGURATIONS: readonly SimConfiguration[] = [
     partialRollout: true,
     router: 'prefix-aware',
     kvAdmission: true,
+    onRequest: true,
+  },
+  {
+    name: 'async+partial+prefix-aware+kv-budget',
+    mode: 'async',
+    partialRollout: true,
+    router: 'prefix-aware',
+    kvBudget: 1,
     onRequest: true,
   },
 ];

@@ -198,6 +198,10 @@ async function simulateConfiguration(
     maxActiveTrajectories: configuration.kvAdmission
       ? kvAdmissionLimit(workload)
       : 4 * workload.stepPrompts * workload.groupSize,
+    kvBudgetTokens:
+      configuration.kvBudget === undefined
+        ? null
+        : Math.round(configuration.kvBudget * workload.replicas * workload.kvCapacityTokens),
   });
   const random = createSeededRandom(`${workload.seed}:rollout`);
   let nextId = 0;

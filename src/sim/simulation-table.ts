@@ -30,20 +30,28 @@ export function simulationJson(report: SimulationReport): unknown {
 }
 
 export function simulationTable(report: SimulationReport): string {
+  const groups = report.workload.stepPrompts;
   const header = [
     'configuration',
     'step s',
     'speedup',
+    'groups kept/step',
+    `s per ${groups} kept groups`,
+    'speedup per group',
     'tokens/s',
     're-prefill tok/step',
     'preempt/step',
     'GPU busy',
-    '× bound',
+    'per group ÷ bound',
   ];
+  const times = (value: number | null) => (value === null ? '—' : `${value.toFixed(2)}x`);
   const rows = report.configurations.map((configuration) => [
     configuration.name,
     configuration.stepSeconds.toFixed(0),
-    configuration.speedup === null ? '—' : `${configuration.speedup.toFixed(2)}x`,
+    times(configuration.speedup),
+    configuration.groupsKept.toFixed(1),
+    configuration.batchSeconds.toFixed(0),
+    times(configuration.batchSpeedup),
     Math.round(configuration.tokensPerSecond).toLocaleString('en-US'),
     Math.round(configuration.reprefillTokens).toLocaleString('en-US'),
     configuration.preemptions.toFixed(1),
@@ -51,20 +59,12 @@ export function simulationTable(report: SimulationReport): string {
     (configuration.batchSeconds / report.bound.stepSeconds).toFixed(2),
   ]);
   const { bound } = report;
-  rows.push([
-    'lower bound',
-    '',
-    '',
-    '',
-    bound.stepSeconds.toFixed(0),
-    '',
-    '',
-    '',
-    '',
-    '',
-    `work ${bound.workSeconds.toFixed(0)} s, critical path ${bound.criticalPathSeconds.toFixed(0)} s`,
-  ]);
-  return formatTable(header, rows);
+  rows.push(['lower bound', '', '', '', bound.stepSeconds.toFixed(0), '', '', '', '', '', '1.00']);
+  return [
+    formatTable(header, rows),
+    `bound: work ${bound.workSeconds.toFixed(0)} s (${bound.workSecondsIgnoringKv.toFixed(0)} s if KV capacity did not limit the batch), ` +
+      `critical path ${bound.criticalPathSeconds.toFixed(0)} s`,
+  ].join('\n');
 }
 
 export function calibrationTable(report: CalibrationReport): string {

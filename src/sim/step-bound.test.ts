@@ -31,8 +31,10 @@ describe('stepBound', () => {
     const bound = stepBound(workload, [
       { promptTokens: 10, problem: 0, plan: { responseTokens: 60, toolCalls: [], answer: '1' } },
     ]);
-    // Σcontext = 60·10 + 60·59/2 = 2370; work = (0.01·2370 + 1·60 + 10·60/4 + 0.5·10) / 2.
+    // Σcontext = 60·10 + 60·59/2 = 2370; iterations max(60/4, 2370/1000) = 15;
+    // work = (0.01·2370 + 1·60 + 10·15 + 0.5·10) / 2.
     expect(bound.workSeconds * 1000).toBeCloseTo(119.35, 9);
+    expect(bound.workSecondsIgnoringKv).toBe(bound.workSeconds);
     // Segment 1: prefill 5 + 50 tokens from context 10: 50·11 + 0.01·(50·10 + 50·49/2).
     expect(bound.criticalPathSeconds * 1000).toBeCloseTo(5 + 550 + 17.25, 9);
     expect(bound.stepSeconds).toBe(bound.criticalPathSeconds);
@@ -50,5 +52,14 @@ describe('stepBound', () => {
     const chain = 5 + (20 * 11 + 0.01 * (200 + 190)) + 40 + 2.5 + (20 * 11 + 0.01 * (700 + 190));
     expect(bound.criticalPathSeconds * 1000).toBeCloseTo(chain, 9);
     expect(bound.tokens).toBe(40);
+  });
+
+  it('counts the decode iterations KV capacity forces when it binds before the batch limit', () => {
+    const small = parseWorkload({ ...workload, kvCapacityTokens: 100 }, 'test');
+    const plan = { responseTokens: 60, toolCalls: [], answer: '1' };
+    const bound = stepBound(small, [{ promptTokens: 10, problem: 0, plan }]);
+    // Iterations max(60/4, 2370/100) = 23.7: a = 10 ms each, 87 ms more than at a full batch.
+    expect(bound.workSeconds * 1000).toBeCloseTo((0.01 * 2370 + 60 + 10 * 23.7 + 5) / 2, 9);
+    expect((bound.workSeconds - bound.workSecondsIgnoringKv) * 1000).toBeCloseTo((10 * (23.7 - 15)) / 2, 9);
   });
 });

@@ -3,16 +3,19 @@
  * trajectories (a step in steady state does one step's worth of work, whatever it resumes):
  *
  * - **work**: every model token decoded once, at the cost model's best, over all replicas:
- *   `(c·Σcontext + b·N + a·N/maxRunning + p·prefill) / replicas`, where `Σcontext` is the
- *   context each token attends to, `N` the tokens, and `prefill` only what no scheme can skip
- *   (each distinct prompt once, each tool output once);
+ *   `(c·Σcontext + b·N + a·I + p·prefill) / replicas`, where `Σcontext` is the context each
+ *   token attends to, `N` the tokens, `prefill` only what no scheme can skip (each distinct
+ *   prompt once, each tool output once), and `I` the fewest decode iterations that can produce
+ *   the tokens: at most `maxRunning` sequences an iteration, and at most `kvCapacity` tokens of
+ *   context between them (a token attending to `x` tokens of context needs them in the
+ *   replica's KV), so `I = max(N / maxRunning, Σcontext / kvCapacity)`;
  * - **critical path**: the longest chain partial rollout cannot cut: one segment (at most
  *   `L_seg = maxTokens / N` tokens and `T_seg = maxToolCalls / N` tool calls) of one
  *   trajectory decoded alone (`a + b + c·context` per token), its prompt's prefill, and its tool
  *   calls at the latency distribution's minimum.
  *
- * The bound is the larger of the two. It ignores KV capacity (a full batch is assumed
- * possible), so it is optimistic where KV limits the batch.
+ * The bound is the larger of the two. It is still optimistic: no prefix is ever evicted and
+ * recomputed, and every iteration runs at the larger of the two batch limits.
  */
 import { quantile } from './distribution.ts';
 import type { TrajectoryPlan } from './trajectory-plan.ts';
@@ -21,6 +24,8 @@ import type { Workload } from './workload.ts';
 export type StepBound = {
   stepSeconds: number;
   workSeconds: number;
+  /** The work term with the batch limited by `maxRunning` alone (KV capacity ignored). */
+  workSecondsIgnoringKv: number;
   criticalPathSeconds: number;
   /** Model tokens of one step's trajectories. */
   tokens: number;
@@ -85,17 +90,20 @@ export function stepBound(workload: Workload, trajectories: readonly BoundTrajec
     decodeRun(Math.max(0, responseTokens - made));
     closeSegment();
   }
-  const workMs =
+  const workMs = (iterations: number) =>
     (cost.decodePerContextTokenMs * contextSum +
       cost.decodePerSequenceMs * tokens +
-      (cost.decodeBaseMs * tokens) / workload.maxRunningRequests +
+      cost.decodeBaseMs * iterations +
       cost.prefillPerTokenMs * prefill) /
     workload.replicas;
-  const workSeconds = workMs / 1000;
+  const byBatch = tokens / workload.maxRunningRequests;
+  const workSeconds = workMs(Math.max(byBatch, contextSum / workload.kvCapacityTokens)) / 1000;
+  const workSecondsIgnoringKv = workMs(byBatch) / 1000;
   const criticalPathSeconds = longestMs / 1000;
   return {
     stepSeconds: Math.max(workSeconds, criticalPathSeconds),
     workSeconds,
+    workSecondsIgnoringKv,
     criticalPathSeconds,
     tokens,
   };

@@ -24,6 +24,7 @@ type SimulateFlags = {
   model?: string;
   problems: string;
   concurrency: string;
+  kvBudget: string;
 };
 
 export function registerSimulate(program: Command): void {
@@ -41,6 +42,11 @@ export function registerSimulate(program: Command): void {
     .option(
       '--configuration <name...>',
       `only these configurations (${SIM_CONFIGURATIONS.map((configuration) => configuration.name).join(', ')})`,
+    )
+    .option(
+      '--kv-budget <factor>',
+      "with async+partial+prefix-aware+kv-budget: the admission budget as a multiple of the replicas' total KV capacity",
+      '1',
     )
     .option('--json', 'print the report as JSON')
     .option(
@@ -89,13 +95,21 @@ export function registerSimulate(program: Command): void {
         (name) => !SIM_CONFIGURATIONS.some((configuration) => configuration.name === name),
       );
       if (unknown.length > 0) throw new Error(`--configuration: unknown ${unknown.join(', ')}`);
+      const factor = Number(flags.kvBudget);
+      if (!Number.isFinite(factor) || factor <= 0)
+        throw new Error(`--kv-budget must be a number > 0 (got "${flags.kvBudget}")`);
+      const chosen = configurations.map((configuration) =>
+        configuration.kvBudget === undefined || factor === 1
+          ? configuration
+          : { ...configuration, kvBudget: factor, name: `${configuration.name}×${factor}` },
+      );
       log(
         `workload ${workload.name}: ${workload.stepPrompts} prompts x ${workload.groupSize}, ${workload.replicas} replicas`,
       );
       const report = await simulate({
         workload,
         steps: count('steps', flags.steps),
-        configurations,
+        configurations: chosen,
         onProgress: log,
       });
       process.stdout.write(
