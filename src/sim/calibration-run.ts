@@ -36,10 +36,10 @@ export type CalibrationOptions = {
   /** Trajectories at once (default 32). */
   concurrency?: number;
   /**
-   * Sandbox workers in the real job and in the simulation (default: `concurrency`). A local
-   * session holds its worker for the whole trajectory, so fewer workers than trajectories
-   * would make trajectories wait for sessions, which the simulated sandbox (calls, not
-   * sessions, take workers) does not model.
+   * Sandbox workers in the real job (default: `concurrency`, one per trajectory). A local
+   * session holds its worker for the whole trajectory, so with fewer workers a trajectory's
+   * first call also waits for a session; that wait is part of the call's measured time, which
+   * the simulation replays.
    */
   sandboxWorkers?: number;
   onProgress?: (line: string) => void;
@@ -49,6 +49,7 @@ export type CalibrationReport = {
   model: string;
   problems: number;
   concurrency: number;
+  sandboxWorkers: number;
   fit: EngineCalibration;
   measuredSeconds: number;
   predictedSeconds: number;
@@ -68,7 +69,7 @@ export async function runCalibration(options: CalibrationOptions): Promise<Calib
     model,
     problems: count = 96,
     concurrency = 32,
-    sandboxWorkers = 4,
+    sandboxWorkers = concurrency,
     onProgress = () => {},
   } = options;
   const embedded = await startEmbeddedEngine({ model, maxConcurrency: concurrency });
@@ -102,7 +103,6 @@ export async function runCalibration(options: CalibrationOptions): Promise<Calib
   const { ms: predictedMs } = await simulateJob(trajectories, {
     costModel: fit.costModel,
     concurrency,
-    sandboxWorkers,
     contextTokens,
   });
   const toolMs = trajectories.flatMap((trajectory) => trajectory.toolCalls.map((call) => call.ms));
@@ -114,6 +114,7 @@ export async function runCalibration(options: CalibrationOptions): Promise<Calib
     model,
     problems: count,
     concurrency,
+    sandboxWorkers,
     fit,
     measuredSeconds: measuredMs / 1000,
     predictedSeconds: predictedMs / 1000,
@@ -206,7 +207,7 @@ function empirical(values: number[]): Distribution {
 
 export async function simulateJob(
   trajectories: Trajectory[],
-  options: { costModel: CostModel; concurrency: number; sandboxWorkers: number; contextTokens: number },
+  options: { costModel: CostModel; concurrency: number; contextTokens: number },
 ): Promise<{ ms: number; trajectories: Trajectory[] }> {
   const framing = framingTokens();
   const plans = trajectories.map((trajectory) => planOf(trajectory, framing));
@@ -225,9 +226,11 @@ export async function simulateJob(
     maxRunningRequests: WORKER_SLOTS,
     prefixCaching: false,
   });
+  // Each call is replayed with its measured time, which already holds any wait for a real
+  // worker: the simulated sandbox has one worker per agent loop, so nothing waits twice.
   const sandbox = new SimulatedSandbox({
     clock,
-    workers: options.sandboxWorkers,
+    workers: options.concurrency,
     latencyMs: empirical(trajectories.flatMap((trajectory) => trajectory.toolCalls.map((call) => call.ms))),
     random: createSeededRandom('calibration'),
   });

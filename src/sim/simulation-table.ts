@@ -73,7 +73,7 @@ export function calibrationTable(report: CalibrationReport): string {
     `fitted cost model: a = ${costModel.decodeBaseMs.toFixed(3)} ms, b = ${costModel.decodePerSequenceMs.toFixed(4)} ms/sequence, ` +
       `c = ${costModel.decodePerContextTokenMs.toExponential(3)} ms/context token, p = ${costModel.prefillPerTokenMs.toFixed(4)} ms/prefill token ` +
       `(decode fit RMS error ${report.fit.decodeRmsErrorMs.toFixed(2)} ms)`,
-    `real job: ${report.problems} arith problems, ${report.concurrency} at once, ${report.modelTokens} model tokens, ${report.toolCalls} tool calls (mean ${report.toolMsMean.toFixed(0)} ms)`,
+    `real job: ${report.problems} arith problems, ${report.concurrency} at once, ${report.sandboxWorkers} sandbox workers, ${report.modelTokens} model tokens, ${report.toolCalls} tool calls (mean ${report.toolMsMean.toFixed(0)} ms)`,
     formatTable(
       ['', 'wall s'],
       [
