@@ -210,6 +210,8 @@ async function simulateConfiguration(
     let state = initialRolloutState();
     for (let step = 0; step < steps; step++) {
       policy.version = step;
+      // The weights changed between steps: engines drop KV computed with the old ones.
+      if (step > 0) for (const engine of engines) engine.flushCache();
       const startedMs = clock.now();
       const before = totals(engines);
       const result = await runRolloutStep(

@@ -102,6 +102,22 @@ describe('SimulatedEngine', () => {
     });
   });
 
+  it('a flush (weight update) drops the cache: the next turn prefills its context again', async () => {
+    const { clock, engine, request } = setup({ kvCapacityTokens: 10_000 });
+    await clock.run(async () => {
+      const first = await engine.generate(request(prompt(0), 'a'));
+      engine.flushCache();
+      const next = [...prompt(0), ...(first.tokenIds ?? []), ...encode('y'.repeat(30))];
+      return engine.generate({ ...request(next, 'a'), maxNewTokens: 5 });
+    });
+    // 102 + 50 tokens computed before are prefilled again, and the 30 new ones.
+    expect(engine.metrics()).toMatchObject({
+      cachedTokens: 0,
+      prefillTokens: 102 + 182,
+      reprefillTokens: 152,
+    });
+  });
+
   it('evicts idle prefixes least recently used first, the deepest blocks of a prefix before its head', async () => {
     const { clock, engine, request } = setup({ kvCapacityTokens: 200 });
     await clock.run(async () => {

@@ -138,6 +138,15 @@ export class SimulatedEngine implements Engine {
     return { ...this.#metrics };
   }
 
+  /**
+   * Drops every cached prefix no running request holds, as a real engine does after a weight
+   * update (KV computed with the old weights is no longer valid): the next turn of a parked
+   * trajectory prefills its whole context again, counted as re-prefill.
+   */
+  flushCache(): void {
+    this.#cache.evict(this.#cache.idleBlocks);
+  }
+
   /** Requests waiting plus running (what a least-requests router would count). */
   get load(): number {
     return this.#waiting.length + this.#running.length;
