@@ -75,5 +75,5 @@ describe('quickstart', () => {
     expect(again.filter((event) => event.type === 'rl-cached')).toHaveLength(1);
     expect(again.some((event) => event.type === 'rl-event')).toBe(false);
     expect(again.some((event) => event.type === 'sft-event')).toBe(false);
-  });
+  }, 300_000); // three models trained and evaluated: a minute alone, several on a loaded machine
 });
