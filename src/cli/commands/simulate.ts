@@ -98,6 +98,10 @@ export function registerSimulate(program: Command): void {
       const factor = Number(flags.kvBudget);
       if (!Number.isFinite(factor) || factor <= 0)
         throw new Error(`--kv-budget must be a number > 0 (got "${flags.kvBudget}")`);
+      if (factor !== 1 && !configurations.some((configuration) => configuration.kvBudget !== undefined))
+        throw new Error(
+          '--kv-budget applies to async+partial+prefix-aware+kv-budget: name it with --configuration',
+        );
       const chosen = configurations.map((configuration) =>
         configuration.kvBudget === undefined || factor === 1
           ? configuration
