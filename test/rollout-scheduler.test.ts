@@ -412,7 +412,7 @@ describe('rollout scheduler over SGLang /generate', () => {
     });
     const run = parts(router);
     const problems = source(LONG_TAIL);
-    // Every trajectory weighs its prompt plus its token budget, more than 1 token: one at a time.
+    // Every trajectory weighs at least its prompt, more than 1 token: one at a time.
     const config = rolloutConfigSchema.parse({
       groupSize: 2,
       batchSize: 2,

@@ -57,8 +57,9 @@ export const rolloutConfigSchema = z
     maxActiveTrajectories: positive.default(512),
     /**
      * Async: KV-capacity-aware admission (null = off). A trajectory's segment starts only while
-     * the tokens running trajectories may reach stay within this many (the replicas' total KV
-     * capacity); each counts for its context so far plus the tokens its segment may add.
+     * the KV tokens active trajectories hold stay within this many (the replicas' total KV
+     * capacity); each counts for its context so far plus the mean tokens of one engine call
+     * this step, updated after each of its calls.
      */
     kvBudgetTokens: positive.nullable().default(null),
     /** Grading attempts before a reward is recorded as missing. */

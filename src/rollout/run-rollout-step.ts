@@ -24,7 +24,7 @@ import type { Trajectory } from '../trajectory/trajectory.ts';
 import { nextStageIndex, segmentLimits, truncationRate } from './budget-stages.ts';
 import { type AdvantageScale, groupAdvantages } from './group-advantages.ts';
 import { groupDropReason } from './group-filter.ts';
-import { KvBudget } from './kv-budget.ts';
+import { KvBudget, type KvHold } from './kv-budget.ts';
 import type { RolloutConfig } from './rollout-config.ts';
 import { isStale } from './staleness.ts';
 import { rewardOrMissing } from './trajectory-reward.ts';
@@ -221,17 +221,35 @@ export async function runRolloutStep(
     };
   };
 
-  /** KV tokens a segment may come to hold: the context so far plus what the segment may add. */
+  // Mean model tokens per engine call so far this step: how much a context grows by its next call.
+  const calls = { count: 0, tokens: 0 };
+  const expectedGrowth = () => (calls.count === 0 ? 0 : calls.tokens / calls.count);
+
+  /** KV tokens a trajectory is counted for: its context so far plus what its next call adds on average. */
   const kvWeight = (trajectory: Trajectory | null, problem: RolloutProblem): number => {
     // A fresh trajectory's prompt: its token count where a tokenizer is at hand, else its bytes.
     const context =
       trajectory === null
         ? (parts.tokenizer?.encode(problem.text).length ?? Buffer.byteLength(problem.text))
         : contextTokens(trajectory);
-    const generated = trajectory === null ? 0 : modelTokens(trajectory);
-    const growth = budgets.segment?.maxTokens ?? budgets.maxTotalTokens;
-    return context + Math.max(0, Math.min(growth, budgets.maxTotalTokens - generated));
+    return context + expectedGrowth();
   };
+
+  /** The lane's engine, with the slot's KV hold resized after every call to the context it reached. */
+  const meteredLane = (lane: Lane, hold: KvHold): Lane => ({
+    leave: lane.leave,
+    engine: {
+      name: lane.engine.name,
+      generate: async (request, signal) => {
+        const result = await lane.engine.generate(request, signal);
+        const made = result.tokenIds?.length ?? 0;
+        calls.count++;
+        calls.tokens += made;
+        hold.resize(request.promptTokenIds.length + made + expectedGrowth());
+        return result;
+      },
+    },
+  });
 
   /** Starts every runnable slot of a group (each its own task); returns when all are done. */
   const runGroup = async (group: GroupRun, lane: Lane): Promise<void> => {
@@ -245,14 +263,14 @@ export async function runRolloutStep(
       runnable.map(async (index) => {
         // A synchronous round runs whole (its barrier waits for every member), so no limiter.
         const release = config.mode === 'sync' ? () => {} : await limiter.acquire();
-        const releaseKv =
+        const hold =
           kvBudget === null || config.mode === 'sync'
-            ? () => {}
+            ? null
             : await kvBudget.acquire(kvWeight(group.slots[index] ?? null, group.problem));
         try {
-          await runSlot(group, index, lane);
+          await runSlot(group, index, hold === null ? lane : meteredLane(lane, hold));
         } finally {
-          releaseKv();
+          hold?.release();
           release();
         }
       }),
@@ -516,12 +534,5 @@ function contextTokens(trajectory: Trajectory): number {
       (total, segment) => total + (segment.tokenIds?.length ?? segment.text.length),
       0,
     )
-  );
-}
-
-function modelTokens(trajectory: Trajectory): number {
-  return trajectory.segments.reduce(
-    (total, segment) => total + (segment.kind === 'model' ? (segment.tokenIds?.length ?? 0) : 0),
-    0,
   );
 }

@@ -2,10 +2,13 @@
  * Prefix-aware weighted load balancing (the paper's policy). A request whose prefix has L_j
  * tokens weighs w_j = floor(L_j / L_base) + w_base; a replica's load is the sum of the weights
  * it has in flight. An LRU map keeps a session (trajectory) on the replica that served it last,
- * which holds its prefix in KV cache, unless that replica's load exceeds the least-loaded
- * replica's by more than `maxImbalance`; otherwise, and for new sessions, the least-loaded
- * replica is chosen. The paper gives the formula, not L_base, w_base or the threshold: our
- * defaults are L_base = 1024, w_base = 1, maxImbalance = 8 weight units.
+ * which holds its prefix in KV cache, unless that replica is overloaded: its load exceeds the
+ * least-loaded replica's by more than `maxImbalance + maxImbalanceRatio × (least load)`;
+ * otherwise, and for new sessions, the least-loaded replica is chosen. Moving a session costs a
+ * prefill of its whole context on the new replica, so the threshold grows with the load: under
+ * load every replica is busy and a moderate imbalance costs less than the move. The paper gives
+ * the formula, not L_base, w_base or the threshold: our defaults are L_base = 1024, w_base = 1,
+ * maxImbalance = 8 weight units, maxImbalanceRatio = 1 (docs/simulation.md measures it).
  */
 import { z } from 'zod';
 import { LruMap } from './lru-map.ts';
@@ -16,6 +19,7 @@ export const prefixAwareOptionsSchema = z
     baseLength: z.number().int().positive().default(1024),
     baseWeight: z.number().int().nonnegative().default(1),
     maxImbalance: z.number().nonnegative().default(8),
+    maxImbalanceRatio: z.number().nonnegative().default(1),
     stickyCapacity: z.number().int().positive().default(65_536),
   })
   .strict();
@@ -33,18 +37,22 @@ export function prefixAwareChoice(input: {
   available: readonly boolean[];
   sticky: number | null;
   maxImbalance: number;
+  /** Also tolerated: this multiple of the least-loaded replica's load (default 0). */
+  maxImbalanceRatio?: number;
 }): number {
-  const { loads, available, sticky, maxImbalance } = input;
+  const { loads, available, sticky, maxImbalance, maxImbalanceRatio = 0 } = input;
   const least = argminAvailable(loads, available);
   if (sticky === null || !available[sticky]) return least;
-  const overloaded = (loads[sticky] ?? 0) - (loads[least] ?? 0) > maxImbalance;
+  const leastLoad = loads[least] ?? 0;
+  const overloaded = (loads[sticky] ?? 0) - leastLoad > maxImbalance + maxImbalanceRatio * leastLoad;
   return overloaded ? least : sticky;
 }
 
 export function createPrefixAwarePolicy(
   options: z.input<typeof prefixAwareOptionsSchema> = {},
 ): RouterPolicy {
-  const { baseLength, baseWeight, maxImbalance, stickyCapacity } = prefixAwareOptionsSchema.parse(options);
+  const { baseLength, baseWeight, maxImbalance, maxImbalanceRatio, stickyCapacity } =
+    prefixAwareOptionsSchema.parse(options);
   const sticky = new LruMap<string, number>(stickyCapacity);
   const loads: number[] = [];
   const weight = (request: RouteRequest) =>
@@ -59,6 +67,7 @@ export function createPrefixAwarePolicy(
         available: replicas.map((replica) => replica.available),
         sticky: held ?? null,
         maxImbalance,
+        maxImbalanceRatio,
       });
     },
     onStart: (request, replica) => {

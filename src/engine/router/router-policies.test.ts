@@ -45,6 +45,24 @@ describe('prefix-aware', () => {
     );
     expect(prefixAwareChoice({ loads: [3, 2], available, sticky: null, maxImbalance: 8 })).toBe(1);
   });
+  it('tolerates an imbalance that grows with the load (maxImbalanceRatio)', () => {
+    const available = [true, true];
+    const choice = (loads: number[], ratio: number) =>
+      prefixAwareChoice({ loads, available, sticky: 0, maxImbalance: 8, maxImbalanceRatio: ratio });
+    // 300 − 200 = 100 > 8: moved under an absolute threshold alone, kept when 8 + 1 × 200 is tolerated.
+    expect(choice([300, 200], 0)).toBe(1);
+    expect(choice([300, 200], 1)).toBe(0);
+    // 409 − 200 = 209 > 8 + 200: overloaded even so.
+    expect(choice([409, 200], 1)).toBe(1);
+    expect(choice([408, 200], 1)).toBe(0);
+    // The policy's default tolerates twice the least-loaded replica's load (plus 8).
+    const policy = createPrefixAwarePolicy({ baseLength: 1, baseWeight: 0 });
+    const session = { promptTokenIds: new Array(300).fill(1), sessionId: 's' };
+    const other = { promptTokenIds: new Array(200).fill(1), sessionId: 'o' };
+    policy.onStart(session, 0);
+    policy.onStart(other, 1);
+    expect(policy.choose({ ...session, promptTokenIds: [1] }, views([1, 1]))).toBe(0);
+  });
   it('balances by weight, not request count, and follows a session', () => {
     const policy = createPrefixAwarePolicy({ baseLength: 10, baseWeight: 1, maxImbalance: 100 });
     const long = { promptTokenIds: new Array(95).fill(1), sessionId: 'a' };
