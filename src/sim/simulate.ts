@@ -30,12 +30,21 @@ import { VirtualClock } from './virtual-clock.ts';
 import type { Workload } from './workload.ts';
 import { SIMULATED_ANSWER, workloadPlans } from './workload-plans.ts';
 
+/** Re-prefilled tokens by why the trajectory's KV was gone (see `SimulatedEngineMetrics`). */
+export type ReprefillByCause = {
+  preempted: number;
+  moved: number;
+  weightUpdate: number;
+  evicted: number;
+};
+
 /** One step of one configuration. */
 export type SimStep = {
   step: number;
   seconds: number;
   tokensGenerated: number;
   reprefillTokens: number;
+  reprefillByCause: ReprefillByCause;
   preemptions: number;
   busyFraction: number;
   groupsKept: number;
@@ -61,6 +70,7 @@ export type ConfigurationResult = {
   tokensPerSecond: number;
   /** Per step, over the same steps. */
   reprefillTokens: number;
+  reprefillByCause: ReprefillByCause;
   preemptions: number;
   busyFraction: number;
   /** Real seconds the simulation of this configuration took. */
@@ -150,6 +160,7 @@ async function simulateConfiguration(
   const plans = workloadPlans(workload);
   const policy = new SimulatedPolicy({ planFor: plans.planFor, decode: (ids) => tokenizer.decode(ids) });
   const keyCache = new BlockKeyCache({ blockTokens: workload.blockTokens });
+  const residence = new Map<string, { replica: string; version: number }>();
   const engines = Array.from(
     { length: workload.replicas },
     (_, index) =>
@@ -162,6 +173,7 @@ async function simulateConfiguration(
         maxRunningRequests: workload.maxRunningRequests,
         blockTokens: workload.blockTokens,
         keyCache,
+        residence,
       }),
   );
   const router = new Router({
@@ -240,6 +252,12 @@ async function simulateConfiguration(
         seconds,
         tokensGenerated: after.generatedTokens - before.generatedTokens,
         reprefillTokens: after.reprefillTokens - before.reprefillTokens,
+        reprefillByCause: {
+          preempted: after.reprefillPreemptedTokens - before.reprefillPreemptedTokens,
+          moved: after.reprefillMovedTokens - before.reprefillMovedTokens,
+          weightUpdate: after.reprefillWeightUpdateTokens - before.reprefillWeightUpdateTokens,
+          evicted: after.reprefillEvictedTokens - before.reprefillEvictedTokens,
+        },
         preemptions: after.preemptions - before.preemptions,
         busyFraction: seconds > 0 ? (after.busyMs - before.busyMs) / 1000 / (seconds * engines.length) : 0,
         groupsKept: result.stats.groupsKept,
@@ -272,6 +290,12 @@ async function simulateConfiguration(
     tokensPerSecond:
       totalSeconds > 0 ? counted.reduce((sum, step) => sum + step.tokensGenerated, 0) / totalSeconds : 0,
     reprefillTokens: meanOf((step) => step.reprefillTokens),
+    reprefillByCause: {
+      preempted: meanOf((step) => step.reprefillByCause.preempted),
+      moved: meanOf((step) => step.reprefillByCause.moved),
+      weightUpdate: meanOf((step) => step.reprefillByCause.weightUpdate),
+      evicted: meanOf((step) => step.reprefillByCause.evicted),
+    },
     preemptions: meanOf((step) => step.preemptions),
     busyFraction: meanOf((step) => step.busyFraction),
     realSeconds: (performance.now() - realStarted) / 1000,

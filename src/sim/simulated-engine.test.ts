@@ -23,15 +23,19 @@ const prompt = (problem: number) => encode(problemHeader(problem).padEnd(102, ' 
 function setup(options: { kvCapacityTokens: number; maxRunningRequests?: number }) {
   const clock = new VirtualClock();
   const policy = new SimulatedPolicy({ planFor: () => plan, decode: (ids) => String.fromCharCode(...ids) });
-  const engine = new SimulatedEngine({
-    name: 'replica-0',
-    clock,
-    policy,
-    costModel: cost,
-    kvCapacityTokens: options.kvCapacityTokens,
-    maxRunningRequests: options.maxRunningRequests ?? 8,
-    blockTokens: 4,
-  });
+  const residence = new Map<string, { replica: string; version: number }>();
+  const replica = (name: string) =>
+    new SimulatedEngine({
+      name,
+      clock,
+      policy,
+      costModel: cost,
+      kvCapacityTokens: options.kvCapacityTokens,
+      maxRunningRequests: options.maxRunningRequests ?? 8,
+      blockTokens: 4,
+      residence,
+    });
+  const engine = replica('replica-0');
   const request = (promptTokenIds: number[], sessionId: string): GenerateRequest => ({
     promptTokenIds,
     maxNewTokens: 1000,
@@ -40,8 +44,15 @@ function setup(options: { kvCapacityTokens: number; maxRunningRequests?: number 
     stop: ['</code>'],
     sessionId,
   });
-  return { clock, engine, request };
+  return { clock, engine, request, policy, replica };
 }
+
+/** The prompt of a trajectory's next turn: its first prompt, its first output, 30 tokens of tool output. */
+const nextTurn = (first: GenerateResult) => [
+  ...prompt(0),
+  ...(first.tokenIds ?? []),
+  ...encode('y'.repeat(30)),
+];
 
 /** Generates and records when the result came back. */
 async function timed(clock: VirtualClock, promise: Promise<GenerateResult>) {
@@ -92,8 +103,7 @@ describe('SimulatedEngine', () => {
     await clock.run(async () => {
       const first = await engine.generate(request(prompt(0), 'a'));
       // The turn continues after 30 tokens of tool output: 182 tokens, 38 full blocks (152) of them cached.
-      const next = [...prompt(0), ...(first.tokenIds ?? []), ...encode('y'.repeat(30))];
-      return engine.generate({ ...request(next, 'a'), maxNewTokens: 5 });
+      return engine.generate({ ...request(nextTurn(first), 'a'), maxNewTokens: 5 });
     });
     expect(engine.metrics()).toMatchObject({
       cachedTokens: 152,
@@ -103,18 +113,44 @@ describe('SimulatedEngine', () => {
   });
 
   it('a flush (weight update) drops the cache: the next turn prefills its context again', async () => {
-    const { clock, engine, request } = setup({ kvCapacityTokens: 10_000 });
+    const { clock, engine, request, policy } = setup({ kvCapacityTokens: 10_000 });
     await clock.run(async () => {
       const first = await engine.generate(request(prompt(0), 'a'));
+      policy.version = 1;
       engine.flushCache();
-      const next = [...prompt(0), ...(first.tokenIds ?? []), ...encode('y'.repeat(30))];
-      return engine.generate({ ...request(next, 'a'), maxNewTokens: 5 });
+      return engine.generate({ ...request(nextTurn(first), 'a'), maxNewTokens: 5 });
     });
     // 102 + 50 tokens computed before are prefilled again, and the 30 new ones.
     expect(engine.metrics()).toMatchObject({
       cachedTokens: 0,
       prefillTokens: 102 + 182,
       reprefillTokens: 152,
+      reprefillWeightUpdateTokens: 152,
+      reprefillMovedTokens: 0,
+      reprefillEvictedTokens: 0,
+    });
+  });
+
+  it('tells re-prefill apart: moved to another replica, or evicted here for room', async () => {
+    const { clock, engine, request, replica } = setup({ kvCapacityTokens: 200 });
+    const other = replica('replica-1');
+    await clock.run(async () => {
+      // a's next turn goes to the other replica: its 152 tokens computed before are prefilled there.
+      const first = await engine.generate(request(prompt(0), 'a'));
+      await other.generate({ ...request(nextTurn(first), 'a'), maxNewTokens: 5 });
+      // b's first turn caches 38 blocks here; c's evicts all but b's first 16 (the eviction test
+      // below); b's next turn finds 64 tokens and prefills the other 88 it had computed.
+      const firstB = await engine.generate(request(prompt(0), 'b'));
+      await engine.generate(request(prompt(1), 'c'));
+      await engine.generate({ ...request(nextTurn(firstB), 'b'), maxNewTokens: 5 });
+    });
+    expect(other.metrics()).toMatchObject({ reprefillTokens: 152, reprefillMovedTokens: 152 });
+    expect(engine.metrics()).toMatchObject({
+      reprefillTokens: 88,
+      reprefillEvictedTokens: 88,
+      reprefillMovedTokens: 0,
+      reprefillWeightUpdateTokens: 0,
+      reprefillPreemptedTokens: 0,
     });
   });
 
@@ -155,6 +191,7 @@ describe('SimulatedEngine', () => {
       preemptions: 1,
       prefillTokens: 102 + 86 + 13,
       reprefillTokens: 13,
+      reprefillPreemptedTokens: 13,
       generatedTokens: 100,
     });
   });

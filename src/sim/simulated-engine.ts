@@ -34,6 +34,11 @@ export type SimulatedEngineOptions = {
   keyCache?: BlockKeyCache;
   /** Whether the replica reuses cached prefixes (default true; the embedded worker does not). */
   prefixCaching?: boolean;
+  /**
+   * Where each trajectory's KV was last computed (replica and policy version); replicas of one
+   * cluster share one, so re-prefill is told apart by cause. Default: a private one.
+   */
+  residence?: Map<string, { replica: string; version: number }>;
 };
 
 /** Counters since the replica started; a caller takes differences for one step. */
@@ -47,6 +52,14 @@ export type SimulatedEngineMetrics = {
   prefillTokens: number;
   /** Prefilled tokens the trajectory had had computed before (on any replica). */
   reprefillTokens: number;
+  /** Of those: recomputed after a preemption. */
+  reprefillPreemptedTokens: number;
+  /** Computed before on another replica (the router moved the trajectory). */
+  reprefillMovedTokens: number;
+  /** Computed here under older weights (dropped at the weight update). */
+  reprefillWeightUpdateTokens: number;
+  /** Computed here under these weights and evicted for room before the trajectory came back. */
+  reprefillEvictedTokens: number;
   preemptions: number;
   generatedTokens: number;
   /** Virtual ms spent in prefill and decode. */
@@ -61,6 +74,10 @@ export function emptyEngineMetrics(): SimulatedEngineMetrics {
     cachedTokens: 0,
     prefillTokens: 0,
     reprefillTokens: 0,
+    reprefillPreemptedTokens: 0,
+    reprefillMovedTokens: 0,
+    reprefillWeightUpdateTokens: 0,
+    reprefillEvictedTokens: 0,
     preemptions: 0,
     generatedTokens: 0,
     busyMs: 0,
@@ -114,6 +131,7 @@ export class SimulatedEngine implements Engine {
   readonly #cache: PrefixCache;
   readonly #prefixCaching: boolean;
   readonly #keyCache: BlockKeyCache;
+  readonly #residence: Map<string, { replica: string; version: number }>;
   readonly #waiting: Sequence[] = [];
   #running: Sequence[] = [];
   #ownTokens = 0;
@@ -130,6 +148,7 @@ export class SimulatedEngine implements Engine {
     this.#cache = new PrefixCache({ blockTokens: options.blockTokens ?? 16 });
     this.#prefixCaching = options.prefixCaching ?? true;
     this.#keyCache = options.keyCache ?? new BlockKeyCache({ blockTokens: this.#cache.blockTokens });
+    this.#residence = options.residence ?? new Map();
     if (this.#keyCache.blockTokens !== this.#cache.blockTokens)
       throw new Error('keyCache.blockTokens must equal blockTokens');
   }
@@ -290,15 +309,30 @@ export class SimulatedEngine implements Engine {
         sequence.cachedTokens = Math.min(cachedTokens, sequence.request.promptTokenIds.length);
         this.#metrics.cachedTokens += sequence.cachedTokens;
       }
-      sequence.admitted = true;
       this.#metrics.prefillTokens += computed;
       // Only the trajectory's new tokens (first prompt, tool output), once, are not re-prefill.
-      this.#metrics.reprefillTokens += Math.max(0, computed - sequence.newTokensLeft);
+      this.#countReprefill(sequence, Math.max(0, computed - sequence.newTokensLeft));
+      sequence.admitted = true;
       sequence.newTokensLeft = 0;
       prefillMs += computed * this.#cost.prefillPerTokenMs;
       this.#running.push(sequence);
     }
     return prefillMs;
+  }
+
+  /** Counts re-prefilled tokens by cause, and notes where the trajectory's KV now is. */
+  #countReprefill(sequence: Sequence, tokens: number): void {
+    const session = sequence.request.sessionId;
+    const version = this.#policy.version;
+    const last = session === undefined ? undefined : this.#residence.get(session);
+    if (session !== undefined) this.#residence.set(session, { replica: this.name, version });
+    if (tokens === 0) return;
+    const metrics = this.#metrics;
+    metrics.reprefillTokens += tokens;
+    if (sequence.admitted) metrics.reprefillPreemptedTokens += tokens;
+    else if (last === undefined || last.replica !== this.name) metrics.reprefillMovedTokens += tokens;
+    else if (last.version !== version) metrics.reprefillWeightUpdateTokens += tokens;
+    else metrics.reprefillEvictedTokens += tokens;
   }
 
   /** The tokens a sequence holds: its prompt, plus what it generated before a preemption. */

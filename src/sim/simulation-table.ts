@@ -21,6 +21,7 @@ export function simulationJson(report: SimulationReport): unknown {
       batchSpeedup: configuration.batchSpeedup,
       tokensPerSecond: configuration.tokensPerSecond,
       reprefillTokens: configuration.reprefillTokens,
+      reprefillByCause: configuration.reprefillByCause,
       preemptions: configuration.preemptions,
       busyFraction: configuration.busyFraction,
       realSeconds: configuration.realSeconds,
@@ -60,8 +61,20 @@ export function simulationTable(report: SimulationReport): string {
   ]);
   const { bound } = report;
   rows.push(['lower bound', '', '', '', bound.stepSeconds.toFixed(0), '', '', '', '', '', '1.00']);
+  const millions = (tokens: number) => (tokens / 1e6).toFixed(1);
+  const causes = formatTable(
+    ['re-prefill by cause, M tokens/step', 'moved', 'evicted', 'weight update', 'preempted'],
+    report.configurations.map(({ name, reprefillByCause: cause }) => [
+      name,
+      millions(cause.moved),
+      millions(cause.evicted),
+      millions(cause.weightUpdate),
+      millions(cause.preempted),
+    ]),
+  );
   return [
     formatTable(header, rows),
+    causes,
     `bound: work ${bound.workSeconds.toFixed(0)} s (${bound.workSecondsIgnoringKv.toFixed(0)} s if KV capacity did not limit the batch), ` +
       `critical path ${bound.criticalPathSeconds.toFixed(0)} s`,
   ].join('\n');
