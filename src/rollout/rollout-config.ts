@@ -62,13 +62,23 @@ export const rolloutConfigSchema = z
      * this step, updated after each of its calls.
      */
     kvBudgetTokens: positive.nullable().default(null),
+    /**
+     * Async with `kvBudgetTokens`: the tail cut (null = off). Once the KV held by running
+     * trajectories falls below this fraction of its peak in the step while nothing waits to
+     * start, the running trajectories pause and carry over, and the step ends.
+     */
+    tailCut: z.number().gt(0).lt(1).nullable().default(null),
     /** Grading attempts before a reward is recorded as missing. */
     gradeAttempts: positive.default(2),
     reward: compositeRewardConfigSchema.default(() => compositeRewardConfigSchema.parse({})),
     /** Group advantage: (r − mean)/std (GRPO) or r − mean (Dr. GRPO, no std division). */
     advantageScale: z.enum(['std', 'mean-only']).default('std'),
   })
-  .strict();
+  .strict()
+  .refine((config) => config.tailCut === null || config.kvBudgetTokens !== null, {
+    message: 'tailCut needs kvBudgetTokens (the cut watches the KV the budget holds)',
+    path: ['tailCut'],
+  });
 
 export type RolloutConfig = z.infer<typeof rolloutConfigSchema>;
 export type RolloutConfigInput = z.input<typeof rolloutConfigSchema>;

@@ -107,6 +107,11 @@ export async function runRolloutStep(
   const pause = new AbortController();
   const asyncLane: Lane = { engine: parts.engine, leave: () => {} };
   let batchFull = false;
+  // Set when the tail cut (`tailCut`) ended the step early.
+  let tailCut = false;
+  // Whether the step may still start fresh groups (the async loop sets it).
+  let mayStartMore = () => false;
+  let peakHeld = 0;
 
   const decide = (group: GroupRun): void => {
     group.decided = true;
@@ -149,7 +154,7 @@ export async function runRolloutStep(
   const runSlot = async (group: GroupRun, index: number, lane: Lane): Promise<void> => {
     try {
       // Not begun when the batch filled up: the slot stays as it is and carries over.
-      if (group.stale || batchFull) return;
+      if (group.stale || batchFull || tailCut) return;
       const before = group.slots[index] ?? null;
       const { engine } = lane;
       const problemForAgent = { id: group.problem.id, text: group.problem.text };
@@ -235,6 +240,19 @@ export async function runRolloutStep(
     return context + expectedGrowth();
   };
 
+  /**
+   * The tail cut: once the KV that running trajectories hold has fallen below `tailCut` of its
+   * peak this step, with nothing waiting to start, the replicas no longer have the work to fill
+   * their batches; the running trajectories pause (as when the batch is full) and carry over.
+   */
+  const checkTail = (): void => {
+    if (config.tailCut === null || kvBudget === null || batchFull || tailCut) return;
+    peakHeld = Math.max(peakHeld, kvBudget.held);
+    if (kvBudget.waiting > 0 || kvBudget.held >= config.tailCut * peakHeld || mayStartMore()) return;
+    tailCut = true;
+    pause.abort();
+  };
+
   /** The lane's engine, with the slot's KV hold resized after every call to the context it reached. */
   const meteredLane = (lane: Lane, hold: KvHold): Lane => ({
     leave: lane.leave,
@@ -246,6 +264,7 @@ export async function runRolloutStep(
         calls.count++;
         calls.tokens += made;
         hold.resize(request.promptTokenIds.length + made + expectedGrowth());
+        checkTail();
         return result;
       },
     },
@@ -267,11 +286,13 @@ export async function runRolloutStep(
           kvBudget === null || config.mode === 'sync'
             ? null
             : await kvBudget.acquire(kvWeight(group.slots[index] ?? null, group.problem));
+        checkTail();
         try {
           await runSlot(group, index, hold === null ? lane : meteredLane(lane, hold));
         } finally {
           hold?.release();
           release();
+          checkTail();
         }
       }),
     );
@@ -340,8 +361,9 @@ export async function runRolloutStep(
     const room = config.fillBatch
       ? () => kept.length + running.size < target && undecided() < poolLimit
       : () => kept.length + undecided() < target;
+    mayStartMore = () => !exhausted && room();
     const topUp = (backfill: boolean): void => {
-      while (!batchFull && room()) {
+      while (!batchFull && !tailCut && room()) {
         const group = freshGroup();
         if (group === null) return;
         launch(group, backfill);
@@ -389,6 +411,7 @@ export async function runRolloutStep(
     groupsDropped: dropped.length,
     groupsBackfilled: counters.backfilled,
     groupsCarried: parked.length,
+    tailCut,
     trajectoriesStale: counters.stale,
     rewardsMissing: counters.rewardsMissing,
     truncationRate: rate,

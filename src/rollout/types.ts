@@ -93,6 +93,8 @@ export type StepStats = {
   groupsBackfilled: number;
   /** Groups carried into the next step (parked), undecided. */
   groupsCarried: number;
+  /** Whether the tail cut ended the step (`tailCut`): running trajectories paused and carried. */
+  tailCut: boolean;
   /** Trajectories restarted or dropped by the staleness bound. */
   trajectoriesStale: number;
   rewardsMissing: number;

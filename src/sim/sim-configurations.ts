@@ -25,6 +25,8 @@ export type SimConfiguration = {
    * rollout's `kvBudgetTokens`).
    */
   kvBudget?: number;
+  /** With `kvBudget`: the rollout's `tailCut` fraction. */
+  tailCut?: number;
   /** Run only when named with --configuration (measured, did not help: docs/simulation.md). */
   onRequest?: boolean;
 };
@@ -61,6 +63,15 @@ export const SIM_CONFIGURATIONS: readonly SimConfiguration[] = [
     partialRollout: true,
     router: 'prefix-aware',
     kvBudget: 1,
+    onRequest: true,
+  },
+  {
+    name: 'async+partial+prefix-aware+kv-budget+tail-cut',
+    mode: 'async',
+    partialRollout: true,
+    router: 'prefix-aware',
+    kvBudget: 1,
+    tailCut: 0.5,
     onRequest: true,
   },
 ];

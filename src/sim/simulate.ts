@@ -50,6 +50,10 @@ export type SimStep = {
   groupsKept: number;
   trajectoriesFinished: number;
   trajectoriesParked: number;
+  /** Trajectories restarted by the staleness bound. */
+  trajectoriesStale: number;
+  /** Whether the tail cut ended the step. */
+  tailCut: boolean;
 };
 
 export type ConfigurationResult = {
@@ -214,6 +218,7 @@ async function simulateConfiguration(
       configuration.kvBudget === undefined
         ? null
         : Math.round(configuration.kvBudget * workload.replicas * workload.kvCapacityTokens),
+    tailCut: configuration.tailCut ?? null,
   });
   const random = createSeededRandom(`${workload.seed}:rollout`);
   let nextId = 0;
@@ -263,6 +268,8 @@ async function simulateConfiguration(
         groupsKept: result.stats.groupsKept,
         trajectoriesFinished: result.stats.trajectoriesFinished,
         trajectoriesParked: result.stats.trajectoriesParked,
+        trajectoriesStale: result.stats.trajectoriesStale,
+        tailCut: result.stats.tailCut,
       });
       onProgress(
         `${configuration.name} step ${step}: ${seconds.toFixed(0)} s, ${result.stats.groupsKept} groups kept`,

@@ -98,6 +98,7 @@ describe('grpoBatch and rlMetrics of a hand-made group', () => {
         trajectoriesResumed: 0,
         groupsKept: 1,
         groupsDropped: 0,
+        tailCut: false,
         groupsBackfilled: 0,
         groupsCarried: 0,
         trajectoriesStale: 0,
