@@ -180,6 +180,18 @@ describe('agentmath rollout on embedded replicas', () => {
     checkRun(out);
   }, 200_000);
 
+  it('refuses --tail-cut without --kv-budget-tokens or outside (0, 1), before starting anything', async () => {
+    const alone = await startCli(['rollout', '--bench', bench, '--tail-cut', '0.5'], { cwd: folder }).done;
+    expect(alone.code).not.toBe(0);
+    expect(alone.stderr).toMatch(/--tail-cut needs --kv-budget-tokens/);
+    const outside = await startCli(
+      ['rollout', '--bench', bench, '--kv-budget-tokens', '1000', '--tail-cut', '1.5'],
+      { cwd: folder },
+    ).done;
+    expect(outside.code).not.toBe(0);
+    expect(outside.stderr).toMatch(/--tail-cut must be a fraction between 0 and 1 \(got 1.5\)/);
+  });
+
   it('after kill -9 between the steps, --resume loses and duplicates nothing; a changed config is refused', async () => {
     const out = join(folder, 'killed');
     const { child, done } = startCli(args(out), { cwd: folder, limitMs: 150_000 });

@@ -248,6 +248,43 @@ describe('rollout scheduler over SGLang /generate', () => {
     for (const trajectory of second.kept[0]!.trajectories) expect(trajectory.answer).toBe('42');
   });
 
+  it('tail cut: once the KV held falls below the fraction of its peak, running trajectories pause and carry', async () => {
+    const gate = deferred();
+    const { router } = await replicas(2, {
+      gate: (context) => (context.includes('LONG') ? gate.promise : Promise.resolve()),
+    });
+    const run = parts(router);
+    // The batch (2 groups) never fills while the long group hangs: only the tail cut ends the step.
+    const config = rolloutConfigSchema.parse({
+      groupSize: 2,
+      batchSize: 2,
+      overProvision: 0,
+      partialRollout: false,
+      kvBudgetTokens: 1_000_000,
+      tailCut: 0.3,
+    });
+    const problems = source(LONG_TAIL);
+    // The short trajectories' holds grow with their turns (about 4 × their prompt by the end);
+    // once both have finished, the long pair's first prompts hold under a third of that peak and
+    // nothing is left to start. One short trajectory still running keeps the held KV above 0.3.
+    const first = await runRolloutStep(input({ config, problems }), run);
+    expect(first.stats).toMatchObject({
+      tailCut: true,
+      groupsKept: 1,
+      groupsCarried: 1,
+      trajectoriesParked: 2,
+    });
+    expect(first.state.parked[0]?.trajectories.map((trajectory) => trajectory?.finish?.reason)).toEqual([
+      'paused',
+      'paused',
+    ]);
+    gate.open();
+    const second = await runRolloutStep(input({ step: 1, config, problems, state: first.state }), run);
+    expect(second.kept.map((group) => group.problem.id)).toEqual(['long']);
+    expect(second.stats).toMatchObject({ tailCut: false, trajectoriesResumed: 2, trajectoriesFinished: 2 });
+    expect(() => rolloutConfigSchema.parse({ tailCut: 0.5 })).toThrow(/tailCut needs kvBudgetTokens/);
+  });
+
   it('partial rollout: parked trajectories resume next step with earlier segments and session state', async () => {
     let version = 0;
     const { router } = await replicas(2, { version: () => String(version) });

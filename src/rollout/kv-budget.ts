@@ -32,6 +32,11 @@ export class KvBudget {
     return this.#held;
   }
 
+  /** Trajectories holding a weight. */
+  get holders(): number {
+    return this.#holders;
+  }
+
   get waiting(): number {
     return this.#waiters.length;
   }

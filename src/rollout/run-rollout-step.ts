@@ -248,7 +248,8 @@ export async function runRolloutStep(
   const checkTail = (): void => {
     if (config.tailCut === null || kvBudget === null || batchFull || tailCut) return;
     peakHeld = Math.max(peakHeld, kvBudget.held);
-    if (kvBudget.waiting > 0 || kvBudget.held >= config.tailCut * peakHeld || mayStartMore()) return;
+    if (kvBudget.holders === 0 || kvBudget.waiting > 0 || mayStartMore()) return;
+    if (kvBudget.held >= config.tailCut * peakHeld) return;
     tailCut = true;
     pause.abort();
   };

@@ -53,6 +53,8 @@ type RolloutCommandOptions = {
   maxPolicyLag: number;
   stalePolicy: 'restart' | 'drop';
   overProvision: number;
+  kvBudgetTokens?: number;
+  tailCut?: number;
   maxInFlight: number;
   temperature: number;
   seed: number;
@@ -120,6 +122,16 @@ export function registerRollout(program: Command): void {
         .default('restart'),
     )
     .option('--over-provision <n>', 'extra groups in flight beyond the batch (async)', integer(0), 2)
+    .option(
+      '--kv-budget-tokens <n>',
+      "KV-capacity-aware admission: the replicas' total KV in tokens (async; default off)",
+      integer(1),
+    )
+    .option(
+      '--tail-cut <f>',
+      'with --kv-budget-tokens: end a step once the KV held falls below f of its peak (0 < f < 1)',
+      number,
+    )
     .option('--max-in-flight <n>', 'requests in flight per replica', integer(1), 32)
     .option('--temperature <t>', 'sampling temperature', number, 1)
     .option('--seed <s>', "seed of ids and of every trajectory's sampling", integer(0), 0)
@@ -194,6 +206,12 @@ async function startReplicas(options: RolloutCommandOptions): Promise<Replicas> 
 }
 
 async function rolloutCommand(options: RolloutCommandOptions): Promise<number> {
+  if (options.tailCut !== undefined) {
+    if (!(options.tailCut > 0 && options.tailCut < 1))
+      throw new Error(`--tail-cut must be a fraction between 0 and 1 (got ${options.tailCut})`);
+    if (options.kvBudgetTokens === undefined)
+      throw new Error('--tail-cut needs --kv-budget-tokens (the cut watches the KV the budget holds)');
+  }
   const benchmark = await loadBenchmark(options.bench, {
     dataDir: options.dataDir,
     builtins: BUILTIN_BENCHMARKS,
@@ -233,6 +251,8 @@ async function rolloutCommand(options: RolloutCommandOptions): Promise<number> {
     maxPolicyLag: options.maxPolicyLag,
     stalePolicy: options.stalePolicy,
     overProvision: options.overProvision,
+    kvBudgetTokens: options.kvBudgetTokens ?? null,
+    tailCut: options.tailCut ?? null,
   });
   const promptName: PromptBuilderName = target.model === null ? 'instructed' : 'problem-only';
   const agent = { sampling: { temperature: options.temperature, topP: 1, seed: options.seed } };
