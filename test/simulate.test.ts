@@ -53,6 +53,18 @@ describe('agentmath simulate (the real scheduler and router in virtual time)', (
       expect(configuration.steps).toHaveLength(6);
       expect(configuration.busyFraction).toBeGreaterThan(0);
       expect(configuration.busyFraction).toBeLessThanOrEqual(1);
+      // Re-prefill is told apart by cause, all of it; occupancy is a fraction per tenth of a step.
+      const causes = configuration.reprefillByCause;
+      expect(causes.moved + causes.evicted + causes.weightUpdate + causes.preempted).toBeCloseTo(
+        configuration.reprefillTokens,
+        6,
+      );
+      for (const step of configuration.steps) {
+        expect(step.kvOccupancyByTenth).toHaveLength(10);
+        for (const tenth of step.kvOccupancyByTenth) expect(tenth).toBeGreaterThanOrEqual(0);
+        for (const tenth of step.kvOccupancyByTenth) expect(tenth).toBeLessThanOrEqual(1);
+      }
+      expect(configuration.kvOccupancy.body).toBeGreaterThan(0);
       expect(configuration.tokensPerSecond).toBeGreaterThan(0);
     }
     // Same inputs, same figures.

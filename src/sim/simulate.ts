@@ -22,7 +22,12 @@ import { createSeededRandom } from '../tasks/seeded-random.ts';
 import { BlockKeyCache } from './block-key-cache.ts';
 import { mean } from './distribution.ts';
 import { SIM_CONFIGURATIONS, type SimConfiguration } from './sim-configurations.ts';
-import { emptyEngineMetrics, SimulatedEngine, type SimulatedEngineMetrics } from './simulated-engine.ts';
+import {
+  emptyEngineMetrics,
+  SimulatedEngine,
+  type SimulatedEngineMetrics,
+  type StretchRecord,
+} from './simulated-engine.ts';
 import { SimulatedPolicy } from './simulated-policy.ts';
 import { SimulatedSandbox } from './simulated-sandbox.ts';
 import { type StepBound, stepBound } from './step-bound.ts';
@@ -54,6 +59,11 @@ export type SimStep = {
   trajectoriesStale: number;
   /** Whether the tail cut ended the step. */
   tailCut: boolean;
+  /**
+   * KV held by running sequences over the replicas' KV capacity, time-weighted, in each tenth
+   * of the step (idle replicas count as empty): how full the batches were from start to end.
+   */
+  kvOccupancyByTenth: number[];
 };
 
 export type ConfigurationResult = {
@@ -77,6 +87,8 @@ export type ConfigurationResult = {
   reprefillByCause: ReprefillByCause;
   preemptions: number;
   busyFraction: number;
+  /** KV occupancy (see `SimStep.kvOccupancyByTenth`) over the first eight tenths of a step and the last two. */
+  kvOccupancy: { body: number; tail: number };
   /** Real seconds the simulation of this configuration took. */
   realSeconds: number;
   steps: SimStep[];
@@ -165,6 +177,8 @@ async function simulateConfiguration(
   const policy = new SimulatedPolicy({ planFor: plans.planFor, decode: (ids) => tokenizer.decode(ids) });
   const keyCache = new BlockKeyCache({ blockTokens: workload.blockTokens });
   const residence = new Map<string, { replica: string; version: number }>();
+  // Stretches of work in the current step, for its occupancy profile.
+  let stretches: StretchRecord[] = [];
   const engines = Array.from(
     { length: workload.replicas },
     (_, index) =>
@@ -178,6 +192,7 @@ async function simulateConfiguration(
         blockTokens: workload.blockTokens,
         keyCache,
         residence,
+        onStretch: (stretch) => stretches.push(stretch),
       }),
   );
   const router = new Router({
@@ -230,6 +245,7 @@ async function simulateConfiguration(
       // The weights changed between steps: engines drop KV computed with the old ones.
       if (step > 0) for (const engine of engines) engine.flushCache();
       const startedMs = clock.now();
+      stretches = [];
       const before = totals(engines);
       const result = await runRolloutStep(
         { step, policyVersion: step, state, problems, config },
@@ -270,6 +286,7 @@ async function simulateConfiguration(
         trajectoriesParked: result.stats.trajectoriesParked,
         trajectoriesStale: result.stats.trajectoriesStale,
         tailCut: result.stats.tailCut,
+        kvOccupancyByTenth: occupancyByTenth(stretches, startedMs, clock.now(), workload),
       });
       onProgress(
         `${configuration.name} step ${step}: ${seconds.toFixed(0)} s, ${result.stats.groupsKept} groups kept`,
@@ -305,9 +322,42 @@ async function simulateConfiguration(
     },
     preemptions: meanOf((step) => step.preemptions),
     busyFraction: meanOf((step) => step.busyFraction),
+    kvOccupancy: {
+      body: meanOf((step) => averageOf(step.kvOccupancyByTenth.slice(0, 8))),
+      tail: meanOf((step) => averageOf(step.kvOccupancyByTenth.slice(8))),
+    },
     realSeconds: (performance.now() - realStarted) / 1000,
     steps: figures,
   };
+}
+
+function averageOf(values: readonly number[]): number {
+  return values.length === 0 ? 0 : values.reduce((sum, value) => sum + value, 0) / values.length;
+}
+
+/** Time-weighted KV occupancy of all replicas in each tenth of [startMs, endMs). */
+function occupancyByTenth(
+  stretches: readonly StretchRecord[],
+  startMs: number,
+  endMs: number,
+  workload: Workload,
+): number[] {
+  const tenth = (endMs - startMs) / 10;
+  const held = new Array<number>(10).fill(0);
+  if (tenth <= 0) return held;
+  for (const stretch of stretches) {
+    // A stretch is spread evenly over its time, which may cross tenths.
+    const from = Math.max(stretch.startMs, startMs);
+    const to = Math.min(stretch.startMs + stretch.ms, endMs);
+    const occupancy = stretch.meanContextTokens / stretch.kvCapacityTokens;
+    for (let index = Math.floor((from - startMs) / tenth); index < 10; index++) {
+      const lo = startMs + index * tenth;
+      const overlap = Math.min(to, lo + tenth) - Math.max(from, lo);
+      if (overlap <= 0) break;
+      held[index] = (held[index] ?? 0) + overlap * occupancy;
+    }
+  }
+  return held.map((value) => value / (tenth * workload.replicas));
 }
 
 function totals(engines: readonly SimulatedEngine[]): SimulatedEngineMetrics {

@@ -39,6 +39,18 @@ export type SimulatedEngineOptions = {
    * cluster share one, so re-prefill is told apart by cause. Default: a private one.
    */
   residence?: Map<string, { replica: string; version: number }>;
+  /** Told of every stretch of work when it ends (for profiles of a step). */
+  onStretch?: (stretch: StretchRecord) => void;
+};
+
+/** A stretch of work: a prefill and the decode iterations after it, with the batch fixed. */
+export type StretchRecord = {
+  startMs: number;
+  ms: number;
+  batch: number;
+  /** KV tokens the batch held, on average over the stretch. */
+  meanContextTokens: number;
+  kvCapacityTokens: number;
 };
 
 /** Counters since the replica started; a caller takes differences for one step. */
@@ -132,6 +144,7 @@ export class SimulatedEngine implements Engine {
   readonly #prefixCaching: boolean;
   readonly #keyCache: BlockKeyCache;
   readonly #residence: Map<string, { replica: string; version: number }>;
+  readonly #onStretch: ((stretch: StretchRecord) => void) | undefined;
   readonly #waiting: Sequence[] = [];
   #running: Sequence[] = [];
   #ownTokens = 0;
@@ -149,6 +162,7 @@ export class SimulatedEngine implements Engine {
     this.#prefixCaching = options.prefixCaching ?? true;
     this.#keyCache = options.keyCache ?? new BlockKeyCache({ blockTokens: this.#cache.blockTokens });
     this.#residence = options.residence ?? new Map();
+    this.#onStretch = options.onStretch;
     if (this.#keyCache.blockTokens !== this.#cache.blockTokens)
       throw new Error('keyCache.blockTokens must equal blockTokens');
   }
@@ -228,6 +242,13 @@ export class SimulatedEngine implements Engine {
       const ms =
         stretch.prefillMs + decodeMs(this.#cost, stretch.batch, stretch.contextTokens, stretch.iterations);
       this.#metrics.busyMs += ms;
+      this.#onStretch?.({
+        startMs: stretch.startMs,
+        ms,
+        batch: stretch.batch,
+        meanContextTokens: stretch.contextTokens + (stretch.batch * stretch.iterations) / 2,
+        kvCapacityTokens: this.#capacity,
+      });
       this.#metrics.generatedTokens += stretch.batch * stretch.iterations;
       this.#ownTokens += stretch.batch * stretch.iterations;
       const still: Sequence[] = [];

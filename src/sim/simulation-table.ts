@@ -22,6 +22,7 @@ export function simulationJson(report: SimulationReport): unknown {
       tokensPerSecond: configuration.tokensPerSecond,
       reprefillTokens: configuration.reprefillTokens,
       reprefillByCause: configuration.reprefillByCause,
+      kvOccupancy: configuration.kvOccupancy,
       preemptions: configuration.preemptions,
       busyFraction: configuration.busyFraction,
       realSeconds: configuration.realSeconds,
@@ -63,13 +64,23 @@ export function simulationTable(report: SimulationReport): string {
   rows.push(['lower bound', '', '', '', bound.stepSeconds.toFixed(0), '', '', '', '', '', '1.00']);
   const millions = (tokens: number) => (tokens / 1e6).toFixed(1);
   const causes = formatTable(
-    ['re-prefill by cause, M tokens/step', 'moved', 'evicted', 'weight update', 'preempted'],
-    report.configurations.map(({ name, reprefillByCause: cause }) => [
+    [
+      're-prefill by cause, M tokens/step',
+      'moved',
+      'evicted',
+      'weight update',
+      'preempted',
+      'KV full: step 0-80%',
+      'last 20%',
+    ],
+    report.configurations.map(({ name, reprefillByCause: cause, kvOccupancy }) => [
       name,
       millions(cause.moved),
       millions(cause.evicted),
       millions(cause.weightUpdate),
       millions(cause.preempted),
+      `${(100 * kvOccupancy.body).toFixed(0)}%`,
+      `${(100 * kvOccupancy.tail).toFixed(0)}%`,
     ]),
   );
   return [
