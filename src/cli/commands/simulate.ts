@@ -25,6 +25,7 @@ type SimulateFlags = {
   problems: string;
   concurrency: string;
   kvBudget: string;
+  tailCut?: string;
 };
 
 export function registerSimulate(program: Command): void {
@@ -47,6 +48,10 @@ export function registerSimulate(program: Command): void {
       '--kv-budget <factor>',
       "with async+partial+prefix-aware+kv-budget: the admission budget as a multiple of the replicas' total KV capacity",
       '1',
+    )
+    .option(
+      '--tail-cut <fraction>',
+      'with the +tail-cut configuration: end a step once the KV held falls below this fraction of its peak (default 0.5)',
     )
     .option('--json', 'print the report as JSON')
     .option(
@@ -102,11 +107,23 @@ export function registerSimulate(program: Command): void {
         throw new Error(
           '--kv-budget applies to async+partial+prefix-aware+kv-budget: name it with --configuration',
         );
-      const chosen = configurations.map((configuration) =>
-        configuration.kvBudget === undefined || factor === 1
-          ? configuration
-          : { ...configuration, kvBudget: factor, name: `${configuration.name}×${factor}` },
-      );
+      const cut = flags.tailCut === undefined ? null : Number(flags.tailCut);
+      if (cut !== null) {
+        if (!(cut > 0 && cut < 1))
+          throw new Error(`--tail-cut must be a fraction between 0 and 1 (got "${flags.tailCut}")`);
+        if (!configurations.some((configuration) => configuration.tailCut !== undefined))
+          throw new Error(
+            '--tail-cut applies to async+partial+prefix-aware+kv-budget+tail-cut: name it with --configuration',
+          );
+      }
+      const chosen = configurations.map((configuration) => {
+        let chosenOne = configuration;
+        if (configuration.kvBudget !== undefined && factor !== 1)
+          chosenOne = { ...chosenOne, kvBudget: factor, name: `${chosenOne.name}×${factor}` };
+        if (configuration.tailCut !== undefined && cut !== null)
+          chosenOne = { ...chosenOne, tailCut: cut, name: `${chosenOne.name}@${cut}` };
+        return chosenOne;
+      });
       log(
         `workload ${workload.name}: ${workload.stepPrompts} prompts x ${workload.groupSize}, ${workload.replicas} replicas`,
       );
