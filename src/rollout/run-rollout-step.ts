@@ -8,6 +8,10 @@
  * cost a round). Once `batchSize` groups are kept no new work starts: running trajectories are
  * paused (the agent loop's resumable pause keeps the engine's partial tokens), those that have
  * not begun their segment keep their place, and undecided groups carry into the next step.
+ * With `kvBudgetTokens` a segment starts only while the KV that active trajectories hold fits
+ * the budget (`KvBudget`); with `tailCut` the step also ends that way once that KV has fallen
+ * below the fraction of its peak with nothing left to start (the tail of a step, where the
+ * replicas' batches run nearly empty).
  *
  * `mode: 'sync'` is the static synchronous baseline on the same code: groups start in rounds
  * of the missing batch size, every trajectory of a round issues its turn together (a
@@ -248,7 +252,7 @@ export async function runRolloutStep(
   const checkTail = (): void => {
     if (config.tailCut === null || kvBudget === null || batchFull || tailCut) return;
     peakHeld = Math.max(peakHeld, kvBudget.held);
-    if (kvBudget.holders === 0 || kvBudget.waiting > 0 || mayStartMore()) return;
+    if (kvBudget.holders === 0 || kvBudget.waiting > 0 || limiter.waiting > 0 || mayStartMore()) return;
     if (kvBudget.held >= config.tailCut * peakHeld) return;
     tailCut = true;
     pause.abort();
