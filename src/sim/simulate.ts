@@ -103,7 +103,10 @@ export type SimulationReport = {
 
 export type SimulateOptions = {
   workload: Workload;
-  /** Rollout steps per configuration (default 4). */
+  /**
+   * Rollout steps per configuration (default 16: partial rollout takes several steps to fill
+   * its pipeline of parked trajectories, and a short run measures mostly that).
+   */
   steps?: number;
   configurations?: readonly SimConfiguration[];
   onProgress?: (line: string) => void;
@@ -112,7 +115,7 @@ export type SimulateOptions = {
 export async function simulate(options: SimulateOptions): Promise<SimulationReport> {
   const {
     workload,
-    steps = 4,
+    steps = 16,
     configurations = SIM_CONFIGURATIONS.filter((configuration) => configuration.onRequest !== true),
     onProgress = () => {},
   } = options;

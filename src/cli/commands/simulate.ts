@@ -39,7 +39,7 @@ export function registerSimulate(program: Command): void {
       'built-in workload (paper, heavy-tail, tool-heavy) or a JSON file',
       'paper',
     )
-    .option('--steps <n>', 'rollout steps per configuration (the first is not counted)', '4')
+    .option('--steps <n>', 'rollout steps per configuration (the first is not counted)', '16')
     .option(
       '--configuration <name...>',
       `only these configurations (${SIM_CONFIGURATIONS.map((configuration) => configuration.name).join(', ')})`,
