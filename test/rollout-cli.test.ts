@@ -190,6 +190,14 @@ describe('agentmath rollout on embedded replicas', () => {
     ).done;
     expect(outside.code).not.toBe(0);
     expect(outside.stderr).toMatch(/--tail-cut must be a fraction between 0 and 1 \(got 1.5\)/);
+    const sync = await startCli(
+      ['rollout', '--bench', bench, '--mode', 'sync', '--kv-budget-tokens', '1000'],
+      {
+        cwd: folder,
+      },
+    ).done;
+    expect(sync.code).not.toBe(0);
+    expect(sync.stderr).toMatch(/apply to --mode async/);
   });
 
   it('after kill -9 between the steps, --resume loses and duplicates nothing; a changed config is refused', async () => {

@@ -285,6 +285,36 @@ describe('rollout scheduler over SGLang /generate', () => {
     expect(() => rolloutConfigSchema.parse({ tailCut: 0.5 })).toThrow(/tailCut needs kvBudgetTokens/);
   });
 
+  it('tail cut: not while trajectories still queue for the active-trajectory limit', async () => {
+    const gate = deferred();
+    const { router } = await replicas(2, {
+      gate: (context) => (context.includes('LONG') ? gate.promise : Promise.resolve()),
+    });
+    const run = parts(router);
+    // Three trajectories at a time: the long pair and one short; the other three shorts queue.
+    // Each short that finishes drops the held KV far below its peak, but the queued ones are
+    // work still to start, so the cut waits until every short group has run.
+    const config = rolloutConfigSchema.parse({
+      groupSize: 2,
+      batchSize: 3,
+      overProvision: 0,
+      partialRollout: false,
+      maxActiveTrajectories: 3,
+      kvBudgetTokens: 1_000_000,
+      tailCut: 0.3,
+    });
+    const problems = source([...LONG_TAIL, { id: 'short2', text: 'another short problem', answer: '42' }]);
+    const first = await runRolloutStep(input({ config, problems }), run);
+    expect(first.stats).toMatchObject({
+      tailCut: true,
+      groupsKept: 2,
+      groupsCarried: 1,
+      trajectoriesParked: 2,
+    });
+    expect(first.kept.map((group) => group.problem.id).sort()).toEqual(['short', 'short2']);
+    gate.open();
+  });
+
   it('partial rollout: parked trajectories resume next step with earlier segments and session state', async () => {
     let version = 0;
     const { router } = await replicas(2, { version: () => String(version) });

@@ -24,6 +24,7 @@ describe('agentmath simulate flags', () => {
       [['--tail-cut', '1'], /--tail-cut must be a fraction between 0 and 1 \(got "1"\)/],
       [['--configuration', 'nonsense'], /--configuration: unknown nonsense/],
       [['--steps', '0'], /--steps must be an integer >= 1/],
+      [['--calibrate', '--tail-cut', '0.5'], /apply to the simulated configurations, not to --calibrate/],
     ];
     for (const [args, message] of cases) {
       const result = await run(args);

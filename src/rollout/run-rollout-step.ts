@@ -116,6 +116,8 @@ export async function runRolloutStep(
   // Whether the step may still start fresh groups (the async loop sets it).
   let mayStartMore = () => false;
   let peakHeld = 0;
+  // Slots between launch and their KV hold (queued for the active-trajectory limit or the budget).
+  let starting = 0;
 
   const decide = (group: GroupRun): void => {
     group.decided = true;
@@ -252,7 +254,7 @@ export async function runRolloutStep(
   const checkTail = (): void => {
     if (config.tailCut === null || kvBudget === null || batchFull || tailCut) return;
     peakHeld = Math.max(peakHeld, kvBudget.held);
-    if (kvBudget.holders === 0 || kvBudget.waiting > 0 || limiter.waiting > 0 || mayStartMore()) return;
+    if (kvBudget.holders === 0 || starting > 0 || mayStartMore()) return;
     if (kvBudget.held >= config.tailCut * peakHeld) return;
     tailCut = true;
     pause.abort();
@@ -285,19 +287,24 @@ export async function runRolloutStep(
     }
     await Promise.all(
       runnable.map(async (index) => {
+        starting++;
         // A synchronous round runs whole (its barrier waits for every member), so no limiter.
         const release = config.mode === 'sync' ? () => {} : await limiter.acquire();
         const hold =
           kvBudget === null || config.mode === 'sync'
             ? null
             : await kvBudget.acquire(kvWeight(group.slots[index] ?? null, group.problem));
-        checkTail();
+        starting--;
+        // Not a moment to cut: a trajectory just admitted holds little yet (its prompt), and the
+        // KV held only rose. The cut is checked where it falls (a call's end, a release).
+        if (kvBudget !== null) peakHeld = Math.max(peakHeld, kvBudget.held);
         try {
           await runSlot(group, index, hold === null ? lane : meteredLane(lane, hold));
         } finally {
           hold?.release();
           release();
-          checkTail();
+          // The group's last slot: the launch loop checks once fresh groups had their chance to start.
+          if (group.pending > 0) checkTail();
         }
       }),
     );
@@ -355,6 +362,7 @@ export async function runRolloutStep(
       const task: Promise<void> = runGroup(group, asyncLane).then(() => {
         running.delete(task);
         topUp(initialDone);
+        checkTail();
       });
       running.add(task);
     };

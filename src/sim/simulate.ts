@@ -289,7 +289,13 @@ async function simulateConfiguration(
         trajectoriesParked: result.stats.trajectoriesParked,
         trajectoriesStale: result.stats.trajectoriesStale,
         tailCut: result.stats.tailCut,
-        kvOccupancyByTenth: occupancyByTenth(stretches, startedMs, clock.now(), workload),
+        // Stretches still under way count up to now (their whole is reported when they end).
+        kvOccupancyByTenth: occupancyByTenth(
+          [...stretches, ...engines.flatMap((engine) => engine.stretchSoFar() ?? [])],
+          startedMs,
+          clock.now(),
+          workload,
+        ),
       });
       onProgress(
         `${configuration.name} step ${step}: ${seconds.toFixed(0)} s, ${result.stats.groupsKept} groups kept`,

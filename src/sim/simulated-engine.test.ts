@@ -132,7 +132,7 @@ describe('SimulatedEngine', () => {
   });
 
   it('tells re-prefill apart: moved to another replica, or evicted here for room', async () => {
-    const { clock, engine, request, replica } = setup({ kvCapacityTokens: 200 });
+    const { clock, engine, request, replica, policy } = setup({ kvCapacityTokens: 200 });
     const other = replica('replica-1');
     await clock.run(async () => {
       // a's next turn goes to the other replica: its 152 tokens computed before are prefilled there.
@@ -145,12 +145,25 @@ describe('SimulatedEngine', () => {
       await engine.generate({ ...request(nextTurn(firstB), 'b'), maxNewTokens: 5 });
     });
     expect(other.metrics()).toMatchObject({ reprefillTokens: 152, reprefillMovedTokens: 152 });
+
     expect(engine.metrics()).toMatchObject({
       reprefillTokens: 88,
       reprefillEvictedTokens: 88,
       reprefillMovedTokens: 0,
       reprefillWeightUpdateTokens: 0,
       reprefillPreemptedTokens: 0,
+    });
+    // z's first turn runs on the other replica under version 0; after the weight update its next
+    // turn comes here: the update, not the move, is why its 152 tokens are prefilled again.
+    const firstZ = await clock.run(() => other.generate(request(prompt(0), 'z')));
+    policy.version = 1;
+    engine.flushCache();
+    other.flushCache();
+    await clock.run(() => engine.generate({ ...request(nextTurn(firstZ), 'z'), maxNewTokens: 5 }));
+    expect(engine.metrics()).toMatchObject({
+      reprefillTokens: 88 + 152,
+      reprefillWeightUpdateTokens: 152,
+      reprefillMovedTokens: 0,
     });
   });
 

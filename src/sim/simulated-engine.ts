@@ -180,6 +180,19 @@ export class SimulatedEngine implements Engine {
     this.#cache.evict(this.#cache.idleBlocks);
   }
 
+  /** The stretch of work under way, from its start until now (null when idle). */
+  stretchSoFar(): StretchRecord | null {
+    const stretch = this.#stretch;
+    if (stretch === null) return null;
+    return {
+      startMs: stretch.startMs,
+      ms: this.#clock.now() - stretch.startMs,
+      batch: stretch.batch,
+      meanContextTokens: stretch.contextTokens,
+      kvCapacityTokens: this.#capacity,
+    };
+  }
+
   /** Requests waiting plus running (what a least-requests router would count). */
   get load(): number {
     return this.#waiting.length + this.#running.length;
@@ -350,9 +363,10 @@ export class SimulatedEngine implements Engine {
     if (tokens === 0) return;
     const metrics = this.#metrics;
     metrics.reprefillTokens += tokens;
+    // A weight update drops the KV wherever the trajectory resumes, so it is counted first.
     if (sequence.admitted) metrics.reprefillPreemptedTokens += tokens;
+    else if (last !== undefined && last.version !== version) metrics.reprefillWeightUpdateTokens += tokens;
     else if (last === undefined || last.replica !== this.name) metrics.reprefillMovedTokens += tokens;
-    else if (last.version !== version) metrics.reprefillWeightUpdateTokens += tokens;
     else metrics.reprefillEvictedTokens += tokens;
   }
 

@@ -206,6 +206,10 @@ async function startReplicas(options: RolloutCommandOptions): Promise<Replicas> 
 }
 
 async function rolloutCommand(options: RolloutCommandOptions): Promise<number> {
+  if (options.mode === 'sync' && (options.kvBudgetTokens !== undefined || options.tailCut !== undefined))
+    throw new Error(
+      '--kv-budget-tokens and --tail-cut apply to --mode async (a synchronous round admits all at once)',
+    );
   if (options.tailCut !== undefined) {
     if (!(options.tailCut > 0 && options.tailCut < 1))
       throw new Error(`--tail-cut must be a fraction between 0 and 1 (got ${options.tailCut})`);

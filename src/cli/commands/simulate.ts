@@ -73,6 +73,10 @@ export function registerSimulate(program: Command): void {
       };
       // Progress goes to stderr also with --json: stdout carries only the report.
       const log = (line: string) => process.stderr.write(`${line}\n`);
+      if (flags.calibrate && (flags.tailCut !== undefined || flags.kvBudget !== '1'))
+        throw new Error(
+          '--kv-budget and --tail-cut apply to the simulated configurations, not to --calibrate',
+        );
       if (flags.calibrate) {
         const model = flags.model ?? findEmbeddedModel();
         if (model === null)

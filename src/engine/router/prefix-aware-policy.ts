@@ -37,10 +37,10 @@ export function prefixAwareChoice(input: {
   available: readonly boolean[];
   sticky: number | null;
   maxImbalance: number;
-  /** Also tolerated: this multiple of the least-loaded replica's load (default 0). */
-  maxImbalanceRatio?: number;
+  /** Also tolerated: this multiple of the least-loaded replica's load. */
+  maxImbalanceRatio: number;
 }): number {
-  const { loads, available, sticky, maxImbalance, maxImbalanceRatio = 0 } = input;
+  const { loads, available, sticky, maxImbalance, maxImbalanceRatio } = input;
   const least = argminAvailable(loads, available);
   if (sticky === null || !available[sticky]) return least;
   const leastLoad = loads[least] ?? 0;

@@ -38,12 +38,24 @@ describe('prefix-aware', () => {
   });
   it('keeps the sticky replica unless it is unavailable or overloaded past the threshold', () => {
     const available = [true, true];
-    expect(prefixAwareChoice({ loads: [5, 0], available, sticky: 0, maxImbalance: 8 })).toBe(0);
-    expect(prefixAwareChoice({ loads: [9, 0], available, sticky: 0, maxImbalance: 8 })).toBe(1);
-    expect(prefixAwareChoice({ loads: [0, 4], available: [false, true], sticky: 0, maxImbalance: 8 })).toBe(
-      1,
-    );
-    expect(prefixAwareChoice({ loads: [3, 2], available, sticky: null, maxImbalance: 8 })).toBe(1);
+    expect(
+      prefixAwareChoice({ loads: [5, 0], available, sticky: 0, maxImbalance: 8, maxImbalanceRatio: 0 }),
+    ).toBe(0);
+    expect(
+      prefixAwareChoice({ loads: [9, 0], available, sticky: 0, maxImbalance: 8, maxImbalanceRatio: 0 }),
+    ).toBe(1);
+    expect(
+      prefixAwareChoice({
+        loads: [0, 4],
+        available: [false, true],
+        sticky: 0,
+        maxImbalance: 8,
+        maxImbalanceRatio: 0,
+      }),
+    ).toBe(1);
+    expect(
+      prefixAwareChoice({ loads: [3, 2], available, sticky: null, maxImbalance: 8, maxImbalanceRatio: 0 }),
+    ).toBe(1);
   });
   it('tolerates an imbalance that grows with the load (maxImbalanceRatio)', () => {
     const available = [true, true];
