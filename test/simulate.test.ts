@@ -86,4 +86,17 @@ describe('agentmath simulate (the real scheduler and router in virtual time)', (
       ]),
     );
   }, 300_000);
+
+  it('the full system (KV budget + tail cut) ends steps at their tail, keeps groups, and never beats the bound', async () => {
+    const full = SIM_CONFIGURATIONS.filter(
+      (configuration) => configuration.name === 'async+partial+prefix-aware+kv-budget+tail-cut',
+    );
+    expect(full).toHaveLength(1);
+    const report = await simulate({ workload, steps: 6, configurations: full });
+    const [result] = report.configurations;
+    if (result === undefined) throw new Error('no result');
+    expect(result.steps.some((step) => step.tailCut)).toBe(true);
+    expect(result.steps.reduce((sum, step) => sum + step.groupsKept, 0)).toBeGreaterThan(0);
+    expect(result.batchSeconds).toBeGreaterThanOrEqual(report.bound.stepSeconds);
+  }, 300_000);
 });
