@@ -28,6 +28,8 @@ export type SimConfiguration = {
   kvBudget?: number;
   /** With `kvBudget`: the rollout's `tailCut` fraction (the step ends below it, see `RolloutConfig`). */
   tailCut?: number;
+  /** Groups started beyond the batch as a fraction of it (the rollout's `overProvision`; default its own, 2 groups). */
+  overProvision?: number;
   /** Run only when named with --configuration (measured, did not help: docs/simulation.md). */
   onRequest?: boolean;
 };
@@ -67,6 +69,16 @@ export const SIM_CONFIGURATIONS: readonly SimConfiguration[] = [
     partialRollout: true,
     router: 'prefix-aware',
     kvAdmission: true,
+    onRequest: true,
+  },
+  {
+    name: 'async+partial+prefix-aware+kv-budget+tail-cut+over-provision',
+    mode: 'async',
+    partialRollout: true,
+    router: 'prefix-aware',
+    kvBudget: 1,
+    tailCut: 0.5,
+    overProvision: 0.25,
     onRequest: true,
   },
   {

@@ -237,6 +237,9 @@ async function simulateConfiguration(
         ? null
         : Math.round(configuration.kvBudget * workload.replicas * workload.kvCapacityTokens),
     tailCut: configuration.tailCut ?? null,
+    ...(configuration.overProvision === undefined
+      ? {}
+      : { overProvision: Math.round(configuration.overProvision * workload.stepPrompts) }),
   });
   const random = createSeededRandom(`${workload.seed}:rollout`);
   let nextId = 0;
