@@ -226,11 +226,16 @@ def make_handler(worker: Worker, api_key: Optional[str] = None):
 
         def _send(self, status: int, payload: Any) -> None:
             body = b"" if payload is None else json.dumps(payload).encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                # The client went away (a rollout paused or aborted the request): nobody to answer.
+                self.close_connection = True
+                logger.debug("client left before the answer to %s", self.path)
 
         def _error(self, status: int, message: str) -> None:
             self._send(status, {"error": {"message": message, "code": status}})

@@ -225,3 +225,36 @@ class AuthTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ClientGoneTest(unittest.TestCase):
+    """A client that hangs up before its answer (a paused rollout request) is not an error."""
+
+    def test_broken_pipe_is_quiet(self):
+        from types import SimpleNamespace
+
+        from agentmath_worker.server import make_handler
+
+        worker = SimpleNamespace(
+            generate=None, update_weights_from_disk=None, engine=None, train=None, score=None,
+            save_checkpoint=None, load_checkpoint=None, model_info=None, train_state=None,
+        )
+        handler_class = make_handler(worker)
+        handler = handler_class.__new__(handler_class)
+
+        class Gone:
+            def write(self, _data):
+                raise BrokenPipeError(32, "Broken pipe")
+
+            def flush(self):
+                pass
+
+        handler.wfile = Gone()
+        handler.request_version = "HTTP/1.1"
+        handler.requestline = "POST /generate HTTP/1.1"
+        handler.command = "POST"
+        handler.path = "/generate"
+        handler.client_address = ("127.0.0.1", 0)
+        handler.close_connection = False
+        handler._send(200, {"text": "late"})
+        self.assertTrue(handler.close_connection)

@@ -327,7 +327,8 @@ async function rolloutCommand(options: RolloutCommandOptions): Promise<number> {
       onStep: (stats) => {
         process.stderr.write(
           `step ${stats.step}: ${(stats.wallMs / 1000).toFixed(1)} s, kept ${stats.groupsKept}, dropped ${stats.groupsDropped}, ` +
-            `finished ${stats.trajectoriesFinished}, parked ${stats.trajectoriesParked}, resumed ${stats.trajectoriesResumed}\n`,
+            `finished ${stats.trajectoriesFinished}, parked ${stats.trajectoriesParked}, resumed ${stats.trajectoriesResumed}` +
+            `${stats.tailCut ? ', ended by the tail cut' : ''}\n`,
         );
       },
     });
