@@ -83,8 +83,18 @@ export function simulationTable(report: SimulationReport): string {
       `${(100 * kvOccupancy.tail).toFixed(0)}%`,
     ]),
   );
+  const counted = Math.max(1, report.steps - 1);
+  const warning =
+    counted < 8
+      ? [
+          `note: ${counted} counted step${counted === 1 ? '' : 's'}: with partial rollout the figures per kept group are ` +
+            'dominated by the pipeline of parked trajectories filling (work done in the uncounted first step), ' +
+            'and can even fall below the bound; run 16 steps (the default) or more for steady-state figures',
+        ]
+      : [];
   return [
     formatTable(header, rows),
+    ...warning,
     causes,
     `bound: work ${bound.workSeconds.toFixed(0)} s (${bound.workSecondsIgnoringKv.toFixed(0)} s if KV capacity did not limit the batch), ` +
       `critical path ${bound.criticalPathSeconds.toFixed(0)} s`,
