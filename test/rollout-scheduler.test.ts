@@ -153,6 +153,15 @@ const LONG_TAIL = [
   { id: 'short', text: 'short problem', answer: '42' },
 ];
 
+/** Two replicas whose answers to the long problem wait until `gate.open()`, and the step's parts. */
+async function gatedLongTail() {
+  const gate = deferred();
+  const { router } = await replicas(2, {
+    gate: (context) => (context.includes('LONG') ? gate.promise : Promise.resolve()),
+  });
+  return { gate, run: parts(router) };
+}
+
 /** One step over the long-tail problems; the long problem's requests wait until `open()`. */
 async function longTailStep(mode: 'async' | 'sync') {
   const gate = deferred();
@@ -219,11 +228,7 @@ describe('rollout scheduler over SGLang /generate', () => {
   });
 
   it('a full batch pauses the groups still running and carries them into the next step', async () => {
-    const gate = deferred();
-    const { router } = await replicas(2, {
-      gate: (context) => (context.includes('LONG') ? gate.promise : Promise.resolve()),
-    });
-    const run = parts(router);
+    const { gate, run } = await gatedLongTail();
     const config = rolloutConfigSchema.parse({
       groupSize: 2,
       batchSize: 1,
@@ -249,11 +254,7 @@ describe('rollout scheduler over SGLang /generate', () => {
   });
 
   it('tail cut: once the KV held falls below the fraction of its peak, running trajectories pause and carry', async () => {
-    const gate = deferred();
-    const { router } = await replicas(2, {
-      gate: (context) => (context.includes('LONG') ? gate.promise : Promise.resolve()),
-    });
-    const run = parts(router);
+    const { gate, run } = await gatedLongTail();
     // The batch (2 groups) never fills while the long group hangs: only the tail cut ends the step.
     const config = rolloutConfigSchema.parse({
       groupSize: 2,
@@ -286,11 +287,7 @@ describe('rollout scheduler over SGLang /generate', () => {
   });
 
   it('tail cut: not while trajectories still queue for the active-trajectory limit', async () => {
-    const gate = deferred();
-    const { router } = await replicas(2, {
-      gate: (context) => (context.includes('LONG') ? gate.promise : Promise.resolve()),
-    });
-    const run = parts(router);
+    const { gate, run } = await gatedLongTail();
     // Three trajectories at a time: the long pair and one short; the other three shorts queue.
     // Each short that finishes drops the held KV far below its peak, but the queued ones are
     // work still to start, so the cut waits until every short group has run.
