@@ -8,6 +8,7 @@ import { SessionPark } from '../src/agent/index.ts';
 import { createByteLevelTokenizer, createEngine, createRouterPolicy, Router } from '../src/engine/index.ts';
 import { tagsDialect } from '../src/protocol/index.ts';
 import {
+  groupRecord,
   initialRolloutState,
   type RolloutEvent,
   type RolloutProblem,
@@ -529,6 +530,157 @@ describe('rollout scheduler over SGLang /generate', () => {
     expect(first!.healthy).toBe(false);
     expect(first!.failures).toBeGreaterThan(0);
     expect(second!.requests).toBeGreaterThan(0);
+  });
+
+  it('defect 1 (the group filter compares composite rewards, not correctness): all-correct samples with different code-call counts are not kept', async () => {
+    // Sessions alternate: the first program's output says whether the sample answers at once
+    // (one code call) or runs a second program (two): all correct, rewards 1.12 and 1.14.
+    let sessions = 0;
+    const alternating = functionSandbox((_code, state) => {
+      if (!state.has('id')) state.set('id', sessions++);
+      const stdout = (state.get('id') as number) % 2 === 0 ? 'short\n' : 'long\n';
+      return { status: 'ok', stdout, stderr: '', ms: 1 };
+    });
+    const server = await startScriptedSglangServer({
+      model: {
+        parts: [
+          '<code>\nprint(1)\n</code>',
+          (output) => (output.includes('short') ? '\\boxed{42}' : '<code>\nprint(2)\n</code>'),
+          '\\boxed{42}',
+        ],
+      },
+      tokenizer,
+    });
+    const engine = createEngine({ api: 'sglang', url: server.url, timeoutMs: 30_000 });
+    cleanups.push(
+      () => server.close(),
+      () => engine.close(),
+    );
+    const router = new Router({
+      replicas: [{ name: server.url, engine }],
+      policy: createRouterPolicy('prefix-aware'),
+      clock: systemClock,
+    });
+    const run = parts(router, { sandbox: alternating, grade: async () => ({ correct: true }) });
+    const config = rolloutConfigSchema.parse({
+      groupSize: 2,
+      batchSize: 1,
+      overProvision: 0,
+      partialRollout: false,
+      stages: [{ maxTokens: 4096, maxToolCalls: 4, partialRollouts: 1 }],
+    });
+    const result = await runRolloutStep(
+      input({ config, problems: source([{ id: 'p', text: 'a problem', answer: '42' }]) }),
+      run,
+    );
+    const group = result.dropped[0]!;
+    expect(group.trajectories.map((trajectory) => trajectory.toolCalls.length).sort()).toEqual([1, 2]);
+    expect(group.rewards.map((reward) => reward?.toFixed(2)).sort()).toEqual(['1.12', '1.14']);
+    expect(group).toMatchObject({ kept: false, dropReason: 'all-correct', correct: [true, true] });
+    expect(result.kept).toEqual([]);
+  });
+
+  it('groups.jsonl records per member `correct` beside `rewards`, and per group `oldestPolicyVersion`', async () => {
+    const { router } = await replicas(1, { version: () => '3' });
+    const run = parts(router, {
+      grade: async (trajectory) =>
+        trajectory.sample === 2 ? { correct: null } : { correct: trajectory.sample === 0 },
+    });
+    const config = rolloutConfigSchema.parse({
+      groupSize: 3,
+      batchSize: 1,
+      overProvision: 0,
+      partialRollout: false,
+    });
+    const result = await runRolloutStep(
+      input({ config, policyVersion: 3, problems: source([{ id: 'p', text: 'p', answer: '42' }]) }),
+      run,
+    );
+    const record = groupRecord(result.kept[0]!);
+    expect(record).toMatchObject({ correct: [true, false, null], oldestPolicyVersion: 3 });
+    expect(record.rewards[0]).toBeGreaterThan(1);
+    expect(record.rewards.slice(1)).toEqual([0, null]);
+  });
+
+  /** Two groups with a signal, batch 1: the second is kept but deferred to the next step at version 1. */
+  async function deferredKeptGroup(stalePolicy: 'drop' | 'restart') {
+    const { router } = await replicas(1, { version: () => '0' });
+    const run = parts(router);
+    const config = rolloutConfigSchema.parse({
+      groupSize: 2,
+      batchSize: 1,
+      overProvision: 1,
+      partialRollout: false,
+      maxPolicyLag: 0,
+      stalePolicy,
+    });
+    const problems = source([
+      { id: 'a', text: 'problem a', answer: '42' },
+      { id: 'b', text: 'problem b', answer: '42' },
+    ]);
+    const first = await runRolloutStep(input({ config, problems }), run);
+    const second = await runRolloutStep(
+      input({ step: 1, policyVersion: 1, config, problems, state: first.state }),
+      run,
+    );
+    return { first, second };
+  }
+
+  it('defect 5 (the staleness bound has holes): a kept group deferred past a full batch is checked on every member', async () => {
+    const { first, second } = await deferredKeptGroup('drop');
+    // Both groups finished with a signal; the second waited for a batch with room.
+    expect(first.stats).toMatchObject({ groupsKept: 1, groupsCarried: 1 });
+    expect(second.kept).toEqual([]);
+    expect(second.dropped.map((group) => [group.dropReason, group.oldestPolicyVersion])).toEqual([
+      ['stale', 0],
+    ]);
+    expect(second.stats.trajectoriesStale).toBe(2);
+  });
+
+  it('defect 5 (restart favours short trajectories): restart replaces the whole group, finished members too', async () => {
+    const { first, second } = await deferredKeptGroup('restart');
+    const carried = first.state.parked[0]!;
+    const carriedIds = carried.trajectories.map((trajectory) => trajectory?.id);
+    const trained = second.kept[0]!;
+    expect(trained.problem.id).toBe(carried.problem.id);
+    expect(trained.trajectories.some((trajectory) => carriedIds.includes(trajectory.id))).toBe(false);
+    expect(
+      trained.trajectories.every((trajectory) =>
+        trajectory.segments.every((segment) => segment.kind !== 'model' || segment.step === 1),
+      ),
+    ).toBe(true);
+  });
+
+  it('issue 29 item 13: an interrupt mid-step records no aborted trajectory and starts no fresh group', async () => {
+    const { gate, run } = await gatedLongTail();
+    const interrupt = new AbortController();
+    run.signal = interrupt.signal;
+    const problems = source([
+      ...LONG_TAIL,
+      ...Array.from({ length: 50 }, (_, index) => ({
+        id: `more${index}`,
+        text: `more ${index}`,
+        answer: '42',
+      })),
+    ]);
+    const config = rolloutConfigSchema.parse({
+      groupSize: 2,
+      batchSize: 4,
+      overProvision: 0,
+      partialRollout: false,
+    });
+    const step = runRolloutStep(input({ config, problems }), run);
+    await until(() => run.events.filter((event) => event.type === 'group-decide').length >= 3);
+    const takenBefore = problems.taken();
+    interrupt.abort();
+    gate.open();
+    const result = await step;
+    const aborted = run.events.filter(
+      (event) => event.type === 'trajectory-finish' && event.trajectory.finish?.reason === 'aborted',
+    );
+    expect(aborted).toEqual([]);
+    expect(result.dropped.filter((group) => group.dropReason === 'rewards-missing')).toEqual([]);
+    expect(problems.taken()).toBe(takenBefore);
   });
 
   it('a missing grade is a missing reward, never a wrong one', async () => {

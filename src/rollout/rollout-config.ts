@@ -70,6 +70,11 @@ export const rolloutConfigSchema = z
     tailCut: z.number().gt(0).lt(1).nullable().default(null),
     /** Grading attempts before a reward is recorded as missing. */
     gradeAttempts: positive.default(2),
+    /**
+     * The reward: `composite` (R_acc plus the code-call bonus of `reward`, the paper's) or
+     * `accuracy` (R_acc only, outcome reward as ZeroTIR).
+     */
+    rewardKind: z.enum(['composite', 'accuracy']).default('composite'),
     reward: compositeRewardConfigSchema.default(() => compositeRewardConfigSchema.parse({})),
     /** Group advantage: (r − mean)/std (GRPO) or r − mean (Dr. GRPO, no std division). */
     advantageScale: z.enum(['std', 'mean-only']).default('std'),

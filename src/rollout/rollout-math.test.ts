@@ -34,6 +34,11 @@ describe('rewardOrMissing', () => {
     expect(rewardOrMissing(true, { toolCalls: calls(50) }, rewardConfig)).toBeCloseTo(1.2);
     expect(rewardOrMissing(false, { toolCalls: calls(5) }, rewardConfig)).toBe(0);
   });
+  it('defect 9 (no --reward accuracy): the accuracy reward is R_acc alone, whatever the code calls', () => {
+    expect(rewardOrMissing(true, { toolCalls: calls(3) }, rewardConfig, 'accuracy')).toBe(1);
+    expect(rewardOrMissing(false, { toolCalls: calls(3) }, rewardConfig, 'accuracy')).toBe(0);
+    expect(rewardOrMissing(null, { toolCalls: calls(3) }, rewardConfig, 'accuracy')).toBeNull();
+  });
   it('is null (missing) when the grade could not run, never 0', () => {
     expect(rewardOrMissing(null, { toolCalls: calls(1) }, rewardConfig)).toBeNull();
   });
@@ -58,26 +63,24 @@ describe('groupAdvantages', () => {
 });
 
 describe('groupDropReason', () => {
-  it('keeps a group with different rewards', () => {
-    expect(groupDropReason({ rewards: [1.1, 0], correct: [true, false], stale: false })).toBeNull();
-    expect(groupDropReason({ rewards: [1.1, 1.2], correct: [true, true], stale: false })).toBeNull();
+  it('keeps a group with right and wrong answers', () => {
+    expect(groupDropReason({ correct: [true, false], stale: false })).toBeNull();
+  });
+  it('defect 1 (the group filter compares composite rewards, not correctness): an all-correct group whose members differ in code calls is dropped', () => {
+    // Rewards 1.12 and 1.14 (one and two code calls): today's filter kept this group.
+    expect(groupDropReason({ correct: [true, true], stale: false })).toBe('all-correct');
   });
   it('drops all-correct and all-wrong groups', () => {
-    expect(groupDropReason({ rewards: [1.1, 1.1], correct: [true, true], stale: false })).toBe('all-correct');
-    expect(groupDropReason({ rewards: [0, 0, 0], correct: [false, false, false], stale: false })).toBe(
-      'all-wrong',
-    );
+    expect(groupDropReason({ correct: [true, true], stale: false })).toBe('all-correct');
+    expect(groupDropReason({ correct: [false, false, false], stale: false })).toBe('all-wrong');
   });
-  it('ignores missing rewards when deciding, and names a group with none', () => {
-    expect(groupDropReason({ rewards: [0, null, 0], correct: [false, null, false], stale: false })).toBe(
-      'all-wrong',
-    );
-    expect(groupDropReason({ rewards: [null, null], correct: [null, null], stale: false })).toBe(
-      'rewards-missing',
-    );
+  it('ignores missing grades when deciding, and names a group with none', () => {
+    expect(groupDropReason({ correct: [false, null, false], stale: false })).toBe('all-wrong');
+    expect(groupDropReason({ correct: [true, null, true], stale: false })).toBe('all-correct');
+    expect(groupDropReason({ correct: [null, null], stale: false })).toBe('rewards-missing');
   });
   it('drops a stale group first', () => {
-    expect(groupDropReason({ rewards: [1, 0], correct: [true, false], stale: true })).toBe('stale');
+    expect(groupDropReason({ correct: [true, false], stale: true })).toBe('stale');
   });
 });
 

@@ -28,9 +28,13 @@ export type GroupRecord = {
   problemId: string;
   trajectoryIds: string[];
   rewards: (number | null)[];
+  /** Per member: graded correct, wrong, or null (grade missing); the filter reads this. */
+  correct: (boolean | null)[];
   advantages: (number | null)[];
   kept: boolean;
   dropReason: GroupOutcome['dropReason'];
+  /** The oldest policy version among the members' model segments (null when none is versioned). */
+  oldestPolicyVersion: number | null;
 };
 
 export function groupRecord(group: GroupOutcome): GroupRecord {
@@ -39,9 +43,11 @@ export function groupRecord(group: GroupOutcome): GroupRecord {
     problemId: group.problem.id,
     trajectoryIds: group.trajectories.map((trajectory) => trajectory.id),
     rewards: group.rewards,
+    correct: group.correct,
     advantages: group.advantages,
     kept: group.kept,
     dropReason: group.dropReason,
+    oldestPolicyVersion: group.oldestPolicyVersion,
   };
 }
 

@@ -30,7 +30,7 @@ import { type AdvantageScale, groupAdvantages } from './group-advantages.ts';
 import { groupDropReason } from './group-filter.ts';
 import { KvBudget, type KvHold } from './kv-budget.ts';
 import type { RolloutConfig } from './rollout-config.ts';
-import { isStale } from './staleness.ts';
+import { isStale, oldestPolicyVersion } from './staleness.ts';
 import { rewardOrMissing } from './trajectory-reward.ts';
 import { barrierEngine, TurnBarrier } from './turn-barrier.ts';
 import type {
@@ -107,6 +107,7 @@ export async function runRolloutStep(
   const dropped: GroupOutcome[] = [];
   const limiter = new ConcurrencyLimiter(config.maxActiveTrajectories);
   const kvBudget = config.kvBudgetTokens === null ? null : new KvBudget(config.kvBudgetTokens);
+  const interrupted = () => parts.signal?.aborted === true;
   // Fired when the batch is full: running trajectories pause (resumable) and carry over.
   const pause = new AbortController();
   const asyncLane: Lane = { engine: parts.engine, leave: () => {} };
@@ -160,7 +161,7 @@ export async function runRolloutStep(
   const runSlot = async (group: GroupRun, index: number, lane: Lane): Promise<void> => {
     try {
       // Not begun when the batch filled up: the slot stays as it is and carries over.
-      if (group.stale || batchFull || tailCut) return;
+      if (group.stale || batchFull || tailCut || interrupted()) return;
       const before = group.slots[index] ?? null;
       const { engine } = lane;
       const problemForAgent = { id: group.problem.id, text: group.problem.text };
@@ -171,6 +172,9 @@ export async function runRolloutStep(
         counters.resumed++;
         trajectory = await resumeAgent(before, agentOptions(engine, before.sample, group));
       }
+      // Cut by the caller's interrupt (Ctrl-C): not a result. Nothing is recorded or graded and
+      // the slot keeps what it had; the step is not committed, so a resume redoes it.
+      if (interrupted() && trajectory.finish?.reason === 'aborted') return;
       const fresh = stampStep(trajectory, before, step);
       counters.tokens += fresh.tokens;
       counters.toolCalls += fresh.toolCalls;
@@ -216,7 +220,7 @@ export async function runRolloutStep(
         }
       }
     }
-    const reward = rewardOrMissing(correct, trajectory, config.reward);
+    const reward = rewardOrMissing(correct, trajectory, config.reward, config.rewardKind);
     return {
       reward,
       trajectory: {
@@ -311,15 +315,24 @@ export async function runRolloutStep(
   };
 
   // Carried groups first: staleness, then their parked trajectories resume before any fresh work.
+  // Every member counts, finished ones too (a kept group deferred past a full batch, the
+  // finished siblings of an unfinished one). `restart` starts the whole group afresh: replacing
+  // only the stale members would replace the long trajectories and keep the short ones.
   const carried: GroupRun[] = input.state.parked.map((parked) => {
     const group = fromParked(parked);
+    const stale = group.slots.filter(
+      (slot) => slot !== null && isStale(slot, policyVersion, config.maxPolicyLag),
+    ).length;
+    if (stale === 0) return group;
+    counters.stale += stale;
+    if (config.stalePolicy === 'drop') {
+      group.stale = true;
+      return group;
+    }
     for (const [index, slot] of group.slots.entries()) {
-      if (slot === null || isFinished(slot) || !isStale(slot, policyVersion, config.maxPolicyLag)) continue;
-      counters.stale++;
-      if (config.stalePolicy === 'restart') {
-        closeQuietly(parts, slot.id);
-        group.slots[index] = null;
-      } else group.stale = true;
+      if (slot === null) continue;
+      closeQuietly(parts, slot.id);
+      group.slots[index] = null;
     }
     return group;
   });
@@ -374,9 +387,9 @@ export async function runRolloutStep(
     const room = config.fillBatch
       ? () => kept.length + running.size < target && undecided() < poolLimit
       : () => kept.length + undecided() < target;
-    mayStartMore = () => !exhausted && room();
+    mayStartMore = () => !exhausted && !interrupted() && room();
     const topUp = (backfill: boolean): void => {
-      while (!batchFull && !tailCut && room()) {
+      while (!batchFull && !tailCut && !interrupted() && room()) {
         const group = freshGroup();
         if (group === null) return;
         launch(group, backfill);
@@ -392,7 +405,7 @@ export async function runRolloutStep(
     let round = carried.filter((group) => !group.decided);
     let first = true;
     for (;;) {
-      while (!batchFull && kept.length + undecided() < config.batchSize) {
+      while (!batchFull && !interrupted() && kept.length + undecided() < config.batchSize) {
         const group = freshGroup();
         if (group === null) break;
         if (!first) counters.backfilled++;
@@ -498,7 +511,7 @@ function decideGroup(
   const trajectories = group.slots.filter((slot): slot is Trajectory => slot !== null);
   const rewards = trajectories.map((trajectory) => (trajectory.meta?.reward ?? null) as Reward);
   const correct = trajectories.map((trajectory) => (trajectory.meta?.correct ?? null) as boolean | null);
-  const dropReason = groupDropReason({ rewards, correct, stale: group.stale });
+  const dropReason = groupDropReason({ correct, stale: group.stale });
   if (dropReason === null && batchFull) {
     group.decided = false;
     return null;
@@ -508,11 +521,22 @@ function decideGroup(
     problem: group.problem,
     trajectories,
     rewards,
+    correct,
+    oldestPolicyVersion: groupOldestPolicyVersion(trajectories),
     advantages:
       dropReason === null ? groupAdvantages(rewards, { scale: advantageScale }) : rewards.map(() => null),
     kept: dropReason === null,
     dropReason,
   };
+}
+
+/** The oldest policy version any member's model segments came from (null when none says). */
+function groupOldestPolicyVersion(trajectories: readonly Trajectory[]): number | null {
+  const versions = trajectories.flatMap((trajectory) => {
+    const oldest = oldestPolicyVersion(trajectory);
+    return oldest === null ? [] : [oldest];
+  });
+  return versions.length === 0 ? null : Math.min(...versions);
 }
 
 /** Writes the step on the model segments this step added; returns what was added. */

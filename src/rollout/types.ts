@@ -69,6 +69,10 @@ export type GroupOutcome = {
   problem: RolloutProblem;
   trajectories: Trajectory[];
   rewards: Reward[];
+  /** One per trajectory: graded correct, wrong, or null where the grade is missing. */
+  correct: (boolean | null)[];
+  /** The oldest policy version among every member's model segments (null when none is versioned). */
+  oldestPolicyVersion: number | null;
   /** One per trajectory; null where the reward is missing or the group is dropped. */
   advantages: (number | null)[];
   kept: boolean;

@@ -74,9 +74,11 @@ describe('grpoBatch and rlMetrics of a hand-made group', () => {
     problem: { id: 'p', text: 'p', answer: '1' },
     trajectories: [right, wrong],
     rewards: [1.14, 0],
+    correct: [true, false],
     advantages: [1, -1],
     kept: true,
     dropReason: null,
+    oldestPolicyVersion: 0,
   };
   it('trains on the kept group with its advantages', () => {
     const batch = grpoBatch([group, { ...group, kept: false, dropReason: 'all-wrong' }]);
