@@ -233,12 +233,16 @@ class Engine:
         self._temperatures[slot] = float(params.temperature)
         self._top_ps[slot] = float(params.top_p)
         self._seeds[slot] = sequence.seed
-        self._counters[slot] = 0
+        # The draw is keyed on the token's absolute position (prompt + generated so far), not on
+        # its index in this request: a continuation (a paused turn resumed, the next turn of a
+        # trajectory, with the same seed) draws exactly what one uninterrupted request would
+        # have, and never reuses the draws of its start.
+        self._counters[slot] = len(sequence.prompt)
         token, logprob = sample_tokens(
             logits[None], self._temperatures[slot : slot + 1], self._top_ps[slot : slot + 1],
             self._seeds[slot : slot + 1], self._counters[slot : slot + 1],
         )
-        self._counters[slot] = 1
+        self._counters[slot] = len(sequence.prompt) + 1
         self._positions[slot] = len(sequence.prompt)
         self._tokens[slot] = token[0]
         self._append(sequence, int(token[0]), float(logprob[0]))

@@ -1,7 +1,8 @@
 """Batched next-token sampling with per-request reproducible randomness.
 
 Every running sequence carries its own seed and temperature/top-p. The uniform draw for the
-token at output index n of a sequence is a pure function of (seed, n) — a counter-based hash
+token at absolute position n of a sequence (prompt length + output index; the engine keeps the
+counter) is a pure function of (seed, n) — a counter-based hash
 computed for the whole batch at once — so a seeded request gives the same tokens whatever else
 shares its batch, and no Python loop over sequences runs per step.
 

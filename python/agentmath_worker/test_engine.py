@@ -170,6 +170,25 @@ class BatchingTest(unittest.TestCase):
         finally:
             engine.shutdown()
 
+    def test_defect_4_continuations_reuse_the_random_draws_of_the_turns_start(self):
+        # A continuation with the same seed (a paused turn resumed) must draw what one
+        # uninterrupted request would have: draws keyed on the absolute position.
+        backend = ByteBackend.create("test", n_slots=4)
+        engine = Engine(backend, max_running=4)
+        try:
+            params = dict(temperature=1.0, top_p=1.0, seed=77, ignore_eos=True)
+            prompt = encode("<|user|>\nhello\n")
+            whole = engine.submit(prompt, SamplingParams(max_new_tokens=24, **params), True, None)
+            self.assertTrue(whole.done.wait(30))
+            head = engine.submit(prompt, SamplingParams(max_new_tokens=10, **params), True, None)
+            self.assertTrue(head.done.wait(30))
+            head_ids = head.result["output_ids"]
+            tail = engine.submit(prompt + head_ids, SamplingParams(max_new_tokens=14, **params), True, None)
+            self.assertTrue(tail.done.wait(30))
+            self.assertEqual(head_ids + tail.result["output_ids"], whole.result["output_ids"])
+        finally:
+            engine.shutdown()
+
     def test_exclusive_waits_for_running_sequences_and_holds_new_ones(self):
         backend = ScriptedBackend(step_seconds=0.005)
         engine = Engine(backend, max_running=8)
