@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Sets up everything AgentMath needs on a Debian machine; safe to run again (it skips what is there).
-#   - Debian packages: Python 3 with SymPy/NumPy/SciPy/PyTorch, OpenBLAS, bubblewrap, Chromium (report checks)
+#   - Debian packages: Python 3 (the interpreter only) with venv, bubblewrap, Chromium (report checks)
+#   - uv from PyPI (hash-checked, python/env/uv-bootstrap.txt) into .python-tools/
+#   - two Python environments from PyPI, locked with hashes in uv.lock (pyproject.toml):
+#       .venv       PyTorch, transformers, safetensors, NumPy: the worker and the trainer
+#       .venv-jail  SymPy, NumPy, SciPy, Math-Verify: what code sees inside the sandbox's jail
 #   - npm packages, including Node 24 from the npm registry (the `node` package)
 # When it cannot install something it says exactly what to install and stops with exit code 1.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 
-DEBIAN_PACKAGES=(python3 python3-sympy python3-numpy python3-scipy python3-torch libopenblas0-pthread bubblewrap chromium)
+DEBIAN_PACKAGES=(python3 python3-venv bubblewrap chromium)
+UV_VERSION=0.13.9
 
 say() { printf '[setup] %s\n' "$*"; }
 
@@ -23,7 +28,7 @@ missing_packages() {
 
 install_debian_packages() {
   if ! command -v dpkg-query >/dev/null 2>&1; then
-    say "this is not a Debian-like system (no dpkg-query). Install by hand: Python 3 with SymPy, NumPy, SciPy, PyTorch (CPU), OpenBLAS, bubblewrap and Chromium, then run: npm install"
+    say "this is not a Debian-like system (no dpkg-query). Install by hand: Python 3.11-3.13 with venv at /usr/bin/python3, bubblewrap and Chromium, then run this script again"
     exit 1
   fi
   local missing
@@ -75,10 +80,41 @@ install_npm_packages() {
   say "Node for npm scripts: $(node_modules/.bin/node --version)"
 }
 
+install_python_environments() {
+  local uv=.python-tools/bin/uv
+  if ! "$uv" --version 2>/dev/null | grep -q "^uv $UV_VERSION"; then
+    say "uv $UV_VERSION: installing from PyPI into .python-tools/ (hash-checked)"
+    rm -rf .python-tools
+    if ! /usr/bin/python3 -m venv .python-tools >/tmp/agentmath-uv.log 2>&1 ||
+      ! .python-tools/bin/pip install --quiet --require-hashes --no-deps -r python/env/uv-bootstrap.txt >>/tmp/agentmath-uv.log 2>&1; then
+      tail -n 20 /tmp/agentmath-uv.log 2>/dev/null || true
+      say "could not install uv from PyPI (log: /tmp/agentmath-uv.log). It needs python3-venv and access to PyPI."
+      exit 1
+    fi
+  fi
+  export UV_PYTHON_DOWNLOADS=never UV_PYTHON=/usr/bin/python3
+  local environment group
+  for environment in .venv:trainer .venv-jail:jail; do
+    group=${environment#*:}
+    environment=${environment%%:*}
+    if ! UV_PROJECT_ENVIRONMENT="$environment" "$uv" sync --locked --only-group "$group" --quiet >/tmp/agentmath-uv.log 2>&1; then
+      tail -n 20 /tmp/agentmath-uv.log 2>/dev/null || true
+      say "uv sync of $environment (group $group of uv.lock) failed (log: /tmp/agentmath-uv.log). It needs access to PyPI."
+      exit 1
+    fi
+  done
+  .venv/bin/python -c 'import torch, transformers, safetensors, numpy' || {
+    say ".venv cannot import torch, transformers, safetensors and numpy: remove .venv and run this script again"
+    exit 1
+  }
+  .venv-jail/bin/python -c 'import sympy, numpy, scipy, math_verify' || {
+    say ".venv-jail cannot import sympy, numpy, scipy and math_verify: remove .venv-jail and run this script again"
+    exit 1
+  }
+  say "Python environments: .venv (torch $(.venv/bin/python -c 'import torch; print(torch.__version__)')), .venv-jail (sympy $(.venv-jail/bin/python -c 'import sympy; print(sympy.__version__)'))"
+}
+
 install_debian_packages
 install_npm_packages
-/usr/bin/python3 -c 'import sympy, numpy, scipy, torch' || {
-  say "/usr/bin/python3 cannot import sympy, numpy, scipy and torch. Install: apt-get install -y python3-sympy python3-numpy python3-scipy python3-torch"
-  exit 1
-}
+install_python_environments
 say "ready"

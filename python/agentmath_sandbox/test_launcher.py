@@ -5,6 +5,7 @@ import os
 import socket
 import struct
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -36,7 +37,7 @@ class LauncherProcess:
         self.control.settimeout(10)
         config = {"controlFd": child.fileno(), "socketPath": self.socket_path, "token": TOKEN, "parentPid": os.getpid()}
         self.process = subprocess.Popen(
-            ["/usr/bin/python3", "-I", "-B", "-S", LAUNCHER, json.dumps(config)],
+            [sys.executable, "-I", "-B", "-S", LAUNCHER, json.dumps(config)],
             pass_fds=(child.fileno(),),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

@@ -17,7 +17,7 @@ class RunnerProcess:
         self.parent, child = socket.socketpair()
         config = {"controlFd": child.fileno(), "preload": [], "outputLimitBytes": output_limit, "limits": {}}
         self.process = subprocess.Popen(
-            ["/usr/bin/python3", "-I", "-B", RUNNER, json.dumps(config)],
+            [sys.executable, "-I", "-B", RUNNER, json.dumps(config)],
             pass_fds=(child.fileno(),),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

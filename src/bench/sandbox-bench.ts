@@ -7,6 +7,7 @@
  * this process (a new jailed worker each), beside the same process idle for as long. The SymPy calls and the baseline's are interleaved, with no worker
  * starting in the background, so both see the same machine (a shared one is noisy).
  */
+
 import { spawn } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { type LatencySummary, summarizeLatency } from '../sandbox/latency-summary.ts';
@@ -14,6 +15,7 @@ import { createLocalSandbox } from '../sandbox/local-sandbox-pool.ts';
 import { SandboxClient } from '../sandbox/sandbox-client.ts';
 import { startSandboxServer } from '../sandbox/sandbox-server.ts';
 import type { SandboxSession } from '../sandbox/types.ts';
+import { jailPython } from '../shared/python-environments.ts';
 
 export type SandboxBenchOptions = {
   trivialCalls?: number;
@@ -114,7 +116,7 @@ export async function runSandboxBench(options: SandboxBenchOptions = {}): Promis
     throughputSeconds = 2,
     concurrencies = [8, 32],
     churnSessions = 100,
-    pythonPath = '/usr/bin/python3',
+    pythonPath = jailPython(),
     log = () => {},
   } = options;
   const maxConcurrency = Math.max(...concurrencies, 1);

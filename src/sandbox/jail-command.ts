@@ -7,6 +7,7 @@
  * moves itself into the worker's cgroups so every process of the jail is accounted there.
  */
 import { existsSync } from 'node:fs';
+import { dirname } from 'node:path';
 
 /** Where the runner's folder appears inside the jail. */
 export const JAIL_RUNNER_DIR = '/opt/agentmath-sandbox';
@@ -40,10 +41,22 @@ function systemBindArgs(): string[] {
   return systemBinds;
 }
 
+/**
+ * A virtual environment's root when `pythonPath` is its `bin/python` (it has `pyvenv.cfg`):
+ * the jail binds it read-only at the same path, so the interpreter finds its packages. Its
+ * base interpreter lives under /usr, which is bound already.
+ */
+export function virtualEnvironmentRoot(pythonPath: string): string | null {
+  const root = dirname(dirname(pythonPath));
+  return pythonPath.startsWith('/') && existsSync(`${root}/pyvenv.cfg`) ? root : null;
+}
+
 /** Builds `[command, ...args]` for the launcher; the runner's control socket is fd 3. */
 export function buildJailCommand(options: JailCommandOptions): { command: string; args: string[] } {
   const { pythonPath, runnerDir, uid, tmpBytes, cgroupProcsFiles, runnerConfig } = options;
   const bind = systemBindArgs();
+  const environmentRoot = virtualEnvironmentRoot(pythonPath);
+  const environmentBind = environmentRoot === null ? [] : ['--ro-bind', environmentRoot, environmentRoot];
   const bwrap = [
     '/usr/bin/bwrap',
     '--unshare-all',
@@ -90,6 +103,8 @@ export function buildJailCommand(options: JailCommandOptions): { command: string
     String(tmpBytes),
     '--tmpfs',
     '/tmp',
+    // After /tmp's tmpfs, so an environment in a checkout under /tmp is not hidden by it.
+    ...environmentBind,
     '--remount-ro',
     '/',
     '--chdir',

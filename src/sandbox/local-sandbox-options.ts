@@ -4,6 +4,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { jailPython } from '../shared/python-environments.ts';
 
 const MiB = 1024 * 1024;
 
@@ -57,7 +58,8 @@ export const localSandboxOptionsSchema = z
       .default(64 * 1024),
     /** Modules imported before a worker reports ready. */
     preload: z.array(z.string().regex(/^[A-Za-z_][\w.]*$/)).default(['sympy', 'numpy', 'scipy']),
-    pythonPath: z.string().default('/usr/bin/python3'),
+    /** The jail's interpreter; a virtual environment's is bound read-only with its environment. */
+    pythonPath: z.string().default(() => jailPython()),
     runnerDir: z.string().default(DEFAULT_RUNNER_DIR),
     /** 'auto' uses cgroup memory/pids limits where the machine allows; 'off' never does. */
     cgroups: z.enum(['auto', 'off']).default('auto'),

@@ -7,12 +7,15 @@ describe('checkEnvironment', () => {
     const names = results.map((result) => result.name);
     for (const expected of [
       'Node.js',
-      'Python 3',
-      'SymPy',
-      'NumPy',
-      'SciPy',
-      'PyTorch',
-      'PyTorch BLAS',
+      'Python (trainer)',
+      'PyTorch (trainer)',
+      'transformers (trainer)',
+      'safetensors (trainer)',
+      'Python (jail)',
+      'SymPy (jail)',
+      'NumPy (jail)',
+      'SciPy (jail)',
+      'Math-Verify (jail)',
       'bubblewrap jail',
     ]) {
       expect(names).toContain(expected);

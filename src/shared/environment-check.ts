@@ -1,12 +1,14 @@
 /**
  * The environment doctor behind `agentmath check`: one probe per requirement, each returning
  * whether it passed, what was found, and how to fix it. Probes run real programs (Python,
- * bubblewrap); nothing is assumed from file names alone.
+ * bubblewrap); nothing is assumed from file names alone. Both locked Python environments
+ * (`.venv` for the worker and trainer, `.venv-jail` for the sandbox) are probed with their versions.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import { promisify } from 'node:util';
+import { jailPython, trainerPython } from './python-environments.ts';
 
 const run = promisify(execFile);
 
@@ -21,39 +23,50 @@ export type CheckResult = {
   fix?: string;
 };
 
-const APT_FIX =
-  'run: bash scripts/setup.sh (or apt-get install -y python3-sympy python3-numpy python3-scipy python3-torch)';
+const SETUP_FIX = 'run: bash scripts/setup.sh (it creates .venv and .venv-jail from uv.lock)';
 
-const PYTHON_PROBE = `
-import json, sys
-found = {"python": sys.version.split()[0]}
-for name in ("sympy", "numpy", "scipy", "torch"):
+/** One locked environment and the packages it must import (module name → label). */
+type PythonEnvironment = {
+  label: string;
+  python: string;
+  packages: Record<string, string>;
+};
+
+const ENVIRONMENTS: PythonEnvironment[] = [
+  {
+    label: 'trainer',
+    python: trainerPython(),
+    packages: { torch: 'PyTorch', transformers: 'transformers', safetensors: 'safetensors', numpy: 'NumPy' },
+  },
+  {
+    label: 'jail',
+    python: jailPython(),
+    packages: { sympy: 'SymPy', numpy: 'NumPy', scipy: 'SciPy', math_verify: 'Math-Verify' },
+  },
+];
+
+/** Prints the interpreter's version and each module's version (null when it does not import). */
+function probeScript(modules: string[]): string {
+  return `
+import importlib, importlib.metadata, json, sys
+found = {"python": sys.version.split()[0], "modules": {}}
+for name in ${JSON.stringify(modules)}:
     try:
-        module = __import__(name)
-        found[name] = getattr(module, "__version__", "?")
-    except Exception as error:
-        found[name] = None
-blas = None
-if found.get("torch"):
+        module = importlib.import_module(name)
+        version = getattr(module, "__version__", None)
+        if version is None:
+            version = importlib.metadata.version(name.replace("_", "-"))
+        found["modules"][name] = str(version)
+    except Exception:
+        found["modules"][name] = None
+if found["modules"].get("torch"):
     import torch
-    a = torch.randn(256, 256)
-    (a @ a).sum().item()
-    with open("/proc/self/maps") as maps:
-        libraries = {line.split()[-1] for line in maps if ".so" in line}
-    names = sorted({l.rsplit("/", 1)[-1] for l in libraries if "blas" in l.lower() or "mkl" in l.lower()})
-    blas = names
-found["blas"] = blas
+    found["blas"] = "mkl" if torch.backends.mkl.is_available() else ("openblas" if "openblas" in torch.__config__.show().lower() else "other")
 print(json.dumps(found))
 `;
+}
 
-type PythonFacts = {
-  python: string;
-  sympy: string | null;
-  numpy: string | null;
-  scipy: string | null;
-  torch: string | null;
-  blas: string[] | null;
-};
+type PythonFacts = { python: string; modules: Record<string, string | null>; blas?: string };
 
 function checkNode(): CheckResult {
   const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
@@ -69,46 +82,37 @@ function checkNode(): CheckResult {
   };
 }
 
-async function probePython(): Promise<PythonFacts | string> {
-  if (!existsSync(SYSTEM_PYTHON)) return `${SYSTEM_PYTHON} not found`;
+async function probePython(environment: PythonEnvironment): Promise<PythonFacts | string> {
+  if (!existsSync(environment.python)) return `${environment.python} not found`;
   try {
-    const { stdout } = await run(SYSTEM_PYTHON, ['-c', PYTHON_PROBE], { timeout: 60_000 });
+    const { stdout } = await run(environment.python, ['-c', probeScript(Object.keys(environment.packages))], {
+      timeout: 120_000,
+    });
     return JSON.parse(stdout.trim()) as PythonFacts;
   } catch (error) {
     return `probe failed: ${(error as Error).message.split('\n')[0]}`;
   }
 }
 
-function pythonChecks(facts: PythonFacts | string): CheckResult[] {
-  if (typeof facts === 'string') {
-    return [
-      { name: 'Python 3', ok: false, required: true, detail: facts, fix: 'apt-get install -y python3' },
-    ];
-  }
+function pythonChecks(environment: PythonEnvironment, facts: PythonFacts | string): CheckResult[] {
+  const name = `Python (${environment.label})`;
+  if (typeof facts === 'string') return [{ name, ok: false, required: true, detail: facts, fix: SETUP_FIX }];
   const results: CheckResult[] = [
-    { name: 'Python 3', ok: true, required: true, detail: `${SYSTEM_PYTHON} ${facts.python}` },
+    { name, ok: true, required: true, detail: `${environment.python} ${facts.python}` },
   ];
-  for (const name of ['sympy', 'numpy', 'scipy', 'torch'] as const) {
-    const version = facts[name];
+  for (const [module, label] of Object.entries(environment.packages)) {
+    const version = facts.modules[module] ?? null;
     results.push({
-      name: name === 'torch' ? 'PyTorch' : name === 'sympy' ? 'SymPy' : name === 'numpy' ? 'NumPy' : 'SciPy',
+      name: `${label} (${environment.label})`,
       ok: version !== null,
       required: true,
       detail: version === null ? 'not importable' : version,
-      ...(version === null ? { fix: `apt-get install -y python3-${name}; or ${APT_FIX}` } : {}),
+      ...(version === null ? { fix: SETUP_FIX } : {}),
     });
   }
-  const blas = facts.blas ?? [];
-  const openblas = blas.some((library) => library.toLowerCase().includes('openblas'));
-  results.push({
-    name: 'PyTorch BLAS',
-    ok: openblas,
-    required: true,
-    detail: blas.length > 0 ? `uses ${blas.join(', ')}` : 'no BLAS library loaded',
-    ...(openblas
-      ? {}
-      : { fix: 'apt-get install -y libopenblas0-pthread (about 10x faster matrix products)' }),
-  });
+  if (facts.blas !== undefined) {
+    results.push({ name: 'PyTorch BLAS', ok: true, required: false, detail: facts.blas });
+  }
   return results;
 }
 
@@ -197,6 +201,12 @@ function checkChromium(): CheckResult {
 
 /** Runs every probe; the two slow ones (Python, bubblewrap) in parallel. */
 export async function checkEnvironment(): Promise<CheckResult[]> {
-  const [python, bubblewrap] = await Promise.all([probePython(), checkBubblewrap()]);
-  return [checkNode(), ...pythonChecks(python), bubblewrap, ...checkResources(), checkChromium()];
+  const [bubblewrap, ...pythons] = await Promise.all([
+    checkBubblewrap(),
+    ...ENVIRONMENTS.map((environment) => probePython(environment)),
+  ]);
+  const pythonResults = ENVIRONMENTS.flatMap((environment, index) =>
+    pythonChecks(environment, pythons[index] ?? 'not probed'),
+  );
+  return [checkNode(), ...pythonResults, bubblewrap, ...checkResources(), checkChromium()];
 }

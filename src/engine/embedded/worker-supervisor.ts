@@ -14,6 +14,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { checkBindAuth } from '../../shared/bind-auth.ts';
+import { trainerPython } from '../../shared/python-environments.ts';
 
 /** The worker could not be started or did not become healthy in time. */
 export class WorkerStartError extends AgentMathError {
@@ -40,7 +41,7 @@ export type EmbeddedWorkerOptions = {
   noAuth?: boolean;
   /** 0 (default) picks a free port on the first start; restarts reuse it. */
   port?: number;
-  /** Python interpreter; default `$AGENTMATH_PYTHON` or `/usr/bin/python3`. */
+  /** Python interpreter; default `$AGENTMATH_PYTHON` or the project's `.venv/bin/python`. */
   python?: string;
   maxRunningRequests?: number;
   decodeThreads?: number;
@@ -74,9 +75,9 @@ export const ENGINE_API_KEY_VARIABLE = 'AGENTMATH_ENGINE_API_KEY';
 
 const PYTHON_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'python');
 
-/** Default interpreter: the Debian Python that has PyTorch. */
+/** Default interpreter: the project's locked environment with PyTorch (`scripts/setup.sh`). */
 export function defaultPython(): string {
-  return process.env.AGENTMATH_PYTHON ?? '/usr/bin/python3';
+  return trainerPython();
 }
 
 /** Starts the worker and resolves once it answers `/health`. */
@@ -104,7 +105,7 @@ export async function startEmbeddedWorker(options: EmbeddedWorkerOptions = {}): 
     const python = options.python ?? defaultPython();
     if (python.startsWith('/') && !existsSync(python)) {
       throw new WorkerStartError(
-        `Python interpreter ${python} not found; set AGENTMATH_PYTHON or install python3`,
+        `Python interpreter ${python} not found; run: bash scripts/setup.sh (or set AGENTMATH_PYTHON)`,
       );
     }
     const env: NodeJS.ProcessEnv = {

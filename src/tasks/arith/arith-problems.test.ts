@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { jailPython } from '../../shared/python-environments.ts';
 import { createSeededRandom } from '../seeded-random.ts';
 import { ARITH_LEVELS, generateArithSpec } from './arith-generator.ts';
 import {
@@ -39,9 +40,7 @@ function pythonLine(spec: ArithSpec): string {
 /** The reference answer of each spec recomputed by Python. */
 function pythonAnswers(specs: ArithSpec[]): string[] {
   const script = ['import math, sympy', ...specs.map(pythonLine)].join('\n');
-  return execFileSync('/usr/bin/python3', ['-c', script], { encoding: 'utf8', timeout: 60_000 })
-    .trim()
-    .split('\n');
+  return execFileSync(jailPython(), ['-c', script], { encoding: 'utf8', timeout: 60_000 }).trim().split('\n');
 }
 
 /** The size of the largest operand in digits: the measure that levels grow. */

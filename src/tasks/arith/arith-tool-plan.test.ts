@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { jailPython } from '../../shared/python-environments.ts';
 import { arithEvalProblems, arithTrainProblems } from './arith-problems.ts';
 import { arithToolPlan } from './arith-tool-plan.ts';
 
@@ -26,7 +27,7 @@ describe('arith tool plans', () => {
       '    print(json.dumps(buffer.getvalue()))',
     ].join('\n');
     const input = JSON.stringify(problems.map((problem) => arithToolPlan(problem.spec).code));
-    const lines = execFileSync('/usr/bin/python3', ['-c', script], {
+    const lines = execFileSync(jailPython(), ['-c', script], {
       input,
       encoding: 'utf8',
       timeout: 60_000,
