@@ -182,13 +182,13 @@ describe('agentmath rollout on embedded replicas', () => {
 
   it('refuses --tail-cut without --kv-budget-tokens or outside (0, 1), before starting anything', async () => {
     const alone = await startCli(['rollout', '--bench', bench, '--tail-cut', '0.5'], { cwd: folder }).done;
-    expect(alone.code).not.toBe(0);
+    expect(alone.code).toBe(2);
     expect(alone.stderr).toMatch(/--tail-cut needs --kv-budget-tokens/);
     const outside = await startCli(
       ['rollout', '--bench', bench, '--kv-budget-tokens', '1000', '--tail-cut', '1.5'],
       { cwd: folder },
     ).done;
-    expect(outside.code).not.toBe(0);
+    expect(outside.code).toBe(2);
     expect(outside.stderr).toMatch(/--tail-cut must be a fraction between 0 and 1 \(got 1.5\)/);
     const sync = await startCli(
       ['rollout', '--bench', bench, '--mode', 'sync', '--kv-budget-tokens', '1000'],
@@ -196,7 +196,7 @@ describe('agentmath rollout on embedded replicas', () => {
         cwd: folder,
       },
     ).done;
-    expect(sync.code).not.toBe(0);
+    expect(sync.code).toBe(2);
     expect(sync.stderr).toMatch(/apply to --mode async/);
   });
 
@@ -211,7 +211,8 @@ describe('agentmath rollout on embedded replicas', () => {
     expect(JSON.parse(readFileSync(checkpoint, 'utf8')).nextStep).toBeGreaterThanOrEqual(1);
     const refused = await startCli([...args(out, ['--resume']), '--group-size', '3'], { cwd: folder }).done;
     expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toMatch(/RUN_CONFIG_MISMATCH/);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/RUN_IDENTITY_MISMATCH/);
     const resumed = await startCli(args(out, ['--resume']), { cwd: folder, limitMs: 150_000 }).done;
     expect(resumed.stderr).not.toMatch(/agentmath: \[/);
     expect(resumed.code).toBe(0);

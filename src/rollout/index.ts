@@ -31,6 +31,7 @@ export {
   truncateToStep,
 } from './rollout-records.ts';
 export {
+  assertRunIdentity,
   checkRunIdentity,
   RolloutRunConfigError,
   type RolloutRunOptions,

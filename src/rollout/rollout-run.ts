@@ -9,8 +9,9 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isDeepStrictEqual } from 'node:util';
 import { AgentMathError } from '../shared/agentmath-error.ts';
+import { RUN_FOLDER_REFUSED } from '../shared/run-folder-check.ts';
+import { assertSameRun, type RunIdentity } from '../shared/run-identity.ts';
 import type { Trajectory } from '../trajectory/trajectory.ts';
 import type { RolloutConfig } from './rollout-config.ts';
 import {
@@ -56,35 +57,46 @@ export type RolloutRunOptions = {
 
 export type RolloutRunResult = { steps: StepStats[]; resumedFrom: number };
 
+/** A run folder used the wrong way: a run there without `resume` (the CLI exits 2). */
 export class RolloutRunConfigError extends AgentMathError {
   constructor(message: string) {
-    super('RUN_CONFIG_MISMATCH', message);
+    super(RUN_FOLDER_REFUSED, message);
   }
 }
 
-/** Refuses to resume a folder whose saved configuration differs, naming the first field that does. */
+/**
+ * Read-only: whether `folder` holds a run (its config.json), refusing without writing anything
+ * when that run's saved configuration differs from `config` (`RUN_IDENTITY_MISMATCH`, naming
+ * every differing field) or when it holds a run and `resume` is false.
+ */
+export async function assertRunIdentity(
+  folder: string,
+  config: Record<string, unknown>,
+  resume: boolean,
+): Promise<boolean> {
+  const path = join(folder, ROLLOUT_FILES.config);
+  if (!existsSync(path)) return false;
+  if (!resume)
+    throw new RolloutRunConfigError(`${folder} already holds a run: pass --resume, or another --out`);
+  const saved = JSON.parse(await readFile(path, 'utf8')) as RunIdentity;
+  assertSameRun({
+    run: folder,
+    saved,
+    current: JSON.parse(JSON.stringify(config)) as RunIdentity,
+    fresh: 'pass another --out (without --resume) to start a new run',
+  });
+  return true;
+}
+
+/** Checks the folder as `assertRunIdentity` does, then saves config.json when the run is new. */
 export async function checkRunIdentity(
   folder: string,
   config: Record<string, unknown>,
   resume: boolean,
 ): Promise<void> {
-  const path = join(folder, ROLLOUT_FILES.config);
-  if (!existsSync(path)) {
-    await mkdir(folder, { recursive: true });
-    await writeFile(path, `${JSON.stringify(config, null, 2)}\n`);
-    return;
-  }
-  if (!resume)
-    throw new RolloutRunConfigError(`${folder} already holds a run: pass --resume, or another --out`);
-  const saved = JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
-  const normal = JSON.parse(JSON.stringify(config)) as Record<string, unknown>;
-  for (const key of new Set([...Object.keys(saved), ...Object.keys(normal)])) {
-    if (!isDeepStrictEqual(saved[key], normal[key])) {
-      throw new RolloutRunConfigError(
-        `${path}: field "${key}" was ${JSON.stringify(saved[key])}, now ${JSON.stringify(normal[key])}; resume with the same options or use another --out`,
-      );
-    }
-  }
+  if (await assertRunIdentity(folder, config, resume)) return;
+  await mkdir(folder, { recursive: true });
+  await writeFile(join(folder, ROLLOUT_FILES.config), `${JSON.stringify(config, null, 2)}\n`);
 }
 
 export async function runRollout(options: RolloutRunOptions): Promise<RolloutRunResult> {

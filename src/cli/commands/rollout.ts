@@ -5,9 +5,10 @@
  * after a kill. Without `--engine`, `--replicas K` workers of the embedded model are started.
  * This file only wires options to `src/rollout`, `src/engine`, `src/sandbox` and `src/grader`.
  */
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { type Command, Option } from 'commander';
 import { type PromptBuilderName, promptBuilders, SessionPark } from '../../agent/index.ts';
+import { modelContextLength } from '../../engine/embedded/embedded-engine.ts';
 import { findEmbeddedModel, startEmbeddedEngine } from '../../engine/embedded/index.ts';
 import {
   createEngine,
@@ -22,13 +23,24 @@ import type { Engine } from '../../engine/types.ts';
 import { BUILTIN_BENCHMARKS, gradeTrajectory, loadBenchmark } from '../../eval/index.ts';
 import { gradeAnswer } from '../../grader/index.ts';
 import { getDialect } from '../../protocol/index.ts';
-import { PAPER_BUDGET_STAGES, rolloutConfigSchema, runRollout, type StepStats } from '../../rollout/index.ts';
+import {
+  assertRunIdentity,
+  PAPER_BUDGET_STAGES,
+  ROLLOUT_FILES,
+  rolloutConfigSchema,
+  runRollout,
+  type StepStats,
+} from '../../rollout/index.ts';
 import { createLocalSandbox, SandboxClient } from '../../sandbox/index.ts';
 import type { SandboxProvider } from '../../sandbox/types.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { systemClock } from '../../shared/clock.ts';
+import { assertNotAFile, checkRunFolder } from '../../shared/run-folder-check.ts';
+import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import { createSeededRandom } from '../../tasks/seeded-random.ts';
-import { integerOption, numberOption } from '../cli-options.ts';
+import { integerOption, numberOption, usageError } from '../cli-options.ts';
+import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
+import { addEngineTimeoutOption } from './engine-target.ts';
 
 type RolloutCommandOptions = {
   bench: string;
@@ -57,6 +69,7 @@ type RolloutCommandOptions = {
   tailCut?: number;
   maxInFlight: number;
   temperature: number;
+  engineTimeoutMs: number;
   seed: number;
   sandbox?: string;
   sandboxWorkers: number;
@@ -70,7 +83,7 @@ const number = numberOption();
 const collect = (value: string, previous: string[]) => [...previous, value];
 
 export function registerRollout(program: Command): void {
-  program
+  const command = program
     .command('rollout')
     .description('run rollout steps (GRPO groups, partial rollout, adaptive batches) over engine replicas')
     .requiredOption('--bench <name|path>', 'benchmark file (.jsonl/.parquet), preset or built-in (arith)')
@@ -93,7 +106,12 @@ export function registerRollout(program: Command): void {
         .default('prefix-aware'),
     )
     .addOption(new Option('--mode <mode>', 'scheduling').choices(['async', 'sync']).default('async'))
-    .option('--group-size <n>', 'trajectories per problem (GRPO group)', integer(1), 8)
+    .option(
+      '--group-size <n>',
+      'trajectories per problem (GRPO group; at least 2, or no group carries a signal)',
+      integer(2),
+      8,
+    )
     .option('--batch-size <B>', 'groups kept per step', integer(1), 8)
     .option('--steps <S>', 'rollout steps', integer(1), 2)
     .option(
@@ -133,48 +151,34 @@ export function registerRollout(program: Command): void {
       number,
     )
     .option('--max-in-flight <n>', 'requests in flight per replica', integer(1), 32)
-    .option('--temperature <t>', 'sampling temperature', number, 1)
+    .option('--temperature <t>', 'sampling temperature', numberOption({ min: 0, max: 100 }), 1)
     .option('--seed <s>', "seed of ids and of every trajectory's sampling", integer(0), 0)
     .option('--sandbox <url>', 'sandbox node URL (default: a local pool of jailed workers)')
     .option('--sandbox-workers <n>', 'local pool size', integer(1), 8)
     .option('--out <dir>', 'output folder (default: runs/rollout-<bench>-<time>)')
     .option('--resume', 'continue the run in --out after a stop or a kill')
-    .option('--json', 'print the step statistics as JSON on stdout')
-    .action(async (options: RolloutCommandOptions) => {
-      process.exitCode = await rolloutCommand(options);
-    });
+    .option('--json', 'print the step statistics as JSON on stdout');
+  addEngineTimeoutOption(command).action(async (options: RolloutCommandOptions) => {
+    process.exitCode = await rolloutCommand(options);
+  });
 }
 
 type Replicas = {
   replicas: { name: string; engine: Engine }[];
   tokenizer: Tokenizer;
-  contextTokens: number | null;
-  model: string | null;
   close: () => Promise<void>;
 };
 
-async function startReplicas(options: RolloutCommandOptions): Promise<Replicas> {
+/** The engines to roll out on, found without starting anything: URLs, or the embedded model. */
+type ReplicaPlan =
+  | { kind: 'urls'; urls: string[]; tokenizer: string }
+  | { kind: 'embedded'; model: string; contextTokens: number | null };
+
+function planReplicas(options: RolloutCommandOptions): ReplicaPlan {
   if (options.engine.length > 0) {
-    if (options.tokenizer === undefined) {
-      throw new AgentMathError(
-        'CLI_BAD_OPTION',
-        `--api ${options.api} works on token ids: pass --tokenizer DIR`,
-      );
-    }
-    const tokenizer = await loadTokenizer(options.tokenizer);
-    const engines = options.engine.map((url) => ({
-      name: url,
-      engine: createEngine({ api: options.api, url }),
-    }));
-    return {
-      replicas: engines,
-      tokenizer,
-      contextTokens: null,
-      model: null,
-      close: async () => {
-        for (const { engine } of engines) engine.close();
-      },
-    };
+    if (options.tokenizer === undefined)
+      throw usageError(`--api ${options.api} works on token ids: pass --tokenizer DIR`);
+    return { kind: 'urls', urls: options.engine, tokenizer: options.tokenizer };
   }
   const model = findEmbeddedModel();
   if (model === null) {
@@ -183,39 +187,79 @@ async function startReplicas(options: RolloutCommandOptions): Promise<Replicas> 
       'no engine: pass --engine URL (repeat for replicas) with --tokenizer DIR, or train the embedded model first (`agentmath quickstart`)',
     );
   }
-  process.stderr.write(`starting ${options.replicas} embedded replica(s) of ${model} …\n`);
-  const started = await Promise.all(
-    Array.from({ length: options.replicas }, () =>
-      startEmbeddedEngine({
-        model,
-        onLog: (line, stream) => {
-          if (stream === 'stderr' && /error|traceback/i.test(line)) process.stderr.write(`worker: ${line}\n`);
-        },
-      }),
-    ),
-  );
+  return { kind: 'embedded', model, contextTokens: modelContextLength(model) };
+}
+
+async function startReplicas(plan: ReplicaPlan, options: RolloutCommandOptions): Promise<Replicas> {
+  if (plan.kind === 'urls') {
+    const tokenizer = await loadTokenizer(plan.tokenizer);
+    const engines = plan.urls.map((url) => ({
+      name: url,
+      engine: createEngine({ api: options.api, url, timeoutMs: options.engineTimeoutMs }),
+    }));
+    return {
+      replicas: engines,
+      tokenizer,
+      close: async () => {
+        for (const { engine } of engines) engine.close();
+      },
+    };
+  }
+  process.stderr.write(`starting ${options.replicas} embedded replica(s) of ${plan.model} …\n`);
+  const started: Awaited<ReturnType<typeof startEmbeddedEngine>>[] = [];
+  // Registered before the workers exist, so a signal while they start stops those started.
+  const close = async () => {
+    await Promise.all(started.map((embedded) => embedded.close()));
+  };
+  const unregister = onShutdown(close);
+  const starting = Array.from({ length: options.replicas }, async () => {
+    const embedded = await startEmbeddedEngine({
+      model: plan.model,
+      timeoutMs: options.engineTimeoutMs,
+      onLog: (line, stream) => {
+        if (stream === 'stderr' && /error|traceback/i.test(line)) process.stderr.write(`worker: ${line}\n`);
+      },
+    });
+    started.push(embedded);
+    return embedded;
+  });
+  const results = await Promise.allSettled(starting);
+  const failed = results.find((result) => result.status === 'rejected');
+  if (failed !== undefined) {
+    await close();
+    unregister();
+    throw failed.reason;
+  }
+  const first = started[0] as (typeof started)[number];
   return {
     replicas: started.map((embedded, index) => ({ name: `embedded-${index}`, engine: embedded.engine })),
-    tokenizer: (started[0] as (typeof started)[number]).tokenizer,
-    contextTokens: (started[0] as (typeof started)[number]).contextTokens,
-    model,
+    tokenizer: first.tokenizer,
     close: async () => {
-      await Promise.all(started.map((embedded) => embedded.close()));
+      await close();
+      unregister();
     },
   };
 }
 
-async function rolloutCommand(options: RolloutCommandOptions): Promise<number> {
+/** Every check of the command line that needs no file read and starts nothing. */
+function checkOptions(options: RolloutCommandOptions): void {
   if (options.mode === 'sync' && (options.kvBudgetTokens !== undefined || options.tailCut !== undefined))
-    throw new Error(
+    throw usageError(
       '--kv-budget-tokens and --tail-cut apply to --mode async (a synchronous round admits all at once)',
     );
   if (options.tailCut !== undefined) {
     if (!(options.tailCut > 0 && options.tailCut < 1))
-      throw new Error(`--tail-cut must be a fraction between 0 and 1 (got ${options.tailCut})`);
+      throw usageError(`--tail-cut must be a fraction between 0 and 1 (got ${options.tailCut})`);
     if (options.kvBudgetTokens === undefined)
-      throw new Error('--tail-cut needs --kv-budget-tokens (the cut watches the KV the budget holds)');
+      throw usageError('--tail-cut needs --kv-budget-tokens (the cut watches the KV the budget holds)');
   }
+  if (options.resume === true && options.out === undefined)
+    throw usageError('--resume needs --out DIR (the run to continue)');
+  if (options.out !== undefined) assertNotAFile(resolve(options.out));
+}
+
+async function rolloutCommand(options: RolloutCommandOptions): Promise<number> {
+  checkOptions(options);
   const benchmark = await loadBenchmark(options.bench, {
     dataDir: options.dataDir,
     builtins: BUILTIN_BENCHMARKS,
@@ -227,9 +271,9 @@ async function rolloutCommand(options: RolloutCommandOptions): Promise<number> {
     options.out ??
       `runs/rollout-${benchmark.name}-${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}`,
   );
-  const target = await startReplicas(options);
-  const cap = (tokens: number) =>
-    target.contextTokens === null ? tokens : Math.min(tokens, target.contextTokens);
+  const plan = planReplicas(options);
+  const contextTokens = plan.kind === 'embedded' ? plan.contextTokens : null;
+  const cap = (tokens: number) => (contextTokens === null ? tokens : Math.min(tokens, contextTokens));
   const single =
     options.maxTokens !== undefined ||
     options.maxToolCalls !== undefined ||
@@ -243,7 +287,7 @@ async function rolloutCommand(options: RolloutCommandOptions): Promise<number> {
         },
       ]
     : PAPER_BUDGET_STAGES.map((stage) => ({ ...stage, maxTokens: cap(stage.maxTokens) }));
-  const config = rolloutConfigSchema.parse({
+  const parsedConfig = rolloutConfigSchema.safeParse({
     groupSize: options.groupSize,
     batchSize: options.batchSize,
     mode: options.mode,
@@ -258,45 +302,64 @@ async function rolloutCommand(options: RolloutCommandOptions): Promise<number> {
     kvBudgetTokens: options.kvBudgetTokens ?? null,
     tailCut: options.tailCut ?? null,
   });
-  const promptName: PromptBuilderName = target.model === null ? 'instructed' : 'problem-only';
+  if (!parsedConfig.success) {
+    const issue = parsedConfig.error.issues[0];
+    throw usageError(`rollout configuration: ${issue?.path.join('.') || '(root)'}: ${issue?.message}`);
+  }
+  const config = parsedConfig.data;
+  const promptName: PromptBuilderName = plan.kind === 'urls' ? 'instructed' : 'problem-only';
   const agent = { sampling: { temperature: options.temperature, topP: 1, seed: options.seed } };
   const definingConfig = {
     command: 'rollout',
     benchmarkSource: benchmark.source,
     limit: options.limit ?? null,
-    replicas: target.model === null ? options.engine : { model: target.model, count: options.replicas },
+    replicas: plan.kind === 'urls' ? plan.urls : { model: plan.model, count: options.replicas },
     router: options.router,
     prompt: promptName,
     rollout: config,
     agent,
     seed: options.seed,
   };
-  const sandbox: SandboxProvider =
-    options.sandbox === undefined
-      ? createLocalSandbox({
-          maxWorkers: options.sandboxWorkers,
-          warmWorkers: Math.min(2, options.sandboxWorkers),
-        })
-      : new SandboxClient({ url: options.sandbox });
-  const router = new Router({
-    replicas: target.replicas,
-    policy: createRouterPolicy(options.router),
-    clock: systemClock,
-    maxInFlightPerReplica: options.maxInFlight,
+  // The folder, the run identity and the lock, before any process starts or any file is written.
+  checkRunFolder({
+    folder: outDir,
+    marker: ROLLOUT_FILES.config,
+    resume: options.resume === true,
+    command: 'rollout',
   });
+  await assertRunIdentity(outDir, definingConfig, options.resume === true);
+  const releaseLock = await acquireRunFolderLock(outDir, { command: 'rollout' });
+  const release = holdSignals();
+  const interrupt = interruptSignal();
+  const unregisterLock = onShutdown(releaseLock);
+  let target: Replicas | null = null;
+  let sandbox: SandboxProvider | null = null;
   const park = new SessionPark();
-  const interrupt = new AbortController();
-  const onSignal = (signal: NodeJS.Signals) => {
-    process.stderr.write(`\n${signal}: stopping; resume with --resume --out ${outDir}\n`);
-    interrupt.abort(new Error(signal));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  process.stderr.write(
-    `rollout ${benchmark.name}: ${options.steps} step(s), B=${config.batchSize} × n=${config.groupSize}, ${config.mode}, ${options.router} → ${outDir}\n`,
-  );
-  let finished = 0;
   try {
+    target = await startReplicas(plan, options);
+    const openSandbox: SandboxProvider =
+      options.sandbox === undefined
+        ? createLocalSandbox({
+            maxWorkers: options.sandboxWorkers,
+            warmWorkers: Math.min(2, options.sandboxWorkers),
+          })
+        : new SandboxClient({ url: options.sandbox });
+    sandbox = openSandbox;
+    const unregisterSandbox = onShutdown(async () => {
+      await park.closeAll().catch(() => {});
+      await openSandbox.close();
+    });
+    const router = new Router({
+      replicas: target.replicas,
+      policy: createRouterPolicy(options.router),
+      clock: systemClock,
+      maxInFlightPerReplica: options.maxInFlight,
+    });
+    process.stderr.write(
+      `rollout ${benchmark.name}: ${options.steps} step(s), B=${config.batchSize} × n=${config.groupSize}, ${config.mode}, ${options.router} → ${outDir}\n`,
+    );
+    let finished = 0;
+    const errors = new Map<string, number>();
     const result = await runRollout({
       folder: outDir,
       resume: options.resume === true,
@@ -310,17 +373,23 @@ async function rolloutCommand(options: RolloutCommandOptions): Promise<number> {
         routerName: options.router,
         tokenizer: target.tokenizer,
         dialect: getDialect('tags'),
-        sandbox,
+        sandbox: openSandbox,
         park,
-        grade: (trajectory, problem) => gradeTrajectory(trajectory, problem.answer, gradeAnswer, { sandbox }),
+        grade: (trajectory, problem) =>
+          gradeTrajectory(trajectory, problem.answer, gradeAnswer, { sandbox: openSandbox }),
         clock: systemClock,
         random: createSeededRandom(options.seed),
         prompt: promptBuilders[promptName],
-        signal: interrupt.signal,
+        signal: interrupt,
       },
       onEvent: (event) => {
         if (event.type !== 'trajectory-finish') return;
         finished++;
+        const error = event.trajectory.finish?.error;
+        if (event.trajectory.finish?.reason === 'error' && error !== undefined && !interrupt.aborted) {
+          const cause = `[${error.code}] ${error.message}`;
+          errors.set(cause, (errors.get(cause) ?? 0) + 1);
+        }
         if (finished % 8 === 0)
           process.stderr.write(`  step ${event.step}: ${finished} trajectories finished\n`);
       },
@@ -332,17 +401,34 @@ async function rolloutCommand(options: RolloutCommandOptions): Promise<number> {
         );
       },
     });
+    unregisterSandbox();
+    if (interrupt.aborted) {
+      process.stderr.write(`stopped by ${String(interrupt.reason)}; resume with --resume --out ${outDir}\n`);
+      return 1; // the signal is re-raised by main.ts: the status is 128+N
+    }
     if (result.resumedFrom > 0) process.stderr.write(`resumed from step ${result.resumedFrom}\n`);
     if (options.json === true)
       process.stdout.write(`${JSON.stringify({ out: outDir, steps: result.steps })}\n`);
     else process.stdout.write(`${summaryTable(result.steps)}results in ${outDir}\n`);
-    return interrupt.signal.aborted ? 130 : 0;
+    if (errors.size > 0) {
+      const count = [...errors.values()].reduce((total, value) => total + value, 0);
+      const causes = [...errors.entries()]
+        .sort((left, right) => right[1] - left[1])
+        .slice(0, 5)
+        .map(([cause, times]) => `  ${times} × ${cause}`);
+      process.stderr.write(
+        `${count} of ${finished} trajectories ended in an engine or sandbox error (see ${join(outDir, ROLLOUT_FILES.trajectories)}):\n${causes.join('\n')}\n`,
+      );
+      return 1;
+    }
+    return 0;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
     await park.closeAll().catch(() => {});
-    await target.close();
-    await sandbox.close();
+    if (target !== null) await target.close();
+    if (sandbox !== null) await sandbox.close();
+    unregisterLock();
+    await releaseLock();
+    release();
   }
 }
 
