@@ -91,9 +91,10 @@ class ByteBackend:
         del attention_mask
         return self.model(input_ids)
 
-    def frozen_copy(self) -> torch.nn.Module:
+    def frozen_copy(self, folder: Optional[str] = None) -> torch.nn.Module:
+        """A frozen model: the one saved in `folder`, else a copy of the weights held now."""
         reference = ByteGPT(self.config)
-        reference.load_state_dict(self.model.state_dict())
+        reference.load_state_dict(self.model.state_dict() if folder is None else _read_state_dict(folder))
         reference.eval().requires_grad_(False)
         return reference
 

@@ -4,12 +4,18 @@ Same engine and trainer as the byte model, same routes. Generation keeps each se
 `past_key_values` and decodes the running sequences one after another within a step (no
 padded batching), which is correct for any architecture and fine for the small models this
 path is meant for; production serving at scale belongs to SGLang or vLLM.
+
+Weights are held in fp32 (the master weights the optimizer updates, and AdamW's state with
+them); on a GPU the forward passes run under bf16 autocast. Updating bf16 weights directly
+loses every update smaller than bf16's resolution (at lr 1e-6 almost no weight moves).
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import torch
 
@@ -26,8 +32,18 @@ def transformers_available() -> bool:
 class HuggingFaceBackend:
     kind = "huggingface"
 
-    def __init__(self, model, tokenizer, model_path: str, n_slots: int, device: torch.device) -> None:
-        self.model = model.eval()
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        model_path: str,
+        n_slots: int,
+        device: torch.device,
+        compute_dtype: Optional[torch.dtype] = None,
+    ) -> None:
+        # fp32 master weights whatever the checkpoint's dtype; `compute_dtype` is autocast's.
+        self.model = model.float().eval()
+        self.compute_dtype = compute_dtype
         self.tokenizer = tokenizer
         self.model_path = model_path
         self.device = device
@@ -42,17 +58,26 @@ class HuggingFaceBackend:
         self._past: Dict[int, Any] = {}
 
     @staticmethod
-    def create(path: str, n_slots: int, device: str = "auto") -> "HuggingFaceBackend":
+    def create(
+        path: str, n_slots: int, device: str = "auto", compute_dtype: Optional[torch.dtype] = None
+    ) -> "HuggingFaceBackend":
+        """`compute_dtype`: the forward passes' autocast dtype (default bf16 on a GPU, none on CPU)."""
         if transformers is None:
             raise ImportError(
                 f"--model {path} is a Hugging Face folder, but the Python package `transformers` is not "
                 "installed; install it (pip install transformers) or use --model tiny"
             )
         chosen = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else ("cpu" if device == "auto" else device))
-        dtype = torch.bfloat16 if chosen.type == "cuda" else torch.float32
+        if compute_dtype is None and chosen.type == "cuda":
+            compute_dtype = torch.bfloat16
         tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-        model = transformers.AutoModelForCausalLM.from_pretrained(path, torch_dtype=dtype).to(chosen)
-        return HuggingFaceBackend(model, tokenizer, path, n_slots, chosen)
+        model = transformers.AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32).to(chosen)
+        return HuggingFaceBackend(model, tokenizer, path, n_slots, chosen, compute_dtype)
+
+    def _autocast(self):
+        if self.compute_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=self.compute_dtype)
 
     # Text -------------------------------------------------------------------------------------
     def encode(self, text: str) -> List[int]:
@@ -70,7 +95,8 @@ class HuggingFaceBackend:
     @torch.no_grad()
     def prefill(self, slot: int, token_ids: List[int]) -> torch.Tensor:
         ids = torch.tensor([token_ids], dtype=torch.long, device=self.device)
-        output = self.model(input_ids=ids, use_cache=True)
+        with self._autocast():
+            output = self.model(input_ids=ids, use_cache=True)
         self._past[slot] = output.past_key_values
         return output.logits[0, -1].float().cpu()
 
@@ -85,7 +111,8 @@ class HuggingFaceBackend:
             position = int(positions[slot])
             ids = tokens[slot : slot + 1, None].to(self.device)
             attention = torch.ones(1, position + 1, dtype=torch.long, device=self.device)
-            output = self.model(input_ids=ids, past_key_values=past, attention_mask=attention, use_cache=True)
+            with self._autocast():
+                output = self.model(input_ids=ids, past_key_values=past, attention_mask=attention, use_cache=True)
             self._past[slot] = output.past_key_values
             rows.append(output.logits[0, -1].float().cpu())
         return torch.stack(rows)
@@ -98,15 +125,21 @@ class HuggingFaceBackend:
         return self.model
 
     def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        output = self.model(input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device))
+        with self._autocast():
+            output = self.model(input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device))
         return output.logits.float().cpu()
 
-    def frozen_copy(self) -> torch.nn.Module:
-        reference = transformers.AutoModelForCausalLM.from_pretrained(self.model_path, torch_dtype=self.model.dtype)
+    def frozen_copy(self, folder: Optional[str] = None) -> torch.nn.Module:
+        """A frozen model: the one saved in `folder`, else a copy of the weights held now."""
+        if folder is None:
+            reference = copy.deepcopy(self.model)
+        else:
+            reference = transformers.AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32)
         return reference.to(self.device).eval().requires_grad_(False)
 
     def reference_logits(self, reference, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        output = reference(input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device))
+        with self._autocast():
+            output = reference(input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device))
         return output.logits.float().cpu()
 
     # Folders ----------------------------------------------------------------------------------
@@ -116,7 +149,7 @@ class HuggingFaceBackend:
         self.tokenizer.save_pretrained(folder)
 
     def load_weights(self, folder: str) -> None:
-        loaded = transformers.AutoModelForCausalLM.from_pretrained(folder, torch_dtype=self.model.dtype)
+        loaded = transformers.AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32)
         self.model.load_state_dict(loaded.state_dict())
         self.model_path = folder
 

@@ -10,8 +10,11 @@ GRPO (token-level normalisation as in DAPO by default; clip ε_low / ε_high; op
   w_{b,t} = min(π_prox / π_behaviour, cap)     decoupled only ("mask": 0 above the cap); else 1
   J = (1 / N) Σ_{b,t} v_{b,t} [ w · min(r Â_b, clip(r, 1 − ε_low, 1 + ε_high) Â_b) − β D_KL,t ]
   dual clip (c > 1): for Â_b < 0 the clipped term is max(…, c Â_b)
-  D_KL,t = π_ref / π_θ − log(π_ref / π_θ) − 1  (k3, ≥ 0)   or   log π_θ − log π_ref  (k1)
+  D_KL,t = π_ref / π_θ − log(π_ref / π_θ) − 1  (k3, ≥ 0)   or   ½ (log π_θ − log π_ref)²  (k2)
   L = −J
+k1 (log π_θ − log π_ref) is not offered as a loss: on-policy its gradient has zero mean, so it
+regularises nothing (it is only a reward penalty in the literature). Every log π is of the
+distribution the engine sampled from: log_softmax(logits / T) at sampling temperature T.
 Token-mean: v = m and N = Σ m over the whole batch, so each token weighs the same. Sequence-mean:
 v = m / (tokens of sequence b) and N = the batch's sequences, so each sequence weighs the same.
 N is computed over the whole batch before micro-batching, so a result does not depend on the
@@ -25,16 +28,26 @@ from typing import Dict, Optional
 import torch
 
 
-def token_logprobs(logits: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
-    """log π(x_t | x_<t) for t ≥ 1 from logits [B, T, V]; position 0 is 0. Returns [B, T]."""
-    log_probs = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+KL_ESTIMATORS = ("k3", "k2")
+
+
+def _tempered(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """logits / T as float (T ≤ 0 is greedy sampling, whose logprobs the engine reports at T = 1)."""
+    logits = logits.float()
+    return logits / temperature if temperature > 0 and temperature != 1.0 else logits
+
+
+def token_logprobs(logits: torch.Tensor, input_ids: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """log π(x_t | x_<t) for t ≥ 1 from logits [B, T, V] divided by the sampling temperature;
+    position 0 is 0. Returns [B, T]."""
+    log_probs = torch.log_softmax(_tempered(logits[:, :-1], temperature), dim=-1)
     picked = log_probs.gather(-1, input_ids[:, 1:, None])[..., 0]
     return torch.cat((torch.zeros_like(picked[:, :1]), picked), dim=1)
 
 
-def token_entropy(logits: torch.Tensor) -> torch.Tensor:
+def token_entropy(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
     """Entropy of the next-token distribution predicting x_t (t ≥ 1), [B, T]; position 0 is 0."""
-    log_probs = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+    log_probs = torch.log_softmax(_tempered(logits[:, :-1], temperature), dim=-1)
     entropy = -(log_probs.exp() * log_probs).sum(-1)
     return torch.cat((torch.zeros_like(entropy[:, :1]), entropy), dim=1)
 
@@ -69,11 +82,17 @@ def grpo_loss_sum(
       caller divides by the batch's token count; mask / tokens-of-the-sequence gives
       sequence-mean once divided by the batch's sequence count).
     dual_clip: c > 1; for a negative advantage the objective is bounded below by c·Â.
-    kl_estimator: "k3" (π_ref/π_θ − log(π_ref/π_θ) − 1) or "k1" (log π_θ − log π_ref).
+    kl_estimator: "k3" (π_ref/π_θ − log(π_ref/π_θ) − 1) or "k2" (½ (log π_θ − log π_ref)²);
+      "k1" is refused (its gradient has zero mean on-policy: no regularisation).
     proximal_logprobs: the proximal policy (decoupled objective): the ratio is π_θ / π_prox,
       and each token is weighted once by the off-policy weight π_prox / π_behaviour, truncated
       at `off_policy_cap` ("truncate") or zeroed above it ("mask"). Without it the ratio is
       π_θ / π_behaviour and there is no separate weight."""
+    if kl_estimator not in KL_ESTIMATORS:
+        raise ValueError(
+            f"kl_estimator {kl_estimator!r} is not a KL loss; use one of {', '.join(KL_ESTIMATORS)} "
+            "(k1's gradient has zero mean on-policy)"
+        )
     weight = mask if token_weight is None else token_weight
     on = mask > 0
     zeros = torch.zeros_like(logprobs)
@@ -106,8 +125,8 @@ def grpo_loss_sum(
     if off_weight is not None:
         objective = off_weight.detach() * objective  # applied here once, never again
     if kl_coef > 0.0 and ref_logprobs is not None:
-        if kl_estimator == "k1":
-            kl = torch.where(on, logprobs - ref_logprobs, zeros)
+        if kl_estimator == "k2":
+            kl = 0.5 * torch.where(on, logprobs - ref_logprobs, zeros) ** 2
         else:
             ref_log_ratio = torch.where(on, ref_logprobs - logprobs, zeros)
             kl = torch.exp(ref_log_ratio) - ref_log_ratio - 1.0

@@ -147,6 +147,19 @@ def optional_number(body: Dict[str, Any], key: str, default: Optional[float], mi
     return _number(body[key], key, minimum)
 
 
+def optional_integer(body: Dict[str, Any], key: str, default: int, minimum: int) -> int:
+    if body.get(key) is None:
+        return default
+    return _integer(body[key], key, minimum)
+
+
+def optional_path(body: Dict[str, Any], key: str) -> Optional[str]:
+    """A non-empty path string, or None when absent."""
+    if body.get(key) is None:
+        return None
+    return required_path(body, key)
+
+
 def optional_choice(body: Dict[str, Any], key: str, choices: Tuple[str, ...]) -> str:
     """A string field among `choices`; the first choice when absent."""
     value = body.get(key)
@@ -165,11 +178,15 @@ def parse_grpo_options(body: Dict[str, Any]) -> GrpoOptions:
         raise BadRequest(f"dual_clip must be above 1, got {dual_clip}")
     return GrpoOptions(
         dual_clip=dual_clip,
-        kl_estimator=optional_choice(body, "kl_estimator", ("k3", "k1")),
+        kl_estimator=optional_choice(body, "kl_estimator", ("k3", "k2")),
         aggregation=optional_choice(body, "aggregation", ("token-mean", "sequence-mean")),
         proximal=optional_choice(body, "proximal", ("behaviour", "recompute")),
         off_policy_cap=optional_number(body, "off_policy_cap", 2.0, 1.0),
         off_policy_mode=optional_choice(body, "off_policy_mode", ("truncate", "mask")),
+        temperature=optional_number(body, "temperature", 1.0, 0.0),
+        mini_batches=optional_integer(body, "mini_batches", 1, 1),
+        epochs=optional_integer(body, "epochs", 1, 1),
+        reference_path=optional_path(body, "reference_path"),
     )
 
 

@@ -108,7 +108,9 @@ class Worker:
                     learning_rate=learning_rate,
                     options=parse.parse_grpo_options(body),
                 )
-            self.engine.policy_version += 1
+            # A step whose update was skipped (non-finite gradient) left the weights as they were.
+            if not stats["skipped"]:
+                self.engine.policy_version += 1
             return {**stats, "policy_version": self.engine.policy_version}
 
         with self._train_lock:
@@ -123,7 +125,8 @@ class Worker:
         for index, ids in enumerate(sequences):
             if not 1 <= len(ids) <= self.backend.context_length:
                 raise parse.BadRequest(f"input_ids[{index}] must hold 1..{self.backend.context_length} tokens")
-        logprobs = self.engine.exclusive(lambda: self.trainer.score(sequences))
+        temperature = parse.optional_number(body, "temperature", 1.0, 0.0)
+        logprobs = self.engine.exclusive(lambda: self.trainer.score(sequences, temperature))
         return {"token_logprobs": logprobs, "policy_version": self.policy_version}
 
     def save_checkpoint(self, body: Any) -> Dict[str, Any]:

@@ -125,7 +125,8 @@ class ServerTest(unittest.TestCase):
         sequence = {"input_ids": ids, "loss_mask": mask, "advantage": -1.0, "old_logprobs": [v - 0.5 for v in old]}
         status, decoupled = self.call("/train/grpo_step", {
             "sequences": [sequence], "learning_rate": 0.0, "proximal": "recompute", "off_policy_cap": 1.2,
-            "aggregation": "sequence-mean", "dual_clip": 3.0, "kl_estimator": "k1",
+            "aggregation": "sequence-mean", "dual_clip": 3.0, "kl_estimator": "k2",
+            "temperature": 0.7, "mini_batches": 1, "epochs": 2,
         })
         self.assertEqual(status, 200)
         self.assertGreater(decoupled["off_policy_weight"], 1.0)
@@ -133,6 +134,10 @@ class ServerTest(unittest.TestCase):
         status, refused = self.call("/train/grpo_step", {"sequences": [sequence], "aggregation": "per-token"})
         self.assertEqual(status, 400)
         self.assertIn("aggregation must be one of", refused["error"]["message"])
+        self.assertEqual(decoupled["updates"], 2)
+        status, refused = self.call("/train/grpo_step", {"sequences": [sequence], "kl_estimator": "k1"})
+        self.assertEqual(status, 400)
+        self.assertIn("kl_estimator must be one of 'k3', 'k2'", refused["error"]["message"])
         status, refused = self.call("/train/grpo_step", {"sequences": [sequence], "dual_clip": 1.0})
         self.assertEqual(status, 400)
         self.assertIn("dual_clip must be above 1", refused["error"]["message"])

@@ -3,12 +3,19 @@ say; masked (interpreter) tokens get no gradient; the objective's options (decou
 policy with a truncated or masked off-policy weight, dual clip, k1/k3, token- or sequence-mean)
 give hand-computed values, and no result depends on the micro-batch size."""
 
+import math
+import os
+import tempfile
 import unittest
 
 import torch
 
 from agentmath_worker.byte_backend import ByteBackend
+from agentmath_worker.engine import Engine, SamplingParams
+from agentmath_worker.hf_backend import HuggingFaceBackend, transformers_available
 from agentmath_worker.losses import grpo_loss_sum, token_logprobs
+from agentmath_worker.server import Worker
+from agentmath_worker.tokenizer_files import encode
 from agentmath_worker.trainer import GrpoOptions, OptimizerSettings, Trainer, TrainSequence
 
 
@@ -188,15 +195,20 @@ class GrpoObjectiveOptionsTest(unittest.TestCase):
         self.assertAlmostEqual(dual["loss"].item(), -(3 * 1.28 - 2 * 3.0), places=4)
         self.assertEqual(dual["dual_clipped_sum"].item(), 2.0)
 
-    def test_k1_and_k3_estimators(self):
+    def test_defect_7_k1_offered_as_a_kl_loss(self):
         ref = self.logprobs.detach() - 0.3
         old = self.logprobs.detach()
         zero_advantage = torch.zeros(2)
-        k1 = grpo_loss_sum(self.logprobs, old, zero_advantage, self.mask, 0.2, 0.2, 1.0, ref, kl_estimator="k1")
+        with self.assertRaisesRegex(ValueError, "not a KL loss"):
+            grpo_loss_sum(self.logprobs, old, zero_advantage, self.mask, 0.2, 0.2, 1.0, ref, kl_estimator="k1")
+        k2 = grpo_loss_sum(self.logprobs, old, zero_advantage, self.mask, 0.2, 0.2, 1.0, ref, kl_estimator="k2")
         k3 = grpo_loss_sum(self.logprobs, old, zero_advantage, self.mask, 0.2, 0.2, 1.0, ref)
         tokens = self.mask.sum().item()
-        self.assertAlmostEqual(k1["kl_sum"].item(), 0.3 * tokens, places=5)
+        self.assertAlmostEqual(k2["kl_sum"].item(), 0.5 * 0.3**2 * tokens, places=5)
         self.assertAlmostEqual(k3["kl_sum"].item(), (torch.exp(torch.tensor(-0.3)).item() + 0.3 - 1) * tokens, places=5)
+        # k2's gradient pulls log π_θ towards log π_ref: d/dlogπ ½(logπ − logπ_ref)² = 0.3 per token.
+        k2["loss"].backward()
+        self.assertTrue(torch.allclose(self.logprobs.grad, 0.3 * self.mask, atol=1e-6))
 
     def test_sequence_mean_weighs_each_sequence_equally(self):
         old = self.logprobs.detach()
@@ -206,6 +218,125 @@ class GrpoObjectiveOptionsTest(unittest.TestCase):
         # 3 tokens vs 2 tokens: each token's gradient is −1/3 and −1/2; each sequence sums to −1.
         self.assertAlmostEqual(self.logprobs.grad[0].sum().item(), -1.0, places=5)
         self.assertAlmostEqual(self.logprobs.grad[1].sum().item(), -1.0, places=5)
+
+
+def _sampled(backend, prompt_text, temperature, seed=5, tokens=24):
+    """A sequence the engine sampled at `temperature`, with its behaviour logprobs."""
+    engine = Engine(backend, max_running=2)
+    try:
+        prompt = encode(prompt_text)
+        params = SamplingParams(max_new_tokens=tokens, temperature=temperature, top_p=1.0, seed=seed, ignore_eos=True)
+        sequence = engine.submit(prompt, params, True, None)
+        assert sequence.done.wait(60)
+        output = sequence.result["output_ids"]
+        logprobs = [entry[0] for entry in sequence.result["meta_info"]["output_token_logprobs"]]
+    finally:
+        engine.shutdown()
+    return prompt + output, [0] * len(prompt) + [1] * len(output), [0.0] * len(prompt) + logprobs
+
+
+class IssueTwentyFourTest(unittest.TestCase):
+    def test_defect_2_logprobs_ignore_the_sampling_temperature(self):
+        backend, trainer = make_trainer(learning_rate=0.0)
+        ids, mask, old = _sampled(backend, "<|user|>\n2+3\n<|assistant|>\n", temperature=0.6)
+        sequence = TrainSequence(ids, mask, advantage=1.0, old_logprobs=old)
+        stats = trainer.grpo_step([sequence], 0.2, 0.28, 0.0, options=GrpoOptions(temperature=0.6))
+        # On-policy at T = 0.6: ratio 1 up to numerical noise, nothing clipped.
+        self.assertAlmostEqual(stats["mean_ratio"], 1.0, places=4)
+        self.assertLess(abs(stats["approx_kl_old"]), 1e-6)
+        self.assertEqual(stats["clip_fraction"], 0.0)
+        # The same step at T = 1 (today's trainer) is far from on-policy.
+        untempered = trainer.grpo_step([sequence], 0.2, 0.28, 0.0, options=GrpoOptions())
+        self.assertGreater(untempered["approx_kl_old"], 1e-3)
+
+    def test_defect_3_the_kl_reference_is_not_the_initial_policy_after_a_resume(self):
+        with tempfile.TemporaryDirectory() as temp:
+            initial, later = os.path.join(temp, "init"), os.path.join(temp, "step-3")
+            backend, trainer = make_trainer()
+            backend.save(initial)
+            ids = list(b"<|user|>\nabc\n<|assistant|>\nxyz")
+            mask = [0] * (len(ids) - 3) + [1, 1, 1]
+            for _ in range(3):
+                old = trainer.score([ids])[0]
+                trainer.grpo_step([TrainSequence(ids, mask, 1.0, old)], 0.2, 0.2, 0.0)
+            backend.save(later)
+            # A resumed worker: a fresh trainer on the step-3 weights, the reference named by path.
+            resumed_backend = ByteBackend.create(later, n_slots=2)
+            resumed = Trainer(resumed_backend, OptimizerSettings(learning_rate=0.0))
+            old = resumed.score([ids])[0]
+            options = GrpoOptions(reference_path=initial)
+            stats = resumed.grpo_step([TrainSequence(ids, mask, 1.0, old)], 0.2, 0.2, 0.1, options=options)
+            initial_logprobs = Trainer(ByteBackend.create(initial, n_slots=2), OptimizerSettings()).score([ids])[0]
+            expected = sum(
+                math.exp(r - p) - (r - p) - 1.0 for r, p, m in zip(initial_logprobs, old, mask) if m
+            ) / sum(mask)
+            self.assertGreater(stats["kl_ref"], 1e-4)
+            self.assertAlmostEqual(stats["kl_ref"], expected, places=5)
+
+    def test_defect_6_one_optimizer_step_per_rollout_batch(self):
+        backend, trainer = make_trainer(learning_rate=3e-3)
+        sequences = []
+        for index, text in enumerate(("2+3", "4+4", "1+6", "7+1")):
+            ids = list(f"<|user|>\n{text}\n<|assistant|>\n".encode()) + list(b"answer")
+            old = trainer.score([ids])[0]
+            sequences.append(TrainSequence(ids, [0] * (len(ids) - 6) + [1] * 6, 1.0 if index % 2 else -1.0, old))
+        before = trainer.optimizer_steps
+        stats = trainer.grpo_step(
+            sequences, 0.2, 0.28, 0.0, options=GrpoOptions(proximal="recompute", mini_batches=2, epochs=2)
+        )
+        self.assertEqual(trainer.optimizer_steps - before, 4)
+        self.assertEqual(stats["updates"], 4)
+        self.assertEqual(stats["tokens"], 24)
+        # Updates after the first see moved weights: the ratio to π_prox leaves 1.
+        self.assertGreater(stats["approx_kl_old"], 0.0)
+        one = make_trainer(learning_rate=3e-3)[1].grpo_step(sequences, 0.2, 0.28, 0.0, options=GrpoOptions(proximal="recompute"))
+        self.assertEqual(one["updates"], 1)
+        self.assertEqual(one["approx_kl_old"], 0.0)
+
+    def test_defect_8_the_policy_version_increments_when_a_step_is_skipped(self):
+        backend, trainer = make_trainer()
+        engine = Engine(backend, max_running=2)
+        try:
+            worker = Worker(backend, trainer, engine, backend.vocab_size)
+            ids = list(b"<|user|>\n2+3\n<|assistant|>\n5")
+            mask = [0] * (len(ids) - 1) + [1]
+            old = trainer.score([ids])[0]
+            before = worker.policy_version
+            # An advantage beyond float32: the loss and gradient are not finite, the update is skipped.
+            body = {"sequences": [{"input_ids": ids, "loss_mask": mask, "advantage": 1e39, "old_logprobs": old}]}
+            stats = worker.train("grpo", body)
+            self.assertTrue(stats["skipped"])
+            self.assertEqual(stats["policy_version"], before)
+            body["sequences"][0]["advantage"] = 1.0
+            self.assertEqual(worker.train("grpo", body)["policy_version"], before + 1)
+        finally:
+            engine.shutdown()
+
+    @unittest.skipUnless(transformers_available(), "needs transformers")
+    def test_defect_11_bf16_weights_updated_by_adamw_without_fp32_master_weights(self):
+        import transformers
+
+        with tempfile.TemporaryDirectory() as temp:
+            config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=32, vocab_size=300, n_positions=64)
+            transformers.GPT2LMHeadModel(config).to(torch.bfloat16).save_pretrained(temp)
+            backend = HuggingFaceBackend(
+                transformers.AutoModelForCausalLM.from_pretrained(temp, torch_dtype=torch.bfloat16),
+                None,
+                temp,
+                2,
+                torch.device("cpu"),
+                compute_dtype=torch.bfloat16,
+            )
+            self.assertTrue(all(p.dtype == torch.float32 for p in backend.model.parameters()))
+            trainer = Trainer(backend, OptimizerSettings(learning_rate=1e-6, weight_decay=0.0))
+            before = {name: p.detach().clone() for name, p in backend.model.named_parameters()}
+            ids = list(range(10, 30))
+            sequence = TrainSequence(ids, [0] * 10 + [1] * 10)
+            for _ in range(3):
+                trainer.sft_step([sequence])
+            moved = sum(int((p.detach() != before[name]).sum()) for name, p in backend.model.named_parameters())
+            total = sum(p.numel() for p in backend.model.parameters())
+            self.assertGreater(moved / total, 0.5)
 
 
 if __name__ == "__main__":

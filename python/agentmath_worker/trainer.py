@@ -1,9 +1,17 @@
 """SFT and GRPO steps on the served weights (see losses.py for the exact objectives).
 
-A step takes a whole batch, splits it into micro-batches of at most `micro_batch_tokens`
-padded tokens, accumulates gradients with the batch-wide token count as the normaliser, clips
-the gradient norm and takes one AdamW step. Each step increments the policy version. The
-optimizer's state is saved beside the weights so a run resumes exactly.
+An update takes a batch, splits it into micro-batches of at most `micro_batch_tokens` padded
+tokens, accumulates gradients with the batch-wide token count as the normaliser, clips the
+gradient norm and takes one AdamW step. An SFT step is one update. A GRPO step is
+`epochs` × `mini_batches` updates (PPO-style: the batch split into M mini-batches, each an
+optimizer step, E passes; 1 × 1 is one update on the whole batch), all against the same
+behaviour logprobs, and with the decoupled objective against one proximal policy: the weights
+before the step's first update. A step whose every update was skipped (non-finite gradient)
+reports `skipped`, and the server then leaves the policy version as it was. Logprobs are of the
+tempered distribution the engine sampled from (`temperature`). The KL reference is loaded from
+`reference_path` (the run's initial model) when given, so a resumed run regularises towards
+the same policy as a fresh one. The optimizer's state is saved beside the weights so a run
+resumes exactly.
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ class TrainSequence:
     loss_mask: List[int]
     advantage: float = 0.0
     old_logprobs: Optional[List[float]] = None
+    # The proximal policy's logprobs when a step takes several updates (decoupled objective).
+    proximal_logprobs: Optional[List[float]] = None
 
 
 @dataclasses.dataclass
@@ -38,6 +48,14 @@ class GrpoOptions:
     proximal: str = "behaviour"
     off_policy_cap: float = 2.0
     off_policy_mode: str = "truncate"
+    # The engine's sampling temperature: every logprob is of log_softmax(logits / T).
+    temperature: float = 1.0
+    # PPO mini-batches per pass and passes over the batch (1 × 1: one update per step).
+    mini_batches: int = 1
+    epochs: int = 1
+    # The KL reference's model folder (the run's initial policy); None: a frozen copy of the
+    # weights held when the reference is first needed.
+    reference_path: Optional[str] = None
 
 
 @dataclasses.dataclass
@@ -58,6 +76,7 @@ class Trainer:
         self.optimizer_steps = 0
         self._optimizer: Optional[torch.optim.Optimizer] = None
         self._reference: Optional[torch.nn.Module] = None
+        self._reference_source: Optional[str] = None
 
     # Steps ----------------------------------------------------------------------------------
     def sft_step(self, sequences: List[TrainSequence], learning_rate: Optional[float] = None) -> Dict[str, Any]:
@@ -80,21 +99,53 @@ class Trainer:
         options: Optional["GrpoOptions"] = None,
     ) -> Dict[str, Any]:
         options = options or GrpoOptions()
-        if kl_coef > 0 and self._reference is None:
-            self._reference = self.backend.frozen_copy()
+        if options.mini_batches < 1 or options.epochs < 1:
+            raise ValueError("mini_batches and epochs must be at least 1")
+        if kl_coef > 0:
+            self._load_reference(options.reference_path)
+        if options.proximal == "recompute" and options.mini_batches * options.epochs > 1:
+            # π_prox is the weights before the step's first update, for every update of the step.
+            scored = self.score([s.input_ids for s in sequences], options.temperature)
+            sequences = [dataclasses.replace(s, proximal_logprobs=p) for s, p in zip(sequences, scored)]
+        parts = [part for part in _split(sequences, options.mini_batches) if _trained_tokens(part) > 0]
+        if not parts:
+            raise ValueError("the batch has no trained tokens (every loss_mask entry after position 0 is 0)")
+        updates = [
+            self._grpo_update(part, clip_low, clip_high, kl_coef, learning_rate, options)
+            for _ in range(options.epochs)
+            for part in parts
+        ]
+        return _merge_updates(updates, len(sequences), _trained_tokens(sequences))
+
+    def _grpo_update(
+        self,
+        sequences: List[TrainSequence],
+        clip_low: float,
+        clip_high: float,
+        kl_coef: float,
+        learning_rate: Optional[float],
+        options: "GrpoOptions",
+    ) -> Dict[str, Any]:
+        """One optimizer step on one mini-batch; its sums, for `_merge_updates`."""
         sequence_mean = options.aggregation == "sequence-mean"
+        temperature = options.temperature
 
         def loss_of(batch, logits, ids, mask, attention, count):
-            logprobs = token_logprobs(logits, ids)
+            logprobs = token_logprobs(logits, ids, temperature)
             old = _pad_floats([s.old_logprobs or [] for s in batch], ids.shape[1])
             advantages = torch.tensor([s.advantage for s in batch], dtype=torch.float32)
             ref = None
             if kl_coef > 0:
                 with torch.no_grad():
-                    ref = token_logprobs(self.backend.reference_logits(self._reference, ids, attention), ids)
-            # The proximal policy is the weights before this step's update: within one step they
-            # do not change, so its logprobs are this forward pass's, detached (no second pass).
-            proximal = logprobs.detach() if options.proximal == "recompute" else None
+                    reference_logits = self.backend.reference_logits(self._reference, ids, attention)
+                    ref = token_logprobs(reference_logits, ids, temperature)
+            proximal = None
+            if options.proximal == "recompute":
+                if all(s.proximal_logprobs is not None for s in batch):
+                    proximal = _pad_floats([s.proximal_logprobs or [] for s in batch], ids.shape[1])
+                else:
+                    # One update per step: the weights before it are this forward pass's, detached.
+                    proximal = logprobs.detach()
             weight = mask / mask.sum(dim=1, keepdim=True).clamp(min=1.0) if sequence_mean else mask
             parts = grpo_loss_sum(
                 logprobs,
@@ -113,7 +164,7 @@ class Trainer:
                 off_policy_mode=options.off_policy_mode,
             )
             with torch.no_grad():
-                entropy = (token_entropy(logits) * mask).sum().item()
+                entropy = (token_entropy(logits, temperature) * mask).sum().item()
             extra = {key: value.item() for key, value in parts.items() if key != "loss"}
             extra["entropy_sum"] = entropy
             extra["objective_sum"] = -parts["loss"].item()
@@ -123,32 +174,27 @@ class Trainer:
         if sequence_mean:
             normaliser = float(sum(1 for s in sequences if any(s.loss_mask[1:])))
         stats = self._step(sequences, loss_of, learning_rate, normaliser)
-        tokens = stats["tokens"]
-        result = {
-            "loss": -stats.pop("objective_sum") / (normaliser or tokens),
-            "clip_fraction": stats.pop("clipped_sum") / tokens,
-            "mean_ratio": stats.pop("ratio_sum") / tokens,
-            "approx_kl_old": stats.pop("approx_kl_old_sum") / tokens,
-            "entropy": stats.pop("entropy_sum") / tokens,
-        }
-        if "kl_sum" in stats:
-            result["kl_ref"] = stats.pop("kl_sum") / tokens
-        if "dual_clipped_sum" in stats:
-            result["dual_clip_fraction"] = stats.pop("dual_clipped_sum") / tokens
-        if "off_policy_weight_sum" in stats:
-            result["off_policy_weight"] = stats.pop("off_policy_weight_sum") / tokens
-            result["off_policy_capped"] = stats.pop("off_policy_capped_sum") / tokens
-        return {**stats, **result}
+        stats["normaliser"] = normaliser or stats["tokens"]
+        return stats
+
+    def _load_reference(self, path: Optional[str]) -> None:
+        """The KL reference: loaded from `path` (kept while the path stays), else a frozen copy
+        of the weights held now (kept for the worker's life)."""
+        source = path or "<weights in memory>"
+        if self._reference is None or self._reference_source != source:
+            self._reference = self.backend.frozen_copy(path)
+            self._reference_source = source
 
     @torch.no_grad()
-    def score(self, sequences: List[List[int]]) -> List[List[float]]:
-        """log π_θ(x_t | x_<t) per token (0 at position 0) under the current weights."""
+    def score(self, sequences: List[List[int]], temperature: float = 1.0) -> List[List[float]]:
+        """log π_θ(x_t | x_<t) per token (0 at position 0) under the current weights, of the
+        distribution sampled at `temperature`."""
         output: List[List[float]] = []
         use_threads(self.threads)
         for start in range(0, len(sequences), 8):
             chunk = sequences[start : start + 8]
             ids, _, attention = _collate([TrainSequence(s, [1] * len(s)) for s in chunk])
-            logprobs = token_logprobs(self.backend.logits(ids, attention), ids)
+            logprobs = token_logprobs(self.backend.logits(ids, attention), ids, temperature)
             output.extend(row[: len(s)] for row, s in zip(logprobs.tolist(), chunk))
         return output
 
@@ -228,6 +274,56 @@ class Trainer:
             "skipped": not math.isfinite(grad_norm),
             "step_ms": (time.perf_counter() - started) * 1000.0,
         }
+
+
+def _trained_tokens(sequences: List[TrainSequence]) -> int:
+    return sum(sum(1 for m in s.loss_mask[1:] if m) for s in sequences)
+
+
+def _split(sequences: List[TrainSequence], parts: int) -> List[List[TrainSequence]]:
+    """`parts` contiguous mini-batches in the batch's order, sizes differing by at most one."""
+    size, extra = divmod(len(sequences), parts)
+    out: List[List[TrainSequence]] = []
+    start = 0
+    for index in range(parts):
+        end = start + size + (1 if index < extra else 0)
+        out.append(sequences[start:end])
+        start = end
+    return [part for part in out if part]
+
+
+_RATIOS = {
+    "clip_fraction": "clipped_sum",
+    "mean_ratio": "ratio_sum",
+    "approx_kl_old": "approx_kl_old_sum",
+    "entropy": "entropy_sum",
+    "kl_ref": "kl_sum",
+    "dual_clip_fraction": "dual_clipped_sum",
+    "off_policy_weight": "off_policy_weight_sum",
+    "off_policy_capped": "off_policy_capped_sum",
+}
+
+
+def _merge_updates(updates: List[Dict[str, Any]], sequences: int, batch_tokens: int) -> Dict[str, Any]:
+    """A step's statistics over its updates: sums over every update's trained tokens; `tokens`
+    is the batch's trained tokens (counted once), `skipped` whether no update was applied."""
+    tokens = sum(u["tokens"] for u in updates)
+    normaliser = sum(u["normaliser"] for u in updates)
+    applied = [u for u in updates if not u["skipped"]]
+    result: Dict[str, Any] = {
+        "loss": -sum(u["objective_sum"] for u in updates) / normaliser,
+        "tokens": batch_tokens,
+        "sequences": sequences,
+        "grad_norm": updates[-1]["grad_norm"],
+        "learning_rate": updates[-1]["learning_rate"],
+        "skipped": not applied,
+        "updates": len(applied),
+        "step_ms": sum(u["step_ms"] for u in updates),
+    }
+    for name, key in _RATIOS.items():
+        if key in updates[0]:
+            result[name] = sum(u[key] for u in updates) / tokens
+    return result
 
 
 def _micro_batches(sequences: List[TrainSequence], budget: int) -> List[List[TrainSequence]]:
