@@ -46,6 +46,15 @@ export async function compareAnswers(
   context: CompareContext,
 ): Promise<Decision> {
   if (prediction.source === reference.source) return EQUAL_EXACT;
+  // `k = 45` against `45`, `(p,q)=(3,2)` against `(3,2)`: a labelled value is its value.
+  if (reference.kind === 'relation' && prediction.kind !== 'relation') {
+    const value = labelledValue(reference);
+    if (value !== null) return compareAnswers(prediction, value, context);
+  }
+  if (prediction.kind === 'relation' && reference.kind !== 'relation') {
+    const value = labelledValue(prediction);
+    if (value !== null) return compareAnswers(value, reference, context);
+  }
   if (prediction.kind === 'text' || reference.kind === 'text') {
     if (textKey(prediction.source) === textKey(reference.source)) return EQUAL_EXACT;
     // `52` for the base-8 numeral `52_8`: the digits are the answer the question asked for.
@@ -94,6 +103,18 @@ export async function compareAnswers(
     return compareRelations(prediction, reference, context);
   }
   return DIFFERENT;
+}
+
+/** One named quantity: `x`, `x_1`, `AB`, `|AB|`, `f(x)`, `\angle ABC`, `V_1`. */
+const NAME = String.raw`(?:\\(?:angle|overline|overrightarrow|widehat|triangle|measuredangle|vec)\{?(?:[A-Za-z](?:_(?:\{\w+\}|\w))?'*)+\}?|\|(?:[A-Za-z](?:_(?:\{\w+\}|\w))?'*)+\||(?:[A-Za-z](?:_(?:\{\w+\}|\w))?'*)+|[A-Za-z]\([A-Za-z0-9,]*\))`;
+/** A label: a name, a tuple of names `(p,q)`, or a ratio of names `V_1:V_2` (spaces removed). */
+const LABEL = new RegExp(String.raw`^(?:${NAME}|\(${NAME}(?:,${NAME})+\)|${NAME}(?::${NAME})+)$`);
+
+/** The value of `label = value` (one `=`, a label on the left), or null. */
+function labelledValue(answer: Extract<Answer, { kind: 'relation' }>): Answer | null {
+  if (answer.operators.length !== 1 || answer.operators[0] !== '=') return null;
+  const [label, value] = answer.sides as [Answer, Answer];
+  return LABEL.test(label.source) ? value : null;
 }
 
 function textKey(source: string): string {

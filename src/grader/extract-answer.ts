@@ -30,6 +30,18 @@ const NO_MATH: { spans: MathSpan[]; malformed: MathSpan[] } = { spans: [], malfo
 export function extractAnswer(response: string): Extraction | null {
   const cut = response.length > MAX_RESPONSE_CHARS ? response.slice(-MAX_RESPONSE_CHARS) : response;
   const text = unescapeDoubled(cut);
+  // A reasoning model states its answer after its thinking: an answer found after the last
+  // `</think>` counts, an intermediate one inside the thinking does not.
+  const thinkEnd = text.lastIndexOf('</think>');
+  if (thinkEnd !== -1) {
+    const final = extractFrom(text.slice(thinkEnd + '</think>'.length));
+    if (final !== null) return final;
+  }
+  return extractFrom(text);
+}
+
+/** The extraction steps on an un-escaped text. */
+function extractFrom(text: string): Extraction | null {
   const boxed = lastBox(text);
   if (boxed !== null) return { answer: withAdjacentBoxes(text, boxed), source: 'boxed' };
   const tail = text.length > TAIL_CHARS ? text.slice(-TAIL_CHARS) : text;
@@ -171,19 +183,31 @@ function without(text: string, spans: readonly MathSpan[]): string {
 }
 
 /**
- * `\boxed{3}\boxed{4}`: boxes right before the last one (only spaces, commas or `and` between,
- * contents without braces) are one answer with it, `3, 4`.
+ * Boxes before the last box, with only spacing, `,`, `;`, `$`, `\quad`, `\text{…}` or a few
+ * words including `and` / `or` between (`\boxed{3} \quad \text{and} \quad \boxed{4}`,
+ * `\boxed{3} papers and \boxed{4} bins`) and contents without braces, are one answer with it:
+ * `3, 4`. Single characters in the separator pattern keep the match linear.
  */
+const BOX_BEFORE =
+  /\\boxed\{([^{}]*)\}((?:[\s,;$]|\\q?quad(?![A-Za-z])|\\[,;: ]|\\text\s*\{[^{}]*\}|[A-Za-z])*)$/;
+
 function withAdjacentBoxes(text: string, last: { content: string; start: number }): string {
   const items = [last.content.trim()];
   let end = last.start;
   for (let count = 0; count < 16; count++) {
-    const before = /\\boxed\{([^{}]*)\}(?:\s|,|;|\band\b|\$)*$/.exec(text.slice(Math.max(0, end - 300), end));
-    if (before === null) break;
+    const before = BOX_BEFORE.exec(text.slice(Math.max(0, end - 300), end));
+    if (before === null || !joinsBoxes(before[2]!)) break;
     items.unshift(before[1]!.trim());
     end -= before[0].length;
   }
   return items.join(', ');
+}
+
+/** A separator of listed boxes: no words, or at most four words of which one is `and` / `or`. */
+function joinsBoxes(separator: string): boolean {
+  const words = separator.replace(/\\q?quad|\\text/g, ' ').match(/[A-Za-z]+/g) ?? [];
+  if (words.length === 0) return true;
+  return words.length <= 4 && words.some((word) => /^(?:and|or)$/i.test(word));
 }
 
 const PHRASES = /(?:final answer|the answer)\s*(?:is|:|=)\s*:?|\banswer\s*:/gi;

@@ -6,17 +6,21 @@
  */
 import { z } from 'zod';
 import { gradeAnswer } from './grade-answer.ts';
-import type { GradeOptions, GradeResult } from './types.ts';
+import type { GradeOptions, GradeResult, Grader } from './types.ts';
 
 const gradeRequestSchema = z.object({ prediction: z.string(), reference: z.string() });
 
 export type GradeLineResult = GradeResult | { error: string };
 
-/** Grades each line of `lines` (1-based numbering in errors) and hands each result to `write`. */
+/**
+ * Grades each line of `lines` (1-based numbering in errors) with `grader` (ours by default) and
+ * hands each result to `write`.
+ */
 export async function gradeLines(
   lines: AsyncIterable<string> | Iterable<string>,
   write: (result: GradeLineResult) => void | Promise<void>,
   options: GradeOptions = {},
+  grader: Grader = gradeAnswer,
 ): Promise<{ graded: number; errors: number; unavailable: number }> {
   let lineNumber = 0;
   let graded = 0;
@@ -35,7 +39,7 @@ export async function gradeLines(
     if (request !== undefined) {
       const parsed = gradeRequestSchema.safeParse(request);
       if (parsed.success) {
-        result = await gradeAnswer(parsed.data.prediction, parsed.data.reference, options);
+        result = await grader(parsed.data.prediction, parsed.data.reference, options);
         graded++;
         if (result.correct === null) unavailable++;
       } else {

@@ -9,6 +9,12 @@ export {
   prepareAnswer,
 } from './grade-answer.ts';
 export { type GradeLineResult, gradeLines } from './grade-lines.ts';
+export { GRADER_NAMES, type GraderName, graderFor } from './grader-choice.ts';
+export {
+  DEFAULT_MATH_VERIFY_TIMEOUT_MS,
+  gradeWithMathVerify,
+  releaseMathVerifySessions,
+} from './math-verify-grader.ts';
 export { normalizeAnswer } from './normalize-answer.ts';
 export { type Answer, parseAnswer } from './parse-answer.ts';
 export {

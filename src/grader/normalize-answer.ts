@@ -77,6 +77,8 @@ export function normalizeAnswer(answer: string): string {
   for (const [pattern, replacement] of REWRITES) text = text.replace(pattern, replacement);
   text = text.replace(UNIT_TEXT, ' ');
   text = unwrapText(text);
+  // `1 or -2`, `3 and 4`: words that join listed values are list commas, as `\text{ or }` is.
+  text = text.replace(/\s(?:or|and)\s/g, ', ');
   text = text.replace(/\s+/g, ' ').trim();
   text = text.replace(/[.,;:\s]+$/, '').replace(/^[=:\s]+/, '');
   text = text.replace(TRAILING_UNIT, '').trim();

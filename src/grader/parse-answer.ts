@@ -126,6 +126,8 @@ export function parseAnswer(text: string, depth = 0): Answer {
   if (isWords(trimmed)) return { kind: 'text', source: trimmed.toLowerCase().replace(/\s+/g, ' ') };
 
   if (SCIENTIFIC.test(source)) return { kind: 'expression', source, node: { type: 'number', text: source } };
+  const ratio = parseRatio(trimmed, source, depth);
+  if (ratio !== null) return ratio;
   const mixed = MIXED_NUMBER.exec(trimmed);
   if (mixed && BigInt(mixed[3] ?? mixed[4]!) < BigInt(mixed[5] ?? mixed[6]!)) {
     // `1\frac{4}{5}` is the mixed number 9/5, not 1 · 4/5.
@@ -137,6 +139,19 @@ export function parseAnswer(text: string, depth = 0): Answer {
   return parsed.ok
     ? { kind: 'expression', source, node: parsed.node }
     : { kind: 'unparsed', source, error: parsed.error };
+}
+
+/** `11:21`: a ratio is the quotient of its two sides (so `22:42` and `\frac{11}{21}` are equal). */
+function parseRatio(text: string, source: string, depth: number): Answer | null {
+  const parts = splitTopLevel(text, (token) => token === ':');
+  if (parts === null || parts.length !== 3) return null;
+  const [numerator, denominator] = [parseAnswer(parts[0]!, depth + 1), parseAnswer(parts[2]!, depth + 1)];
+  if (numerator.kind !== 'expression' || denominator.kind !== 'expression') return null;
+  return {
+    kind: 'expression',
+    source,
+    node: { type: 'divide', numerator: numerator.node, denominator: denominator.node },
+  };
 }
 
 /** Whether the first bracket closes exactly at the end (so `(1,2)\cup(3,4)` is not one tuple). */

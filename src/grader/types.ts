@@ -9,6 +9,8 @@ export type GradeReason =
   | 'numeric'
   | 'structural'
   | 'symbolic'
+  /** The Math-Verify backend said equal. */
+  | 'math-verify'
   | 'no-answer'
   | 'mismatch'
   | 'timeout'

@@ -1,13 +1,22 @@
 /**
  * `agentmath grade`: one prediction against one reference, or a JSONL file of pairs (`-` reads
- * standard input), one JSON result per line on stdout. Exit status 3 when any grade has no
+ * standard input), one JSON result per line on stdout, by our grader or (`--grader math-verify`)
+ * by Math-Verify in the sandbox's jail. Exit status 3 when any grade has no
  * verdict (`grader-unavailable`: the symbolic step's sandbox was down), else 1 when any line was
  * invalid, 0 otherwise.
  */
 import type { Command } from 'commander';
-import { gradeAnswer, gradeLines, releaseSymbolicSessions } from '../../grader/index.ts';
+import {
+  DEFAULT_MATH_VERIFY_TIMEOUT_MS,
+  DEFAULT_SYMBOLIC_TIMEOUT_MS,
+  GRADER_NAMES,
+  type GraderName,
+  gradeLines,
+  graderFor,
+  releaseSymbolicSessions,
+} from '../../grader/index.ts';
 import { readTextLines } from '../../shared/text-input.ts';
-import { integerOption, usageError } from '../cli-options.ts';
+import { choiceOption, integerOption, usageError } from '../cli-options.ts';
 import { onShutdown } from '../process-lifecycle.ts';
 import { openSandboxForGrading } from './grader-sandbox.ts';
 
@@ -19,7 +28,8 @@ type GradeCommandOptions = {
   reference?: string;
   input?: string;
   sandbox?: string | boolean;
-  timeoutMs: number;
+  timeoutMs?: number;
+  grader: GraderName;
 };
 
 export function registerGrade(program: Command): void {
@@ -33,12 +43,17 @@ export function registerGrade(program: Command): void {
       '--sandbox <url>',
       'sandbox server for the symbolic step (default: a local pool, started when needed)',
     )
-    .option('--no-sandbox', 'skip the symbolic step')
+    .option('--no-sandbox', 'skip the symbolic step (ours only)')
+    .option(
+      '--grader <name>',
+      `who decides: ${GRADER_NAMES.join(' or ')} (Math-Verify runs in the sandbox's jail)`,
+      choiceOption(GRADER_NAMES),
+      'ours',
+    )
     .option(
       '--timeout-ms <ms>',
-      'time budget of the symbolic step per grade',
+      `time budget per grade of the symbolic step (default ${DEFAULT_SYMBOLIC_TIMEOUT_MS}) or of Math-Verify (default ${DEFAULT_MATH_VERIFY_TIMEOUT_MS})`,
       integerOption({ min: 1 }),
-      5000,
     )
     .action(async (options: GradeCommandOptions) => {
       const single = options.prediction !== undefined || options.reference !== undefined;
@@ -48,7 +63,13 @@ export function registerGrade(program: Command): void {
       if (single && (options.prediction === undefined || options.reference === undefined)) {
         throw usageError('--prediction and --reference go together');
       }
-      const { timeoutMs } = options;
+      if (options.grader === 'math-verify' && options.sandbox === false) {
+        throw usageError('--grader math-verify runs in the sandbox: it cannot be used with --no-sandbox');
+      }
+      const grader = graderFor(options.grader);
+      const timeoutMs =
+        options.timeoutMs ??
+        (options.grader === 'math-verify' ? DEFAULT_MATH_VERIFY_TIMEOUT_MS : DEFAULT_SYMBOLIC_TIMEOUT_MS);
       const sandbox = options.sandbox === false ? null : openSandboxForGrading(options.sandbox);
       const gradeOptions = sandbox === null ? { timeoutMs } : { sandbox, timeoutMs };
       const unregister = onShutdown(async () => {
@@ -56,7 +77,7 @@ export function registerGrade(program: Command): void {
       });
       try {
         if (single) {
-          const result = await gradeAnswer(options.prediction!, options.reference!, gradeOptions);
+          const result = await grader(options.prediction!, options.reference!, gradeOptions);
           process.stdout.write(`${JSON.stringify(result)}\n`);
           if (result.correct === null) reportUnavailable(1);
           return;
@@ -67,6 +88,7 @@ export function registerGrade(program: Command): void {
             process.stdout.write(`${JSON.stringify(result)}\n`);
           },
           gradeOptions,
+          grader,
         );
         if (errors > 0) {
           process.stderr.write(`agentmath grade: ${errors} bad line(s)\n`);
@@ -86,7 +108,7 @@ export function registerGrade(program: Command): void {
 /** Grades without a verdict (the symbolic step's sandbox was down): said on stderr, exit 3. */
 function reportUnavailable(count: number): void {
   process.stderr.write(
-    `agentmath grade: ${count} grade(s) without a verdict (grader-unavailable: the sandbox of the symbolic step could not run them); grade them again when it is up\n`,
+    `agentmath grade: ${count} grade(s) without a verdict (grader-unavailable: the sandbox could not run the symbolic step or Math-Verify); grade them again when it is up\n`,
   );
   process.exitCode = UNAVAILABLE_EXIT_CODE;
 }
