@@ -106,13 +106,18 @@ describe('synth run with a scripted teacher and the real sandbox', () => {
     );
     expect(reasons).toEqual({
       'decontaminate/benchmark-overlap': ['contaminated'],
-      'rewrite/teacher-unavailable': ['outage'],
       'format/format-unrepairable': ['stray'],
       'format/no-answer': ['noanswer'],
       'alignment/feedback-mismatch': ['judged', 'mismatch'],
       'answer/wrong-answer': ['wrong'],
     });
     expect(stats.kept).toBe(5);
+    // An outage is not a result: counted apart, with its cause, and retried by --resume.
+    expect(stats.outages).toEqual({
+      count: 1,
+      ids: ['outage'],
+      causes: { 'teacher-unavailable: HTTP 500: {"error":{"message":"internal error"}}': 1 },
+    });
     expect(stats.inputSkipped.rows).toEqual([expect.objectContaining({ line: 13, field: null })]);
     expect(stats.repairs).toMatchObject({
       'markdown-code': 1,
@@ -201,7 +206,8 @@ describe('synth run with a scripted teacher and the real sandbox', () => {
       teacher: teacher(),
       sandbox,
     });
-    expect(Object.keys(stats.dropped)).toEqual(['rewrite']);
+    expect(Object.keys(stats.dropped)).toEqual([]);
+    expect(stats.outages.ids).toEqual(['outage']);
     const trajectories = await allTrajectories(join(dir, 'raw', 'trajectories.jsonl'));
     const mismatch = trajectories.find((trajectory) => trajectory.problemId === 'mismatch')!;
     expect(mismatch.toolCalls[0]?.outcome).toMatchObject({
@@ -214,10 +220,10 @@ describe('synth run with a scripted teacher and the real sandbox', () => {
   it('refuses to resume with a different configuration, or to reuse a folder without --resume', async () => {
     const out = join(dir, 'all');
     await expect(runSynth({ dir: out, config, teacher: teacher(), sandbox })).rejects.toThrow(
-      /already holds a synthesis run/,
+      /already holds an `agentmath synth run` run/,
     );
     await expect(
       runSynth({ dir: out, config: { ...config, ngram: 5 }, resume: true, teacher: teacher(), sandbox }),
-    ).rejects.toThrow(/different configuration \(ngram\)/);
+    ).rejects.toThrow(/cannot resume .*\n {2}ngram: saved 8, now 5/);
   });
 });

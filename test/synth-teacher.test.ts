@@ -44,6 +44,7 @@ describe('OpenAiTeacher', () => {
       status: 'ok',
       fromJournal: false,
       answer: { text: 'echo: hello', promptTokens: 5, completionTokens: 11 },
+      attempts: 2,
     });
     expect(server.requests).toHaveLength(2);
     expect(sleeps).toEqual([3000]);
@@ -78,7 +79,11 @@ describe('OpenAiTeacher', () => {
     server.faults.push({ kind: '400' });
     const teacher = new OpenAiTeacher({ baseUrl: server.url, model: 'm', clock: recordingClock().clock });
     const result = await teacher.complete(request);
-    expect(result).toEqual({ status: 'unavailable', reason: expect.stringContaining('HTTP 400') });
+    expect(result).toEqual({
+      status: 'unavailable',
+      reason: expect.stringContaining('HTTP 400'),
+      attempts: 1,
+    });
     expect(server.requests).toHaveLength(1);
   });
 
@@ -91,7 +96,11 @@ describe('OpenAiTeacher', () => {
       maxRetries: 2,
     });
     const result = await teacher.complete(request);
-    expect(result).toEqual({ status: 'unavailable', reason: expect.stringContaining('HTTP 500') });
+    expect(result).toEqual({
+      status: 'unavailable',
+      reason: expect.stringContaining('HTTP 500'),
+      attempts: 3,
+    });
     expect(server.requests).toHaveLength(3);
   });
 

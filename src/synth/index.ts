@@ -9,7 +9,12 @@ export {
 export { buildDecontaminationIndex, DEFAULT_NGRAM, NgramIndex, wordNgrams } from './decontamination.ts';
 export { repairFormat } from './format-repair.ts';
 export { OpenAiTeacher, retryAfterMs } from './openai-teacher.ts';
-export { parseFieldMapping, readSynthInput, SynthInputError } from './read-synth-input.ts';
+export {
+  parseFieldMapping,
+  readSynthInput,
+  type SynthFieldMapping,
+  SynthInputError,
+} from './read-synth-input.ts';
 export {
   ABLATION_ROWS,
   type AblationRow,
@@ -20,5 +25,5 @@ export {
 export { parseStages, resolveSynthConfig, type SynthConfig, type SynthConfigInput } from './synth-config.ts';
 export type { SynthStats } from './synth-outputs.ts';
 export { SYNTH_STAGES, type SynthOutcome, type SynthRecord, type SynthStage } from './synth-record.ts';
-export { runSynth, type SynthEvent, SynthRunFolderError } from './synth-run.ts';
+export { assertSynthFolder, runSynth, type SynthEvent, SynthRunFolderError } from './synth-run.ts';
 export type { Teacher, TeacherAnswer, TeacherRequest, TeacherResult } from './teacher.ts';

@@ -85,16 +85,24 @@ export class OpenAiTeacher implements Teacher {
   async complete(request: TeacherRequest, signal?: AbortSignal): Promise<TeacherResult> {
     const { maxRetries, baseDelayMs, maxDelayMs, clock, random } = this.#options;
     let reason = 'no attempt made';
+    let attempts = 0;
     for (let attempt = 0; attempt <= maxRetries; attempt++) {
-      if (signal?.aborted) return { status: 'unavailable', reason: 'aborted' };
+      if (signal?.aborted) return { status: 'unavailable', reason: 'aborted', attempts };
       const result = await this.#attempt(request, signal);
-      if ('text' in result) return { status: 'ok', answer: result, fromJournal: false };
-      reason = result.reason;
+      attempts++;
+      if ('text' in result) return { status: 'ok', answer: result, fromJournal: false, attempts };
+      reason = this.#redact(result.reason);
       if (!result.retry || attempt === maxRetries) break;
       const backoff = Math.min(maxDelayMs, baseDelayMs * 2 ** attempt) * (0.5 + random() / 2);
       await clock.sleep(Math.max(backoff, result.waitMs ?? 0), signal).catch(() => {});
     }
-    return { status: 'unavailable', reason };
+    return { status: 'unavailable', reason, attempts };
+  }
+
+  /** The reason without the API key (a server may echo the header it rejected). */
+  #redact(reason: string): string {
+    const key = this.#options.apiKey;
+    return key === undefined || key === '' ? reason : reason.split(key).join('***');
   }
 
   async #attempt(request: TeacherRequest, signal: AbortSignal | undefined): Promise<Attempt> {

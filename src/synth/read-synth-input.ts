@@ -3,11 +3,13 @@
  * mapping (`problem=question,solution=cot,answer=gt,id=uid`), or HF chat rows with a
  * `messages` list (the first user turn is the problem, the last assistant turn the solution).
  * A row that cannot be mapped is not fatal: it is returned with the file, line and field at
- * fault, so the run counts and reports it; an unreadable file is an error.
+ * fault, so the run counts and reports it; an unreadable file is an error. `-` reads JSONL
+ * from standard input; a UTF-8 byte-order mark at the start is dropped, as every reader does.
  */
 import { readFile } from 'node:fs/promises';
 import { parquetReadObjects } from 'hyparquet';
 import { AgentMathError } from '../shared/agentmath-error.ts';
+import { readTextInput, STDIN_PATH, stripBom } from '../shared/text-input.ts';
 import type { SynthRecord } from './synth-record.ts';
 
 /** Which input field holds each record field. */
@@ -156,6 +158,8 @@ export async function readSynthInput(
   file: string,
   fields: SynthFieldMapping = DEFAULT_FIELDS,
 ): Promise<SynthInput> {
+  if (file === STDIN_PATH)
+    return collect(file, jsonlRows(await readTextInput(STDIN_PATH, '--input')), fields);
   let bytes: Buffer;
   try {
     bytes = await readFile(file);
@@ -180,5 +184,5 @@ export async function readSynthInput(
       fields,
     );
   }
-  return collect(file, jsonlRows(bytes.toString('utf8')), fields);
+  return collect(file, jsonlRows(stripBom(bytes.toString('utf8'))), fields);
 }

@@ -8,6 +8,7 @@
  * + self-correction → + masking (the same data with interpreter output masked; every earlier
  * row trains on it). Resumable: a row whose training report exists is read, not redone.
  */
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -137,7 +138,8 @@ export async function runAblation(options: AblationOptions): Promise<AblationRow
               dataDir: options.dataDir,
               concurrency: 4,
             },
-            resume: true,
+            // A new folder starts a run; one cut short before stats.json continues it.
+            resume: existsSync(join(synthDir, 'synth-run.json')),
             teacher,
             sandbox: options.sandbox,
             ...(options.onSynthEvent ? { onEvent: options.onSynthEvent } : {}),

@@ -10,10 +10,14 @@ import { parquetWriteBuffer } from 'hyparquet-writer';
 import type { Trajectory } from '../trajectory/trajectory.ts';
 import type { SynthInputSkip } from './read-synth-input.ts';
 
-/** One line of `records.jsonl`: what became of an input record. */
+/**
+ * One line of `records.jsonl`: what became of an input record. `outage`: the teacher or the
+ * sandbox was unavailable (`detail.cause` says why); not a result, so `--resume` retries the
+ * record and a later line for the same id replaces this one.
+ */
 export type RecordLine = {
   id: string;
-  status: 'kept' | 'dropped';
+  status: 'kept' | 'dropped' | 'outage';
   stage: string | null;
   reason: string | null;
   detail?: unknown;
@@ -111,12 +115,30 @@ export type SynthStats = ReturnType<typeof buildStats>;
 export function buildStats(options: {
   lines: readonly RecordLine[];
   skipped: readonly SynthInputSkip[];
-  teacher: { requests: number; promptTokens: number; completionTokens: number; costUsd: number };
+  teacher: {
+    /** HTTP requests the server received (retries included). */
+    requests: number;
+    answered: number;
+    /** Requests that still failed after every retry. */
+    failed: number;
+    promptTokens: number;
+    completionTokens: number;
+    costUsd: number;
+  };
   stages: readonly string[];
 }) {
   const { lines, skipped, teacher, stages } = options;
   const kept = lines.filter((line) => line.status === 'kept');
   const dropped: Record<string, Record<string, { count: number; ids: string[] }>> = {};
+  const outages = { count: 0, ids: [] as string[], causes: {} as Record<string, number> };
+  for (const line of lines) {
+    if (line.status !== 'outage') continue;
+    const cause = (line.detail as { cause?: unknown } | undefined)?.cause;
+    const key = `${line.reason ?? 'unavailable'}: ${typeof cause === 'string' ? cause : 'unknown cause'}`;
+    outages.count++;
+    outages.ids.push(line.id);
+    outages.causes[key] = (outages.causes[key] ?? 0) + 1;
+  }
   for (const line of lines) {
     if (line.status !== 'dropped') continue;
     const stageName = line.stage ?? 'unknown';
@@ -137,8 +159,10 @@ export function buildStats(options: {
     stages,
     records: lines.length,
     kept: kept.length,
-    droppedTotal: lines.length - kept.length,
+    droppedTotal: lines.length - kept.length - outages.count,
     dropped,
+    /** Records lost to a teacher or sandbox outage: retried by `--resume`. */
+    outages,
     inputSkipped: { count: skipped.length, rows: skipped },
     repairs: notes,
     toolCallsPerSample: { ...summary(kept.map((line) => line.toolCalls)), histogram: toolCallHistogram },

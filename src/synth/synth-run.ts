@@ -4,19 +4,23 @@
  * its line in `records.jsonl`), every teacher answer is journaled before use
  * (`teacher-journal.jsonl`), and `--resume` after kill -9 skips finished records, drops a
  * trajectory whose record line never landed, and answers repeated requests from the journal,
- * so no paid request is made twice. The derived outputs (`sharegpt.json`, `verl.parquet`,
+ * so no paid request is made twice. A record lost to a teacher or sandbox outage is written as
+ * an `outage` line with its cause and is retried by `--resume`. The derived outputs (`sharegpt.json`, `verl.parquet`,
  * `stats.json`) are written at the end from those files.
  *
  * Run folder: synth-run.json (the resolved configuration), records.jsonl, trajectories.jsonl,
- * teacher-journal.jsonl, sharegpt.json, verl.parquet, stats.json.
+ * teacher-journal.jsonl, sharegpt.json, verl.parquet, stats.json. A folder holding other files
+ * is refused before anything is read or written (`run-folder-check.ts`), and synth-run.json is
+ * written only once the input, the prompts and the decontamination files have been read.
  */
 import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { isDeepStrictEqual } from 'node:util';
 import { createByteLevelTokenizer } from '../engine/byte-level-tokenizer.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { type Clock, systemClock } from '../shared/clock.ts';
+import { checkRunFolder, RUN_FOLDER_REFUSED } from '../shared/run-folder-check.ts';
+import { assertSameRun, type RunIdentity } from '../shared/run-identity.ts';
 import type { Trajectory } from '../trajectory/trajectory.ts';
 import { parseTrajectoryLine } from '../trajectory/trajectory-jsonl.ts';
 import { buildDecontaminationIndex } from './decontamination.ts';
@@ -38,7 +42,7 @@ import {
 } from './synth-outputs.ts';
 import { loadSynthPrompts } from './synth-prompts.ts';
 import type { Teacher } from './teacher.ts';
-import { JournaledTeacher, readTeacherJournal } from './teacher-journal.ts';
+import { JournaledTeacher, readTeacherJournal, readTeacherJournalContents } from './teacher-journal.ts';
 
 export type SynthEvent =
   | {
@@ -74,11 +78,16 @@ export type SynthRunOptions = {
   signal?: AbortSignal;
 };
 
-/** The run folder is not in the state the flags ask for. */
+/** The run folder is not in the state the flags ask for (the CLI exits 2). */
 export class SynthRunFolderError extends AgentMathError {
   constructor(message: string) {
-    super('SYNTH_RUN_FOLDER', message);
+    super(RUN_FOLDER_REFUSED, message);
   }
+}
+
+/** Drops that say an outage, not the data: the record is retried on resume. */
+function isOutage(reason: string | null): boolean {
+  return reason === 'teacher-unavailable' || reason === 'sandbox-unavailable';
 }
 
 async function readLines(file: string): Promise<string[]> {
@@ -90,21 +99,22 @@ async function readLines(file: string): Promise<string[]> {
   }
 }
 
-/** Finished records; a torn last line is ignored (its record runs again, from the journal). */
+/**
+ * The last line of each record (an outage line is replaced by the retry's); a torn last line
+ * is ignored (its record runs again, from the journal).
+ */
 async function readRecordLines(file: string): Promise<RecordLine[]> {
-  const lines: RecordLine[] = [];
-  const seen = new Set<string>();
+  const lines = new Map<string, RecordLine>();
   for (const text of await readLines(file)) {
     if (text.trim() === '') continue;
     try {
       const line = JSON.parse(text) as RecordLine;
-      if (!seen.has(line.id)) lines.push(line);
-      seen.add(line.id);
+      lines.set(line.id, line);
     } catch {
       // cut by a crash
     }
   }
-  return lines;
+  return [...lines.values()];
 }
 
 /** Rewrites `trajectories.jsonl` to the kept records that have a record line, once each. */
@@ -131,7 +141,7 @@ async function reconcileTrajectories(file: string, kept: ReadonlySet<string>): P
 }
 
 async function teacherTotals(file: string, config: SynthConfig) {
-  const answers = await readTeacherJournal(file);
+  const { answers, attempts, outages } = await readTeacherJournalContents(file);
   let promptTokens = 0;
   let completionTokens = 0;
   for (const answer of answers.values()) {
@@ -140,7 +150,37 @@ async function teacherTotals(file: string, config: SynthConfig) {
   }
   const costUsd =
     (promptTokens * config.priceInputPerMillion + completionTokens * config.priceOutputPerMillion) / 1e6;
-  return { requests: answers.size, promptTokens, completionTokens, costUsd };
+  return {
+    requests: attempts,
+    answered: answers.size,
+    failed: outages,
+    promptTokens,
+    completionTokens,
+    costUsd,
+  };
+}
+
+/**
+ * Read-only: refuses a folder that holds other files, a run without `resume`, `resume` without
+ * a run, and a resume whose defining configuration differs (`RUN_IDENTITY_MISMATCH`).
+ */
+export async function assertSynthFolder(dir: string, config: SynthConfig, resume: boolean): Promise<void> {
+  let isRun: boolean;
+  try {
+    isRun = checkRunFolder({ folder: dir, marker: 'synth-run.json', resume, command: 'synth run' });
+  } catch (error) {
+    if ((error as { code?: unknown }).code === RUN_FOLDER_REFUSED)
+      throw new SynthRunFolderError((error as Error).message);
+    throw error;
+  }
+  if (!isRun) return;
+  const saved = resolveSynthConfig(JSON.parse(await readFile(join(dir, 'synth-run.json'), 'utf8')));
+  assertSameRun({
+    run: dir,
+    saved: definingConfig(saved) as RunIdentity,
+    current: definingConfig(config) as RunIdentity,
+    fresh: 'pass another --out (without --resume) to start a new run',
+  });
 }
 
 /** Runs (or resumes) a synthesis job in `dir` and returns its stats. */
@@ -149,39 +189,16 @@ export async function runSynth(options: SynthRunOptions): Promise<SynthStats> {
   const clock = options.clock ?? systemClock;
   const emit = options.onEvent ?? (() => {});
   const config = resolveSynthConfig(options.config);
-  await mkdir(dir, { recursive: true });
   const files = {
     run: join(dir, 'synth-run.json'),
     records: join(dir, 'records.jsonl'),
     trajectories: join(dir, 'trajectories.jsonl'),
     journal: join(dir, 'teacher-journal.jsonl'),
   };
-  const savedText = (await readLines(files.run)).join('\n');
-  if (savedText.trim() !== '' && !options.resume) {
-    throw new SynthRunFolderError(
-      `${dir} already holds a synthesis run; pass --resume to continue it or choose another --out`,
-    );
-  }
-  if (savedText.trim() !== '') {
-    const saved = JSON.parse(savedText) as SynthConfig;
-    const before = definingConfig(resolveSynthConfig(saved));
-    const now = definingConfig(config);
-    const changed = Object.keys({ ...before, ...now }).filter(
-      (key) => !isDeepStrictEqual(before[key], now[key]),
-    );
-    if (changed.length > 0) {
-      throw new SynthRunFolderError(
-        `${dir}: --resume with a different configuration (${changed.join(', ')}); use the original flags or another --out`,
-      );
-    }
-  } else if (options.resume && (await readLines(files.records)).length > 0) {
-    throw new SynthRunFolderError(`${dir}: no synth-run.json to resume from`);
-  }
+  await assertSynthFolder(dir, config, options.resume === true);
 
   const input = await readSynthInput(config.input, config.fields);
   const records = config.limit === null ? input.records : input.records.slice(0, config.limit);
-  // Saved once the input is readable, so a typo in --input leaves no run behind.
-  await writeFile(files.run, `${JSON.stringify(config, null, 2)}\n`);
   const stages = new Set(config.stages);
   const { index, files: indexedFiles } = stages.has('decontaminate')
     ? await buildDecontaminationIndex({
@@ -191,8 +208,11 @@ export async function runSynth(options: SynthRunOptions): Promise<SynthStats> {
       })
     : { index: null, files: [] };
   const prompts = await loadSynthPrompts(config.prompt ?? undefined);
+  // Saved once every file the run reads was read, so a typo in a path leaves no run behind.
+  await mkdir(dir, { recursive: true });
+  await writeFile(files.run, `${JSON.stringify(config, null, 2)}\n`);
 
-  const finished = await readRecordLines(files.records);
+  const finished = (await readRecordLines(files.records)).filter((line) => line.status !== 'outage');
   const doneIds = new Set(finished.map((line) => line.id));
   await reconcileTrajectories(
     files.trajectories,
@@ -252,32 +272,50 @@ export async function runSynth(options: SynthRunOptions): Promise<SynthStats> {
         ...(options.signal === undefined ? {} : { signal: options.signal }),
       });
       if (options.signal?.aborted) return;
+      const lostToOutage = outcome.status === 'dropped' && isOutage(outcome.drop.reason);
       const line: RecordLine =
-        outcome.status === 'kept'
+        outcome.status === 'dropped' && lostToOutage
           ? {
               id: record.id,
-              status: 'kept',
-              stage: null,
-              reason: null,
-              notes: outcome.notes,
-              teacherTokens: outcome.teacherTokens,
-              toolCalls: outcome.trajectory.toolCalls.length,
-              tokens: outcome.trajectory.segments.reduce(
-                (total, segment) => total + tokenizer.encode(segment.text, { specialTokens: false }).length,
-                0,
-              ),
-            }
-          : {
-              id: record.id,
-              status: 'dropped',
+              status: 'outage',
               stage: outcome.drop.stage,
               reason: outcome.drop.reason,
-              ...(outcome.drop.detail === undefined ? {} : { detail: outcome.drop.detail }),
+              detail: {
+                cause:
+                  outcome.drop.reason === 'teacher-unavailable'
+                    ? (journaled.outages.get(record.id) ?? 'the teacher did not answer')
+                    : 'the sandbox did not run the code',
+              },
               notes: [],
               teacherTokens: outcome.teacherTokens,
               toolCalls: 0,
               tokens: 0,
-            };
+            }
+          : outcome.status === 'kept'
+            ? {
+                id: record.id,
+                status: 'kept',
+                stage: null,
+                reason: null,
+                notes: outcome.notes,
+                teacherTokens: outcome.teacherTokens,
+                toolCalls: outcome.trajectory.toolCalls.length,
+                tokens: outcome.trajectory.segments.reduce(
+                  (total, segment) => total + tokenizer.encode(segment.text, { specialTokens: false }).length,
+                  0,
+                ),
+              }
+            : {
+                id: record.id,
+                status: 'dropped',
+                stage: outcome.drop.stage,
+                reason: outcome.drop.reason,
+                ...(outcome.drop.detail === undefined ? {} : { detail: outcome.drop.detail }),
+                notes: [],
+                teacherTokens: outcome.teacherTokens,
+                toolCalls: 0,
+                tokens: 0,
+              };
       const write = appendTail.then(async () => {
         if (outcome.status === 'kept')
           await appendFile(files.trajectories, `${JSON.stringify(outcome.trajectory)}\n`);

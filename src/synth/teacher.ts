@@ -20,10 +20,13 @@ export type TeacherRequest = {
 
 export type TeacherAnswer = { text: string; promptTokens: number; completionTokens: number };
 
-/** A teacher answer, or why there is none (an outage after every retry): recorded, never fatal. */
+/**
+ * A teacher answer, or why there is none (an outage after every retry): recorded, never fatal.
+ * `attempts`: the HTTP requests this took (retries included; 1 when absent, 0 from the journal).
+ */
 export type TeacherResult =
-  | { status: 'ok'; answer: TeacherAnswer; fromJournal: boolean }
-  | { status: 'unavailable'; reason: string };
+  | { status: 'ok'; answer: TeacherAnswer; fromJournal: boolean; attempts?: number }
+  | { status: 'unavailable'; reason: string; attempts?: number };
 
 export interface Teacher {
   complete(request: TeacherRequest, signal?: AbortSignal): Promise<TeacherResult>;

@@ -4,20 +4,29 @@
  * `agentmath synth ablation`: the refinement ablation offline with the arith teacher.
  * Progress goes to stderr, the summary to stdout.
  */
-import type { Command } from 'commander';
+import { resolve } from 'node:path';
+import { type Command, InvalidArgumentError } from 'commander';
 import { resolveDataDir } from '../../eval/benchmark-data-dir.ts';
 import { createLocalSandbox } from '../../sandbox/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
+import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
+import { assertReadableFile, STDIN_PATH } from '../../shared/text-input.ts';
 import {
+  assertSynthFolder,
   OpenAiTeacher,
   parseFieldMapping,
   parseStages,
   renderAblationTable,
+  resolveSynthConfig,
   runAblation,
   runSynth,
   type SynthEvent,
+  type SynthFieldMapping,
+  type SynthStage,
 } from '../../synth/index.ts';
 import { formatSftEvent } from '../../train/index.ts';
+import { choiceOption, integerOption, numberOption } from '../cli-options.ts';
+import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
 
 function numberFlag(name: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -69,27 +78,54 @@ type RunFlags = {
   teacher: string;
   model: string;
   out: string;
-  fields?: string;
-  stages?: string;
-  concurrency?: string;
-  rateLimit?: string;
+  fields?: SynthFieldMapping;
+  stages?: SynthStage[];
+  concurrency?: number;
+  rateLimit?: number;
   resume?: boolean;
   decontaminate?: string[];
-  ngram?: string;
+  ngram?: number;
   dataDir?: string;
   prompt?: string;
-  onMismatch?: string;
-  trivial?: string;
-  maxTrivialLines?: string;
-  maxTrivialDepth?: string;
-  trivialConstantBelow?: string;
-  maxTokens?: string;
-  temperature?: string;
-  limit?: string;
-  priceInput?: string;
-  priceOutput?: string;
+  onMismatch?: 'drop' | 'regenerate';
+  trivial?: 'to-text' | 'drop';
+  maxTrivialLines?: number;
+  maxTrivialDepth?: number;
+  trivialConstantBelow?: number;
+  maxTokens?: number;
+  temperature?: number;
+  limit?: number;
+  priceInput?: number;
+  priceOutput?: number;
   json?: boolean;
 };
+
+/** A commander parser from one that throws an AgentMathError (its message becomes the usage error). */
+function asOption<T>(parse: (value: string) => T): (value: string) => T {
+  return (value: string) => {
+    try {
+      return parse(value);
+    } catch (error) {
+      throw new InvalidArgumentError((error as Error).message);
+    }
+  };
+}
+
+/** The teacher's base URL: http or https, parsed up front (a typo is not an outage). */
+function teacherUrlOption(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError('expected an http:// or https:// URL, e.g. https://api.openai.com/v1');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new InvalidArgumentError(`expected an http:// or https:// URL (got ${url.protocol})`);
+  return value;
+}
+
+const whole = (min: number) => integerOption({ min });
+const positiveNumber = numberOption({ min: 0 });
 
 export function registerSynth(program: Command): void {
   const synth = program
@@ -100,23 +136,29 @@ export function registerSynth(program: Command): void {
     .description(
       'rewrite text solutions with a teacher, refine them, inject self-correction; write trajectories.jsonl, sharegpt.json, verl.parquet, stats.json',
     )
-    .requiredOption('--input <file>', 'JSONL or Parquet input')
-    .requiredOption('--teacher <url>', 'OpenAI-compatible base URL of the teacher (key from OPENAI_API_KEY)')
+    .requiredOption('--input <file>', 'JSONL or Parquet input (- reads JSONL from standard input)')
+    .requiredOption(
+      '--teacher <url>',
+      'OpenAI-compatible base URL of the teacher (key from OPENAI_API_KEY)',
+      teacherUrlOption,
+    )
     .requiredOption('--model <name>', 'teacher model name')
     .requiredOption('--out <dir>', 'run folder')
     .option(
       '--fields <map>',
       'field mapping, e.g. problem=question,solution=cot,answer=gt,id=uid (default id,problem,solution,answer)',
+      asOption(parseFieldMapping),
     )
     .option(
       '--stages <list>',
       'stages on: decontaminate,format,executability,alignment,rationality,answer,self-correction (default all)',
+      asOption((value: string) => parseStages(value) ?? []),
     )
-    .option('--concurrency <n>', 'records in flight (default 8)')
-    .option('--rate-limit <n>', 'teacher requests per minute (default 0 = unlimited)')
+    .option('--concurrency <n>', 'records in flight (default 8)', integerOption({ min: 1, max: 4096 }))
+    .option('--rate-limit <n>', 'teacher requests per minute (default 0 = unlimited)', positiveNumber)
     .option('--resume', 'continue the run in --out; refuses a different configuration')
     .option('--decontaminate <file...>', 'extra JSONL files (field problem) to decontaminate against')
-    .option('--ngram <n>', 'decontamination n-gram size (default 8)')
+    .option('--ngram <n>', 'decontamination n-gram size (default 8)', whole(1))
     .option(
       '--data-dir <dir>',
       'benchmark folder (default AGENTMATH_DATA_DIR, else shared/data/benchmarks found upward)',
@@ -125,79 +167,35 @@ export function registerSynth(program: Command): void {
       '--prompt <file>',
       'rewrite prompt file with {{problem}} and {{solution}} (default src/synth/prompts/rewrite.md)',
     )
-    .option('--on-mismatch <mode>', 'drop or regenerate a continuation the real output breaks (default drop)')
-    .option('--trivial <mode>', 'to-text or drop for trivial code blocks (default to-text)')
-    .option('--max-trivial-lines <n>', 'a trivial block has at most this many lines (default 1)')
-    .option('--max-trivial-depth <n>', 'and at most this AST depth (default 6)')
-    .option('--trivial-constant-below <n>', 'and only numeric constants below this (default 100)')
-    .option('--max-tokens <n>', 'teacher max_tokens (default 4096)')
-    .option('--temperature <t>', 'teacher temperature (default 0.6)')
-    .option('--limit <n>', 'process only the first N records')
-    .option('--price-input <usd>', 'USD per million prompt tokens, for the cost shown (default 0)')
-    .option('--price-output <usd>', 'USD per million completion tokens (default 0)')
+    .option(
+      '--on-mismatch <mode>',
+      'drop or regenerate a continuation the real output breaks (default drop)',
+      choiceOption(['drop', 'regenerate'] as const),
+    )
+    .option(
+      '--trivial <mode>',
+      'to-text or drop for trivial code blocks (default to-text)',
+      choiceOption(['to-text', 'drop'] as const),
+    )
+    .option('--max-trivial-lines <n>', 'a trivial block has at most this many lines (default 1)', whole(0))
+    .option('--max-trivial-depth <n>', 'and at most this AST depth (default 6)', whole(0))
+    .option(
+      '--trivial-constant-below <n>',
+      'and only numeric constants below this (default 100)',
+      positiveNumber,
+    )
+    .option('--max-tokens <n>', 'teacher max_tokens (default 4096)', whole(1))
+    .option('--temperature <t>', 'teacher temperature (default 0.6)', numberOption({ min: 0, max: 100 }))
+    .option('--limit <n>', 'process only the first N records', whole(1))
+    .option(
+      '--price-input <usd>',
+      'USD per million prompt tokens, for the cost shown (default 0)',
+      positiveNumber,
+    )
+    .option('--price-output <usd>', 'USD per million completion tokens (default 0)', positiveNumber)
     .option('--json', 'print stats.json to stdout')
     .action(async (flags: RunFlags) => {
-      const entries: [string, unknown][] = [
-        ['stages', parseStages(flags.stages)],
-        ['concurrency', numberFlag('concurrency', flags.concurrency)],
-        ['ratePerMinute', numberFlag('rate-limit', flags.rateLimit)],
-        ['ngram', numberFlag('ngram', flags.ngram)],
-        ['prompt', flags.prompt],
-        ['onMismatch', flags.onMismatch],
-        ['trivial', flags.trivial],
-        ['maxTrivialLines', numberFlag('max-trivial-lines', flags.maxTrivialLines)],
-        ['maxTrivialDepth', numberFlag('max-trivial-depth', flags.maxTrivialDepth)],
-        ['trivialConstantBelow', numberFlag('trivial-constant-below', flags.trivialConstantBelow)],
-        ['maxTokens', numberFlag('max-tokens', flags.maxTokens)],
-        ['temperature', numberFlag('temperature', flags.temperature)],
-        ['limit', numberFlag('limit', flags.limit)],
-        ['priceInputPerMillion', numberFlag('price-input', flags.priceInput)],
-        ['priceOutputPerMillion', numberFlag('price-output', flags.priceOutput)],
-      ];
-      const config = {
-        input: flags.input,
-        teacher: flags.teacher,
-        model: flags.model,
-        fields: parseFieldMapping(flags.fields),
-        decontaminate: flags.decontaminate ?? [],
-        dataDir: resolveDataDir({ dataDir: flags.dataDir }),
-        ...Object.fromEntries(entries.filter(([, value]) => value !== undefined)),
-      };
-      const teacher = new OpenAiTeacher({
-        baseUrl: flags.teacher,
-        model: flags.model,
-        apiKey: process.env.OPENAI_API_KEY,
-      });
-      const sandbox = createLocalSandbox({
-        maxWorkers: Math.max(2, Math.min(16, Number(flags.concurrency ?? 8))),
-        warmWorkers: 0,
-      });
-      const abort = new AbortController();
-      const onSigint = () => abort.abort();
-      process.once('SIGINT', onSigint);
-      try {
-        const stats = await runSynth({
-          dir: flags.out,
-          config,
-          teacher,
-          sandbox,
-          onEvent: synthProgress(),
-          signal: abort.signal,
-          ...(flags.resume ? { resume: true } : {}),
-        });
-        if (flags.json) process.stdout.write(`${JSON.stringify(stats, null, 2)}\n`);
-        else {
-          const reasons = Object.entries(stats.dropped).flatMap(([stage, byReason]) =>
-            Object.entries(byReason).map(([reason, { count }]) => `  ${stage}/${reason}: ${count}`),
-          );
-          process.stdout.write(
-            `kept ${stats.kept} of ${stats.records} records (${stats.inputSkipped.count} input rows skipped)\n${reasons.join('\n')}${reasons.length ? '\n' : ''}teacher: ${stats.teacher.requests} requests, ${stats.teacher.promptTokens + stats.teacher.completionTokens} tokens, $${stats.teacher.costUsd.toFixed(4)}\nwritten to ${flags.out}\n`,
-          );
-        }
-      } finally {
-        process.off('SIGINT', onSigint);
-        await sandbox.close();
-      }
+      process.exitCode = await synthRunCommand(flags);
     });
 
   synth
@@ -254,4 +252,89 @@ export function registerSynth(program: Command): void {
         }
       },
     );
+}
+
+async function synthRunCommand(flags: RunFlags): Promise<number> {
+  const entries: [string, unknown][] = [
+    ['stages', flags.stages],
+    ['concurrency', flags.concurrency],
+    ['ratePerMinute', flags.rateLimit],
+    ['ngram', flags.ngram],
+    ['prompt', flags.prompt],
+    ['onMismatch', flags.onMismatch],
+    ['trivial', flags.trivial],
+    ['maxTrivialLines', flags.maxTrivialLines],
+    ['maxTrivialDepth', flags.maxTrivialDepth],
+    ['trivialConstantBelow', flags.trivialConstantBelow],
+    ['maxTokens', flags.maxTokens],
+    ['temperature', flags.temperature],
+    ['limit', flags.limit],
+    ['priceInputPerMillion', flags.priceInput],
+    ['priceOutputPerMillion', flags.priceOutput],
+  ];
+  const config = resolveSynthConfig({
+    input: flags.input,
+    teacher: flags.teacher,
+    model: flags.model,
+    fields: flags.fields ?? parseFieldMapping(undefined),
+    decontaminate: flags.decontaminate ?? [],
+    dataDir: resolveDataDir({ dataDir: flags.dataDir }),
+    ...Object.fromEntries(entries.filter(([, value]) => value !== undefined)),
+  });
+  const out = resolve(flags.out);
+  // The folder, the identity, the files named on the command line and the lock, before any
+  // process starts or anything is written.
+  await assertSynthFolder(out, config, flags.resume === true);
+  if (flags.input !== STDIN_PATH) assertReadableFile(flags.input, '--input');
+  if (flags.prompt !== undefined) assertReadableFile(flags.prompt, '--prompt');
+  for (const file of flags.decontaminate ?? []) assertReadableFile(file, '--decontaminate');
+  const releaseLock = await acquireRunFolderLock(out, { command: 'synth run' });
+  const unregisterLock = onShutdown(releaseLock);
+  const teacher = new OpenAiTeacher({
+    baseUrl: flags.teacher,
+    model: flags.model,
+    apiKey: process.env.OPENAI_API_KEY,
+  });
+  const sandbox = createLocalSandbox({
+    maxWorkers: Math.max(2, Math.min(16, config.concurrency)),
+    warmWorkers: 0,
+  });
+  const unregisterSandbox = onShutdown(() => sandbox.close());
+  const release = holdSignals();
+  try {
+    const stats = await runSynth({
+      dir: out,
+      config,
+      teacher,
+      sandbox,
+      onEvent: synthProgress(),
+      signal: interruptSignal(),
+      ...(flags.resume ? { resume: true } : {}),
+    });
+    if (flags.json) process.stdout.write(`${JSON.stringify(stats, null, 2)}\n`);
+    else {
+      const reasons = Object.entries(stats.dropped).flatMap(([stage, byReason]) =>
+        Object.entries(byReason).map(([reason, { count }]) => `  ${stage}/${reason}: ${count}`),
+      );
+      const failed = stats.teacher.failed > 0 ? ` (${stats.teacher.failed} failed after every retry)` : '';
+      process.stdout.write(
+        `kept ${stats.kept} of ${stats.records} records (${stats.inputSkipped.count} input rows skipped)\n${reasons.join('\n')}${reasons.length ? '\n' : ''}teacher: ${stats.teacher.requests} requests${failed}, ${stats.teacher.promptTokens + stats.teacher.completionTokens} tokens, $${stats.teacher.costUsd.toFixed(4)}\nwritten to ${out}\n`,
+      );
+    }
+    if (stats.outages.count === 0) return 0;
+    const causes = Object.entries(stats.outages.causes)
+      .sort((left, right) => right[1] - left[1])
+      .map(([cause, count]) => `  ${count} × ${cause}`);
+    process.stderr.write(
+      `${stats.outages.count} of ${stats.records} records were lost to an outage (not a result; they are retried):\n${causes.join('\n')}\n` +
+        `fix the cause, then continue with --resume --out ${out} (same options)\n`,
+    );
+    return 1;
+  } finally {
+    release();
+    unregisterSandbox();
+    await sandbox.close();
+    unregisterLock();
+    await releaseLock();
+  }
 }
