@@ -4,7 +4,9 @@
 // that the `node` npm package installed beside the project, so the command works either way.
 // The re-executed process is a plain child: TERM, INT and HUP sent to this launcher are passed
 // on to it, and its end comes back as this process's own (the same exit code, or death by the
-// same signal, so `$?` is 128+N).
+// same signal, so `$?` is 128+N). A launcher killed with SIGKILL cannot pass anything on, so the
+// child also holds one end of a pipe (fd 3, named by AGENTMATH_PARENT_FD) whose other end only
+// this process holds: when it closes, the child stops as on SIGTERM (see process-lifecycle.ts).
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -26,8 +28,13 @@ if (canStripTypes) {
   }
   const forwarded = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2'];
   const child = spawn(bundled, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
-    stdio: 'inherit',
+    stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
+    env: { ...process.env, AGENTMATH_PARENT_FD: '3' },
   });
+  // Held open, never read: the kernel closes it when this process dies, however it dies.
+  const lifeline = child.stdio[3];
+  lifeline?.on('error', () => {});
+  lifeline?.unref?.();
   const pass = (signal) => {
     try {
       child.kill(signal);
@@ -42,6 +49,7 @@ if (canStripTypes) {
   });
   child.on('exit', (code, signal) => {
     for (const name of forwarded) process.off(name, pass);
+    lifeline?.destroy();
     if (signal !== null) {
       process.kill(process.pid, signal);
       return;

@@ -12,7 +12,11 @@
  * - The launcher (`bin/agentmath.js`) forwards signals to this process; a terminal's Ctrl-C
  *   reaches both, so the same signal again within `DUPLICATE_WINDOW_MS` counts once.
  * - A closed standard output or error (EPIPE): the command stops quietly, cleanups run, exit 0.
+ * - The launcher's death: a launcher that re-ran this process under the bundled Node holds the
+ *   other end of a pipe on fd `AGENTMATH_PARENT_FD`; when it closes (the launcher was killed,
+ *   even by SIGKILL) this process stops as on SIGTERM, so no job runs on without its parent.
  */
+import { Socket } from 'node:net';
 
 type Cleanup = () => Promise<void> | void;
 
@@ -124,13 +128,35 @@ function onStreamError(error: NodeJS.ErrnoException): void {
   throw error;
 }
 
-/** Installs the signal and closed-pipe handling; called once by `main.ts`. */
+/** Stops this process as on SIGTERM when the launcher's end of the lifeline pipe closes. */
+function watchLauncher(): void {
+  const fd = Number(process.env.AGENTMATH_PARENT_FD);
+  // Not passed on: a process this one starts does not hold the lifeline.
+  delete process.env.AGENTMATH_PARENT_FD;
+  if (!Number.isInteger(fd) || fd < 3) return;
+  let lifeline: Socket;
+  try {
+    lifeline = new Socket({ fd, readable: true, writable: false });
+  } catch {
+    return; // no such descriptor: not started by the launcher
+  }
+  const launcherGone = () => {
+    if (received === null) onSignal('SIGTERM');
+  };
+  lifeline.on('data', () => {});
+  lifeline.once('end', launcherGone);
+  lifeline.once('error', launcherGone);
+  lifeline.unref();
+}
+
+/** Installs the signal, closed-pipe and launcher-death handling; called once by `main.ts`. */
 export function installProcessLifecycle(): void {
   if (installed) return;
   installed = true;
   for (const signal of SIGNALS) process.on(signal, onSignal);
   process.stdout.on('error', onStreamError);
   process.stderr.on('error', onStreamError);
+  watchLauncher();
 }
 
 /** After the command returned: re-raise the signal that stopped it, if one did. */
