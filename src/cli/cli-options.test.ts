@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
@@ -9,6 +9,7 @@ import {
   listOption,
   numberOption,
   portOption,
+  showChoicesInHelp,
 } from './cli-options.ts';
 
 const rejects = (parse: (value: string) => unknown, value: string, expected: string) => {
@@ -56,5 +57,19 @@ describe('option parsers', () => {
     const schema = z.object({ steps: z.number().default(800), name: z.string().optional() }).strict();
     expect(defaultOf(schema, 'steps')).toBe(800);
     expect(() => defaultOf(schema, 'name')).toThrow('no default');
+  });
+});
+
+describe('--help for enumerated options', () => {
+  it('lists the words a choiceOption accepts, in subcommands too, and still parses with it', () => {
+    const program = new Command().exitOverride();
+    const sub = program.command('train').command('rl');
+    sub.option('--mode <mode>', 'scheduling', choiceOption(['async', 'sync'] as const), 'async');
+    showChoicesInHelp(program);
+    expect(sub.helpInformation()).toMatch(/\(choices: "async", "sync", default: "async"\)/);
+    sub.action(() => {});
+    expect(() => program.parse(['node', 'x', 'train', 'rl', '--mode', 'fast'])).toThrow(
+      /expected one of async, sync/,
+    );
   });
 });

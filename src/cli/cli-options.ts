@@ -17,13 +17,15 @@
  * - `numberOption({ min, max, minExclusive })`: a finite number in range.
  * - `portOption`, `hostOption`: a TCP port 0..65535; an IP address or a host name.
  * - `listOption(parser)`: comma-separated values, each parsed by `parser`.
+ * - `choiceOption([...])`: one of the given words; `main.ts` calls `showChoicesInHelp` so
+ *   `--help` lists them.
  * - `defaultOf(schema, key)`: the default a zod object schema gives `key`, so that `--help`
  *   shows the value the code really uses and cannot drift from it.
  * - `usageError(message)`: an error for a bad combination of options found in an action;
  *   `main.ts` prints it and exits with status 2 (code `CLI_BAD_OPTION`).
  */
 import { isIP } from 'node:net';
-import { InvalidArgumentError } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 import type { z } from 'zod';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 
@@ -108,13 +110,29 @@ export function listOption<T>(item: (value: string) => T): (value: string) => T[
   };
 }
 
-/** One of the given words. */
-export function choiceOption<const T extends string>(choices: readonly T[]): (value: string) => T {
-  return (value: string) => {
+/** A parser that accepts one of a list of words, and says which (for `--help`). */
+export type ChoiceParser<T extends string> = ((value: string) => T) & { readonly choices: readonly T[] };
+
+/** One of the given words; `--help` lists them (see `showChoicesInHelp`). */
+export function choiceOption<const T extends string>(choices: readonly T[]): ChoiceParser<T> {
+  const parse = (value: string) => {
     if (!(choices as readonly string[]).includes(value))
       throw new InvalidArgumentError(`expected one of ${choices.join(', ')}`);
     return value as T;
   };
+  return Object.assign(parse, { choices });
+}
+
+/**
+ * Makes `--help` show "(choices: …)" for every option parsed by `choiceOption`, in `command`
+ * and its subcommands (commander shows choices only for options built with `.choices()`).
+ */
+export function showChoicesInHelp(command: Command): void {
+  for (const option of command.options) {
+    const choices = (option.parseArg as Partial<ChoiceParser<string>> | undefined)?.choices;
+    if (choices !== undefined && option.argChoices === undefined) option.argChoices = [...choices];
+  }
+  for (const sub of command.commands) showChoicesInHelp(sub);
 }
 
 /** The default that a zod object schema gives `key` (read from the schema, never retyped). */

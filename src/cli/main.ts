@@ -10,7 +10,7 @@ import { Command } from 'commander';
 import { RUN_FOLDER_REFUSED } from '../shared/run-folder-check.ts';
 import { RUN_FOLDER_LOCKED } from '../shared/run-folder-lock.ts';
 import { RUN_IDENTITY_MISMATCH } from '../shared/run-identity.ts';
-import { CLI_USAGE_CODE } from './cli-options.ts';
+import { CLI_USAGE_CODE, showChoicesInHelp } from './cli-options.ts';
 import { registerCommands } from './commands/index.ts';
 import { finishProcess, installProcessLifecycle } from './process-lifecycle.ts';
 
@@ -29,6 +29,7 @@ program
   .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2));
 
 registerCommands(program);
+showChoicesInHelp(program);
 
 await program.parseAsync(process.argv).catch((error: unknown) => {
   const code = (error as { code?: unknown }).code;

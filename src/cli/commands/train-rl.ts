@@ -3,12 +3,16 @@
  * an SFT model folder. Progress on stderr, one line per step; `--json` prints the step metrics
  * as JSON on stdout at the end. Wiring only: the loop is `src/train/rl-run.ts`.
  */
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { embeddedModelPaths } from '../../engine/embedded/index.ts';
-import { type RlEvent, resolveRlConfig, rlConfigSchema, runRl } from '../../train/index.ts';
+import { assertRunIdentity } from '../../rollout/index.ts';
+import { AgentMathError } from '../../shared/agentmath-error.ts';
+import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
+import { type RlEvent, resolveRlConfig, rlConfigSchema, rlDefiningConfig, runRl } from '../../train/index.ts';
 import { choiceOption, defaultOf, integerOption, listOption, numberOption } from '../cli-options.ts';
-import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
+import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
 
 type RlFlags = {
   task: 'arith';
@@ -207,6 +211,12 @@ export function registerTrainRl(train: Command): void {
       });
       const stamp = new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19);
       const folder = resolve(flags.out ?? `runs/rl-${config.textOnly ? 'text' : 'tool'}-${stamp}`);
+      // Checked before the worker and the sandbox start: a refusal leaves nothing running.
+      if (!existsSync(config.init))
+        throw new AgentMathError('INPUT_NOT_FOUND', `model folder ${config.init} (--init) does not exist`);
+      await assertRunIdentity(folder, rlDefiningConfig(config), flags.resume === true);
+      const releaseLock = await acquireRunFolderLock(folder, { command: 'train rl' });
+      const unregisterLock = onShutdown(releaseLock);
       const release = holdSignals();
       const signal = interruptSignal();
       try {
@@ -226,6 +236,8 @@ export function registerTrainRl(train: Command): void {
         if (flags.json) process.stdout.write(`${JSON.stringify(metrics, null, 2)}\n`);
       } finally {
         release();
+        unregisterLock();
+        await releaseLock();
       }
     });
 }
