@@ -138,7 +138,7 @@ describe('embedded worker', () => {
       offPolicyCap: 1.2,
       aggregation: 'sequence-mean',
       dualClip: 3,
-      klEstimator: 'k1',
+      klEstimator: 'k2',
     });
     expect(decoupled.offPolicyWeight).toBeCloseTo(Math.exp(0.5), 4);
     expect(decoupled.offPolicyCapped).toBe(1);

@@ -33,6 +33,8 @@ function metricsLine(step: number, shift: number): RlMetrics {
     gradNorm: 0.3,
     offPolicyWeight: null,
     offPolicyCapped: null,
+    klRef: null,
+    updates: 1,
     rolloutMs: 30_000,
     trainMs: 3_000,
     stage: 0,

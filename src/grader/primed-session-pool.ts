@@ -2,7 +2,10 @@
  * Sandbox sessions primed with one fixed Python prelude (the symbolic checker's, Math-Verify's),
  * opened lazily, reused, and dropped after a timeout or a crash. A call whose session cannot be
  * opened or dies under it (killed, node lost) is retried once on a fresh session — on a cluster,
- * possibly another node — and a second failure is `unavailable` (an outage, not a verdict).
+ * possibly another node — and a second failure is `unavailable` (an outage, not a verdict),
+ * unless the checker itself still answers: when a fresh session runs a probe cell, the input
+ * killed two sessions while the checker was reachable, and the call is an `error` (the input
+ * breaks the checker: a verdict, graded wrong) — else a policy could learn to dodge grading.
  */
 import type { ExecutionOutcome, SandboxProvider, SandboxSession } from '../sandbox/types.ts';
 
@@ -11,6 +14,10 @@ const PRELUDE_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_SESSIONS = 4;
 /** Tries per call when the sandbox fails under it (the first, then one fresh session). */
 const ATTEMPTS = 2;
+const KILLED = 'session killed: ';
+/** The cell that tells a reachable checker from an outage after its sessions died under a call. */
+const PROBE = 'print(1)';
+const PROBE_TIMEOUT_MS = 10_000;
 
 export type PrimedCallResult =
   /** The call ran; its last line of standard output. */
@@ -39,10 +46,16 @@ export class PrimedSessionPool {
   /** Runs one code cell within timeoutMs (a fresh session's prelude is not counted). */
   async run(code: string, timeoutMs: number): Promise<PrimedCallResult> {
     let cause = '';
+    // Whether every attempt's session was killed under this call (not failing to open).
+    let killed = true;
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       const result = await this.runOnce(code, timeoutMs);
       if (result.status !== 'unavailable') return result;
       cause = attempt === 0 ? result.cause : `${cause}; retry: ${result.cause}`;
+      killed = killed && result.cause.startsWith(KILLED);
+    }
+    if (killed && (await this.runOnce(PROBE, PROBE_TIMEOUT_MS)).status === 'ok') {
+      return { status: 'error', message: `the input killed the checker's session (${cause})` };
     }
     return { status: 'unavailable', cause };
   }
@@ -67,8 +80,7 @@ export class PrimedSessionPool {
       // A call killed for ignoring its time limit ran out of time (the input's cost, as below);
       // any other kill (crash, lost node, expired session) is the sandbox failing under it.
       if (outcome.status === 'killed' && outcome.reason.startsWith('timeout')) return { status: 'timeout' };
-      if (outcome.status === 'killed')
-        return { status: 'unavailable', cause: `session killed: ${outcome.reason}` };
+      if (outcome.status === 'killed') return { status: 'unavailable', cause: `${KILLED}${outcome.reason}` };
       if (outcome.status === 'error') return { status: 'error', message: outcome.exception };
       // Over the time or memory limit: the input's cost, a verdict of the grader's policy.
       return { status: 'timeout' };

@@ -52,9 +52,17 @@ describe('grpoSequence', () => {
     expect(sequence.advantage).toBe(0.5);
   });
 
+  it('defect 8 (sequences with zero advantage leave the token-mean normaliser): they stay in the batch', () => {
+    // DAPO's token-mean divides by every response token of the batch (verl: masked_mean over
+    // the response mask), zero-advantage ones included; they also carry the KL term.
+    const sequence = grpoSequence(trajectory(), 0);
+    if (typeof sequence === 'string') throw new Error(sequence);
+    expect(sequence.advantage).toBe(0);
+    expect(sequence.lossMask.filter((bit) => bit === 1)).toHaveLength(5);
+  });
+
   it('says why a trajectory is left out', () => {
     expect(grpoSequence(trajectory(), null)).toBe('advantage-missing');
-    expect(grpoSequence(trajectory(), 0)).toBe('zero-advantage');
     expect(grpoSequence(trajectory({ finish: { reason: 'max-tokens' } }), 1, { maskTruncated: true })).toBe(
       'truncated',
     );

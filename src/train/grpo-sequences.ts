@@ -8,11 +8,11 @@
  * each segment's own logprobs from the policy version that produced it, and the importance
  * ratio π_θ / π_behaviour corrects the older segments instead of treating them as on-policy.
  * Trajectories with a missing advantage, without token ids or logprobs, or (on request) cut
- * by a budget are left out and counted.
+ * by a budget are left out and counted; a zero advantage is not a reason (see `grpoSequence`).
  */
 import type { GroupOutcome } from '../rollout/types.ts';
 import type { Trajectory } from '../trajectory/trajectory.ts';
-import type { GrpoSequence } from './trainer-client.ts';
+import type { GrpoSequence } from './types.ts';
 
 export type GrpoSequenceOptions = {
   /** Leave out trajectories cut by the token or tool-call budget (their reward says little). */
@@ -29,8 +29,7 @@ export type GrpoSequenceSkip =
   | 'logprobs-missing'
   | 'truncated'
   | 'void'
-  | 'too-long'
-  | 'zero-advantage';
+  | 'too-long';
 
 export type GrpoBatch = {
   sequences: GrpoSequence[];
@@ -64,8 +63,8 @@ export function grpoSequence(
   options: GrpoSequenceOptions = {},
 ): GrpoSequence | GrpoSequenceSkip {
   if (advantage === null) return 'advantage-missing';
-  // A zero advantage contributes no gradient; sending it would only cost compute.
-  if (advantage === 0) return 'zero-advantage';
+  // A zero advantage stays: its tokens count in the token-mean normaliser (DAPO divides by every
+  // response token of the batch, verl's token-mean by the whole response mask) and carry the KL.
   const reason = trajectory.finish?.reason;
   if (options.maskTruncated && (reason === 'max-tokens' || reason === 'max-tool-calls')) return 'truncated';
   if (options.maskVoid && reason === 'no-answer') return 'void';

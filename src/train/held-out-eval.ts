@@ -6,17 +6,23 @@
  * every trajectory appended to `outDir/trajectories.jsonl` with its grade, and `summary.json`
  * written at the end. So SFT's and RL's held-out figures are `eval`'s figures on the same
  * trajectories, and `agentmath report outDir` shows them. Greedy decoding by default;
- * `concurrency` trajectories are in flight at once so the worker batches them.
+ * `concurrency` trajectories are in flight at once so the worker batches them. Prompts are
+ * encoded with the model's own tokenizer: `tokenizer` when given, else the one in the served
+ * model's folder (`/get_model_info`), the byte-level one only for a byte model's preset.
  */
+import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { problemOnlyPrompt, runAgent } from '../agent/index.ts';
-import { createByteLevelTokenizer, createEngine } from '../engine/index.ts';
+import { createByteLevelTokenizer, createEngine, loadTokenizer } from '../engine/index.ts';
+import type { Tokenizer } from '../engine/tokenizer.ts';
 import { runEval } from '../eval/eval-runner.ts';
 import { readRunTrajectories } from '../eval/run-folder.ts';
 import { gradeTrajectory, readGrade } from '../eval/trajectory-grade.ts';
 import { answersEquivalent, gradeAnswer } from '../grader/index.ts';
 import { getDialect } from '../protocol/index.ts';
 import { createLocalSandbox } from '../sandbox/index.ts';
+import { AgentMathError } from '../shared/agentmath-error.ts';
 import type { ArithProblem } from '../tasks/index.ts';
 import type { TrajectoryFinishReason } from '../trajectory/trajectory.ts';
 
@@ -55,6 +61,8 @@ export type HeldOutEvalOptions = {
   engineUrl: string;
   problems: readonly ArithProblem[];
   contextTokens: number;
+  /** The served model's tokenizer (default: read from the served model's folder). */
+  tokenizer?: Tokenizer;
   /** Folder of the evaluation run (created; see `fresh`). */
   outDir: string;
   /**
@@ -83,7 +91,7 @@ export async function evaluateHeldOut(options: HeldOutEvalOptions): Promise<Held
     name: 'embedded',
     maxConcurrency: concurrency,
   });
-  const tokenizer = createByteLevelTokenizer();
+  const tokenizer = options.tokenizer ?? (await servedModelTokenizer(options.engineUrl));
   const dialect = getDialect('tags');
   // The arith programs need no preloaded modules; sessions open at a trajectory's first code block.
   const sandbox = createLocalSandbox({
@@ -176,6 +184,36 @@ export async function evaluateHeldOut(options: HeldOutEvalOptions): Promise<Held
   } finally {
     engine.close();
     await sandbox.close();
+  }
+}
+
+/**
+ * The tokenizer of the model a worker serves: the one in its folder (`tokenizer.json`), or the
+ * byte-level one when the worker serves a byte model's preset (no folder). Anything else is an
+ * error: evaluating on another tokenizer's ids would measure nothing.
+ */
+export async function servedModelTokenizer(engineUrl: string): Promise<Tokenizer> {
+  const url = `${engineUrl.replace(/\/+$/, '')}/get_model_info`;
+  let info: { model_path?: unknown; tokenizer_path?: unknown; backend?: unknown };
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(30_000) });
+    info = (await response.json()) as typeof info;
+  } catch (error) {
+    throw new HeldOutTokenizerError(`${url}: cannot read the served model (${(error as Error).message})`, {
+      cause: error,
+    });
+  }
+  const folder = typeof info.tokenizer_path === 'string' ? info.tokenizer_path : info.model_path;
+  if (typeof folder === 'string' && existsSync(join(folder, 'tokenizer.json'))) return loadTokenizer(folder);
+  if (info.backend === 'byte-gpt') return createByteLevelTokenizer();
+  throw new HeldOutTokenizerError(
+    `${url}: the served model (${String(folder)}) has no tokenizer.json; pass its tokenizer`,
+  );
+}
+
+export class HeldOutTokenizerError extends AgentMathError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('HELD_OUT_TOKENIZER_UNKNOWN', message, options);
   }
 }
 

@@ -22,9 +22,19 @@ export const rlConfigSchema = z
     learningRate: z.number().positive().default(2e-4),
     clipEpsilonLow: z.number().min(0).default(0.2),
     clipEpsilonHigh: z.number().min(0).default(0.28),
-    /** β of the KL penalty to the initial policy; 0 = off. */
+    /** β of the KL penalty to the initial policy (`init`, also after a resume); 0 = off. */
     klCoef: z.number().min(0).default(0),
-    klEstimator: z.enum(['k3', 'k1']).default('k3'),
+    /** The KL loss: k3 or k2 (k1's gradient has zero mean on-policy, so it is not offered). */
+    klEstimator: z.enum(['k3', 'k2']).default('k3'),
+    /** The reward: `composite` (R_acc + the code-call bonus) or `accuracy` (R_acc only). */
+    reward: z.enum(['composite', 'accuracy']).default('composite'),
+    /** α, β, R_max of the composite reward's bonus min(R_max, α + β·N_code) on a right answer. */
+    toolRewardAlpha: z.number().min(0).default(0.1),
+    toolRewardBeta: z.number().min(0).default(0.02),
+    toolRewardMax: z.number().min(0).default(0.2),
+    /** PPO mini-batches per step (each an optimizer update) and passes over the step's batch. */
+    miniBatches: positive.default(1),
+    epochs: positive.default(1),
     /** Group advantage: (r − mean)/std (GRPO) or r − mean (Dr. GRPO). */
     advantage: z.enum(['std', 'mean-only']).default('std'),
     /** Loss aggregation: each token of the batch weighs the same, or each sequence does. */

@@ -5,7 +5,7 @@
  */
 import type { GroupOutcome, StepStats } from '../rollout/types.ts';
 import type { Trajectory } from '../trajectory/trajectory.ts';
-import type { GrpoStepResult } from './trainer-client.ts';
+import type { GrpoStepResult } from './types.ts';
 
 /** The fields of `metrics.jsonl`, exactly as other tools read them. */
 export type RlMetrics = {
@@ -27,6 +27,10 @@ export type RlMetrics = {
   /** Decoupled objective only: mean π_prox / π_behaviour before the cap, and the share capped. */
   offPolicyWeight: number | null;
   offPolicyCapped: number | null;
+  /** Mean KL to the reference policy (`--init`) on the trained tokens; null without `--kl-coef`. */
+  klRef: number | null;
+  /** Optimizer updates applied this step (mini-batches × epochs; 0 when skipped or untrained). */
+  updates: number;
   rolloutMs: number;
   trainMs: number;
   stage: number;
@@ -57,7 +61,7 @@ export function rlMetrics(input: RlMetricsInput): RlMetrics {
     group.trajectories.filter((_, index) => (group.rewards[index] ?? null) !== null),
   );
   const correct = input.groups.reduce(
-    (count, group) => count + group.rewards.filter((reward) => reward !== null && reward >= 1).length,
+    (count, group) => count + group.correct.filter((verdict) => verdict === true).length,
     0,
   );
   const train = input.train;
@@ -79,6 +83,8 @@ export function rlMetrics(input: RlMetricsInput): RlMetrics {
     gradNorm: train?.gradNorm ?? null,
     offPolicyWeight: train?.offPolicyWeight ?? null,
     offPolicyCapped: train?.offPolicyCapped ?? null,
+    klRef: train?.klRef ?? null,
+    updates: train?.updates ?? 0,
     rolloutMs: input.rolloutMs,
     trainMs: input.trainMs,
     stage: input.rollout.stage,

@@ -1,10 +1,12 @@
 /**
  * `train rl`: agentic RL on the embedded model, colocated in one PyTorch worker. Each step:
  * a rollout step (request-level async or sync, partial rollout, adaptive batch — the rollout
- * module) → composite rewards and group advantages (decided there) → one GRPO step on the kept
- * groups with interpreter tokens masked and importance ratios against each segment's recorded
- * logprobs → the worker serves the new weights at once, its policy version incremented → a
- * checkpoint → held-out evaluation every K steps.
+ * module) → rewards (composite or accuracy) and group advantages (decided there) → one GRPO
+ * step on the kept groups (mini-batches × epochs optimizer updates, 1 × 1 by default) with
+ * interpreter tokens masked, logprobs at the sampling temperature, importance ratios against
+ * each segment's recorded logprobs and the KL reference loaded from `--init` → the worker
+ * serves the new weights at once, its policy version incremented (not for a skipped update)
+ * → a checkpoint → held-out evaluation every K steps, with the model's own tokenizer.
  *
  * Records (append-only, in the run folder beside the rollout's `trajectories.jsonl`,
  * `groups.jsonl`, `steps.jsonl`): `metrics.jsonl` (one line per step), `evals.jsonl`,
@@ -21,6 +23,7 @@ import { problemOnlyPrompt, SessionPark } from '../agent/index.ts';
 import { createEngine } from '../engine/create-engine.ts';
 import { startEmbeddedWorker } from '../engine/embedded/worker-supervisor.ts';
 import { loadTokenizer } from '../engine/load-tokenizer.ts';
+import type { Tokenizer } from '../engine/tokenizer.ts';
 import { gradeTrajectory } from '../eval/trajectory-grade.ts';
 import { gradeAnswer } from '../grader/index.ts';
 import { getDialect } from '../protocol/index.ts';
@@ -115,6 +118,8 @@ export async function runRl(options: RlRunOptions): Promise<RlMetrics[]> {
       ],
       maxNewTokensPerTurn: info.contextLength,
       advantageScale: config.advantage,
+      rewardKind: config.reward,
+      reward: { alpha: config.toolRewardAlpha, beta: config.toolRewardBeta, rMax: config.toolRewardMax },
     });
     const problems = arithTrainProblems({
       count: config.problemPool,
@@ -181,7 +186,13 @@ export async function runRl(options: RlRunOptions): Promise<RlMetrics[]> {
               proximal: config.proximal,
               offPolicyCap: config.offPolicyCap,
               offPolicyMode: config.offPolicyMode,
+              temperature: config.temperature,
+              miniBatches: config.miniBatches,
+              epochs: config.epochs,
+              // The KL reference is the initial policy, also after a resume from step k.
+              referencePath: config.init,
             });
+            // A skipped update (non-finite gradient) leaves the version as it was.
             policyVersion = train.policyVersion;
           }
           await trainer.saveCheckpoint(checkpointPath(folder, step + 1));
@@ -205,7 +216,7 @@ export async function runRl(options: RlRunOptions): Promise<RlMetrics[]> {
               worker.url,
               folder,
               config,
-              info.contextLength,
+              { contextTokens: info.contextLength, tokenizer },
               step,
               policyVersion,
             );
@@ -247,14 +258,14 @@ async function heldOutEval(
   url: string,
   folder: string,
   config: RlConfig,
-  contextTokens: number,
+  model: { contextTokens: number; tokenizer: Tokenizer },
   step: number,
   policyVersion: number,
 ): Promise<RlEvalRecord> {
   const result = await evaluateHeldOut({
     engineUrl: url,
     problems: arithEvalProblems({ count: config.evalProblems, levels: config.levels }),
-    contextTokens,
+    ...model,
     // A step redone after a kill may have other weights: its evaluation starts afresh.
     outDir: join(folder, RL_FILES.evalRuns, `step-${String(step).padStart(5, '0')}`),
     fresh: true,

@@ -7,7 +7,28 @@
  */
 import { z } from 'zod';
 import { AgentMathError } from '../shared/agentmath-error.ts';
-import type { Trainer } from './types.ts';
+import type {
+  GrpoStepRequest,
+  GrpoStepResult,
+  ServedModelInfo,
+  SftSequence,
+  SftStepRequest,
+  SftStepResult,
+  Trainer,
+  TrainerState,
+} from './types.ts';
+
+export type {
+  GrpoObjectiveOptions,
+  GrpoSequence,
+  GrpoStepRequest,
+  GrpoStepResult,
+  ServedModelInfo,
+  SftSequence,
+  SftStepRequest,
+  SftStepResult,
+  TrainerState,
+} from './types.ts';
 
 /** The trainer answered with an error, an unexpected body, or not at all. */
 export class TrainerRequestError extends AgentMathError {
@@ -17,43 +38,6 @@ export class TrainerRequestError extends AgentMathError {
     this.status = status;
   }
 }
-
-/** One training sequence: prompt + response ids, loss mask 1 on model tokens, 0 elsewhere. */
-export type SftSequence = { inputIds: number[]; lossMask: number[] };
-/** A GRPO sequence adds the group-normalised advantage and the sampling policy's logprobs
- * (one per input id; values where the loss mask is 0 are ignored). */
-export type GrpoSequence = SftSequence & { advantage: number; oldLogprobs: number[] };
-
-export type SftStepRequest = { sequences: SftSequence[]; learningRate?: number };
-export type GrpoStepRequest = {
-  sequences: GrpoSequence[];
-  learningRate?: number;
-  /** ε_low and ε_high of the clipped ratio (default 0.2 each). */
-  clipEpsilonLow?: number;
-  clipEpsilonHigh?: number;
-  /** β of the KL penalty to the frozen initial policy (default 0: no reference). */
-  klCoef?: number;
-} & GrpoObjectiveOptions;
-
-/** The GRPO objective's choices (the worker's losses.py has the formulas, docs/rl.md the biases). */
-export type GrpoObjectiveOptions = {
-  /** KL estimator: k3 (default, ≥ 0, unbiased for KL(π_θ‖π_ref)) or k1 (log π_θ − log π_ref). */
-  klEstimator?: 'k3' | 'k1';
-  /** token-mean (default: every token of the batch weighs the same) or sequence-mean. */
-  aggregation?: 'token-mean' | 'sequence-mean';
-  /** c > 1: a negative-advantage term is bounded below by c·Â (dual clip); default off. */
-  dualClip?: number;
-  /**
-   * The ratio's anchor: `behaviour` (default: π_θ / π_behaviour, the engine's logprobs) or
-   * `recompute` (decoupled: π_θ / π_prox with π_prox the trainer's weights before the step,
-   * each token weighted once by π_prox / π_behaviour, capped at `offPolicyCap`).
-   */
-  proximal?: 'behaviour' | 'recompute';
-  /** The cap of the off-policy weight (default 2). */
-  offPolicyCap?: number;
-  /** `truncate` (default: weight = min(w, cap)) or `mask` (tokens with w > cap get weight 0). */
-  offPolicyMode?: 'truncate' | 'mask';
-};
 
 const stepCommon = {
   loss: z.number(),
@@ -77,6 +61,7 @@ const grpoStepSchema = z.object({
   dual_clip_fraction: z.number().optional(),
   off_policy_weight: z.number().optional(),
   off_policy_capped: z.number().optional(),
+  updates: z.number().int().optional(),
 });
 const scoreSchema = z.object({
   token_logprobs: z.array(z.array(z.number())),
@@ -100,45 +85,6 @@ const stateSchema = z.object({
   optimizer_steps: z.number().int(),
   engine: z.object({ running: z.number().int(), waiting: z.number().int(), decode_steps: z.number().int() }),
 });
-
-export type SftStepResult = {
-  loss: number;
-  tokens: number;
-  sequences: number;
-  gradNorm: number;
-  learningRate: number;
-  skipped: boolean;
-  stepMs: number;
-  policyVersion: number;
-};
-export type GrpoStepResult = SftStepResult & {
-  clipFraction: number;
-  meanRatio: number;
-  approxKlOld: number;
-  entropy: number;
-  klRef: number | null;
-  /** Share of trained tokens whose term the dual clip bounded (null without dual clip). */
-  dualClipFraction: number | null;
-  /** Mean π_prox / π_behaviour before the cap, and the share above it (null unless decoupled). */
-  offPolicyWeight: number | null;
-  offPolicyCapped: number | null;
-};
-/** What `/get_model_info` says about the served model. */
-export type ServedModelInfo = {
-  modelPath: string;
-  contextLength: number;
-  /** Parameter count when the worker reports it (the embedded model does). */
-  parameters: number | null;
-  /** The model's description as served (the embedded model's config keys), for reports. */
-  model: Record<string, unknown>;
-};
-
-export type TrainerState = {
-  policyVersion: number;
-  optimizerSteps: number;
-  running: number;
-  waiting: number;
-};
 
 /** Typed access to a worker's training routes. */
 export class TrainerClient implements Trainer {
@@ -193,6 +139,10 @@ export class TrainerClient implements Trainer {
       proximal: request.proximal,
       off_policy_cap: request.offPolicyCap,
       off_policy_mode: request.offPolicyMode,
+      temperature: request.temperature,
+      mini_batches: request.miniBatches,
+      epochs: request.epochs,
+      reference_path: request.referencePath,
     });
     const parsed = parse(grpoStepSchema, body, '/train/grpo_step');
     return {
@@ -205,6 +155,7 @@ export class TrainerClient implements Trainer {
       dualClipFraction: parsed.dual_clip_fraction ?? null,
       offPolicyWeight: parsed.off_policy_weight ?? null,
       offPolicyCapped: parsed.off_policy_capped ?? null,
+      updates: parsed.updates ?? (parsed.skipped ? 0 : 1),
     };
   }
 

@@ -5,11 +5,11 @@
  * `agentmath engine serve`). A key is never printed or written: commands show the variable.
  */
 import { ENGINE_API_KEY_VARIABLE } from '../../engine/embedded/index.ts';
+import type { EngineOptions } from '../../engine/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
-import type { EngineFlags } from './engine-target.ts';
 
 /** The environment variable read for each API when `--api-key` is absent. */
-export const API_KEY_VARIABLES: Record<EngineFlags['api'], string> = {
+export const API_KEY_VARIABLES: Record<EngineOptions['api'], string> = {
   openai: 'OPENAI_API_KEY',
   'openai-chat': 'OPENAI_API_KEY',
   sglang: ENGINE_API_KEY_VARIABLE,
@@ -26,7 +26,7 @@ export const API_KEY_HELP =
  * as unset), else none. An empty `--api-key` is an error, never "no key".
  */
 export function resolveApiKey(
-  api: EngineFlags['api'],
+  api: EngineOptions['api'],
   flag: string | undefined,
   env: NodeJS.ProcessEnv = process.env,
 ): string | undefined {

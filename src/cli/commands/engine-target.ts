@@ -8,7 +8,13 @@
 import { fileURLToPath } from 'node:url';
 import { type Command, Option } from 'commander';
 import { findEmbeddedModel, startEmbeddedEngine } from '../../engine/embedded/index.ts';
-import { createEngine, engineOptionsSchema, type HttpEngine, loadTokenizer } from '../../engine/index.ts';
+import {
+  createEngine,
+  type EngineOptions,
+  engineOptionsSchema,
+  type HttpEngine,
+  loadTokenizer,
+} from '../../engine/index.ts';
 import type { Tokenizer } from '../../engine/tokenizer.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { defaultOf, integerOption } from '../cli-options.ts';
@@ -34,7 +40,7 @@ export function addEngineTimeoutOption(command: Command): Command {
 
 export type EngineFlags = {
   engine?: string;
-  api: 'sglang' | 'vllm' | 'openai' | 'openai-chat';
+  api: EngineOptions['api'];
   model?: string;
   /** `--api-key`; when absent the API's environment variable is read (see api-key.ts). */
   apiKey?: string;

@@ -30,7 +30,13 @@ type RlFlags = {
   partialRollouts: number;
   temperature: number;
   klCoef: number;
-  klEstimator: 'k3' | 'k1';
+  klEstimator: 'k3' | 'k2';
+  reward: 'composite' | 'accuracy';
+  toolRewardAlpha: number;
+  toolRewardBeta: number;
+  toolRewardMax: number;
+  miniBatches: number;
+  epochs: number;
   clipLow: number;
   clipHigh: number;
   dualClip?: number;
@@ -114,7 +120,33 @@ export function registerTrainRl(train: Command): void {
       numberOption({ min: 0 }),
       d('klCoef'),
     )
-    .option('--kl-estimator <k>', 'KL estimator', choiceOption(['k3', 'k1'] as const), d('klEstimator'))
+    .option(
+      '--kl-estimator <k>',
+      'KL loss: k3 or k2 (k1 regularises nothing on-policy)',
+      choiceOption(['k3', 'k2'] as const),
+      d('klEstimator'),
+    )
+    .option(
+      '--reward <kind>',
+      'composite (answer + code-call bonus) or accuracy (answer only)',
+      choiceOption(['composite', 'accuracy'] as const),
+      d('reward'),
+    )
+    .option(
+      '--tool-reward-alpha <a>',
+      'α of the composite bonus min(R_max, α + β·N_code)',
+      numberOption({ min: 0 }),
+      d('toolRewardAlpha'),
+    )
+    .option('--tool-reward-beta <b>', 'β: bonus per code call', numberOption({ min: 0 }), d('toolRewardBeta'))
+    .option('--tool-reward-max <m>', 'R_max: cap of the bonus', numberOption({ min: 0 }), d('toolRewardMax'))
+    .option(
+      '--mini-batches <M>',
+      'PPO mini-batches per step, each an optimizer update',
+      integerOption({ min: 1 }),
+      d('miniBatches'),
+    )
+    .option('--epochs <E>', "passes over each step's batch", integerOption({ min: 1 }), d('epochs'))
     .option('--clip-low <eps>', 'ε_low of the clipped ratio', numberOption({ min: 0 }), d('clipEpsilonLow'))
     .option(
       '--clip-high <eps>',
@@ -196,6 +228,12 @@ export function registerTrainRl(train: Command): void {
         temperature: flags.temperature,
         klCoef: flags.klCoef,
         klEstimator: flags.klEstimator,
+        reward: flags.reward,
+        toolRewardAlpha: flags.toolRewardAlpha,
+        toolRewardBeta: flags.toolRewardBeta,
+        toolRewardMax: flags.toolRewardMax,
+        miniBatches: flags.miniBatches,
+        epochs: flags.epochs,
         clipEpsilonLow: flags.clipLow,
         clipEpsilonHigh: flags.clipHigh,
         dualClip: flags.dualClip ?? null,
