@@ -2,13 +2,14 @@
  * `agentmath report DIR [--compare DIR2]`: writes a self-contained report.html for one run
  * folder, or several side by side. Only wires options to `writeRunReport`.
  */
-import { statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { writeRunReport } from '../../eval/index.ts';
 import { answersEquivalent } from '../../grader/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { isRlRunFolder, writeRlReport } from '../../train/index.ts';
+import { usageError } from '../cli-options.ts';
 
 export function registerReport(program: Command): void {
   program
@@ -20,8 +21,15 @@ export function registerReport(program: Command): void {
     .option('--compare <dirs...>', 'other run folders to show side by side')
     .option('--out <file>', 'where to write the page (default: <dir>/report.html)')
     .action(async (dir: string, options: { compare?: string[]; out?: string }) => {
+      if (options.out !== undefined && existsSync(options.out) && statSync(options.out).isDirectory())
+        throw usageError(
+          `--out ${options.out} is a folder; give the page's file name, e.g. ${join(options.out, 'report.html')}`,
+        );
       const folders = [dir, ...(options.compare ?? [])];
-      for (const folder of folders) assertRunFolder(folder);
+      for (const folder of folders) {
+        assertRunFolder(folder);
+        assertReadableKind(folder);
+      }
       const rl = folders.map(isRlRunFolder);
       if (rl.some(Boolean)) {
         const odd = folders.find((_, index) => !rl[index]);
@@ -45,6 +53,25 @@ export function registerReport(program: Command): void {
       });
       process.stdout.write(`${path}\n`);
     });
+}
+
+/** What `report` reads, for messages. */
+const READS =
+  'report reads eval runs (`agentmath eval --out`) and train rl runs (`agentmath train rl --out`)';
+
+/** A clear error for a run folder of a kind `report` does not read (a rollout or synthesis run). */
+function assertReadableKind(folder: string): void {
+  if (isRlRunFolder(folder)) return;
+  const kind = existsSync(join(folder, 'synth-run.json'))
+    ? 'an `agentmath synth run` folder'
+    : existsSync(join(folder, 'groups.jsonl')) || existsSync(join(folder, 'steps.jsonl'))
+      ? 'an `agentmath rollout` run'
+      : null;
+  if (kind !== null)
+    throw new AgentMathError(
+      'RUN_KIND_UNSUPPORTED',
+      `${folder} is ${kind}; ${READS}. \`agentmath inspect ${join(folder, 'trajectories.jsonl')}\` shows its trajectories`,
+    );
 }
 
 /** A clear error when `folder` is missing or is a file. */

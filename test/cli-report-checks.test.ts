@@ -1,0 +1,55 @@
+/**
+ * `agentmath report` named the wrong thing (issue 29): `--out` naming a folder is a usage
+ * error (exit 2) instead of a raw EISDIR, and a rollout or synthesis run folder is named for
+ * what it is, with the kinds of run `report` reads, instead of "trajectory … has no grade".
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { killAllClis, startCli } from './cli-process.ts';
+
+let dir: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'report-checks-'));
+});
+
+afterAll(async () => {
+  killAllClis();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const report = (args: string[]) => startCli(['report', ...args], { cwd: dir }).done;
+
+describe('agentmath report: the wrong folder', () => {
+  it('refuses --out naming a folder with exit 2', async () => {
+    const run = join(dir, 'any-run');
+    await mkdir(run);
+    const result = await report([run, '--out', dir]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/--out .* is a folder; give the page's file name/);
+    expect(result.stderr).not.toMatch(/EISDIR/);
+  });
+
+  it('names a rollout run and a synthesis run as kinds it does not read', async () => {
+    const rollout = join(dir, 'rollout');
+    await mkdir(rollout);
+    await writeFile(join(rollout, 'config.json'), '{"command":"rollout"}\n');
+    await writeFile(join(rollout, 'groups.jsonl'), '');
+    await writeFile(join(rollout, 'trajectories.jsonl'), '');
+    const synth = join(dir, 'synth');
+    await mkdir(synth);
+    await writeFile(join(synth, 'synth-run.json'), '{}\n');
+    await writeFile(join(synth, 'trajectories.jsonl'), '');
+    for (const [folder, kind] of [
+      [rollout, 'an `agentmath rollout` run'],
+      [synth, 'an `agentmath synth run` folder'],
+    ] as const) {
+      const result = await report([folder]);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(`is ${kind}; report reads eval runs`);
+      expect(result.stderr).not.toMatch(/has no grade/);
+    }
+  });
+});
