@@ -34,7 +34,17 @@ type Rewriting = {
 function labelFor(answer: string): string {
   return ['k', 'N', 'm', 'T', 'y'].find((letter) => !answer.includes(letter)) ?? 'Q';
 }
-const isList = (answer: string) => topLevelItems(answer) !== null && !/^\s*[([\\]/.test(answer);
+/** A list `a, b` (not a tuple, set or matrix, and not one number with thousands separators). */
+const isList = (answer: string) =>
+  topLevelItems(answer) !== null &&
+  !/^\s*[([\\]/.test(answer) &&
+  !/^\d{1,3}(?:,(?:\\!)?\s*\d{3})+$/.test(answer.trim());
+/** The items of a list or of a set `\{…\}` (order-free solutions), or null. */
+function solutionItems(answer: string): string[] | null {
+  if (isList(answer)) return topLevelItems(answer);
+  const set = /^\s*\\\{(.*)\\\}\s*$/s.exec(answer);
+  return set === null ? null : topLevelItems(set[1]!);
+}
 const isIntegerRatio = (answer: string) => /^\s*\\[dt]?frac\{\d+\}\{\d+\}\s*$/.test(answer);
 
 /** Top-level comma-separated items (outside brackets and braces), or null for one item. */
@@ -66,7 +76,8 @@ function tupleItems(answer: string): string[] | null {
 const isPlainNumber = (answer: string) => /^-?\d+(?:\.\d+)?$/.test(answer.trim());
 /** A single value: no list, relation, text, set, interval or matrix. */
 const isSingleValue = (answer: string) =>
-  topLevelItems(answer) === null && !/[=<>]|\\(?:text|mbox|begin|le|ge|cup|pm|\{)|^\s*[([]/.test(answer);
+  topLevelItems(answer) === null &&
+  !/[=<>]|\\(?:text|mbox|begin|le|ge|in|cup|pm|\{)(?![a-z])|^\s*[([]/.test(answer);
 /** `\frac{p}{q}` with a terminating decimal expansion, as that decimal. */
 function fractionAsDecimal(answer: string): string | null {
   const match = /^\s*(-?)\\[dt]?frac\{(\d+)\}\{(\d+)\}\s*$/.exec(answer);
@@ -185,8 +196,8 @@ const REWRITINGS: Rewriting[] = [
     kind: 'list-reordered',
     intended: 'equivalent',
     build: (answer) => {
-      const items = topLevelItems(answer.replace(/^\s*\\\{|\\\}\s*$/g, ''));
-      if (items === null || /^\s*[([]/.test(answer)) return null;
+      const items = solutionItems(answer);
+      if (items === null) return null;
       const set = /^\s*\\\{/.test(answer);
       const reversed = [...items].reverse().join(', ');
       return `$\\boxed{${set ? `\\{${reversed}\\}` : reversed}}$`;
@@ -196,8 +207,8 @@ const REWRITINGS: Rewriting[] = [
     kind: 'several-boxes',
     intended: 'equivalent',
     build: (answer) => {
-      const items = topLevelItems(answer);
-      if (items === null || /^\s*[([\\]/.test(answer)) return null;
+      const items = isList(answer) ? topLevelItems(answer) : null;
+      if (items === null) return null;
       return `The solutions are ${items.map((item) => `$\\boxed{${item}}$`).join(' and ')}.`;
     },
   },
@@ -344,8 +355,8 @@ const REWRITINGS: Rewriting[] = [
     intended: 'near-miss',
     build: (answer) => {
       const set = /^\s*\\\{/.test(answer);
-      const items = topLevelItems(answer.replace(/^\s*\\\{|\\\}\s*$/g, ''));
-      if (items === null || (/^\s*[([]/.test(answer) && !set)) return null;
+      const items = solutionItems(answer);
+      if (items === null) return null;
       const kept = items.slice(0, -1).join(', ');
       return `$\\boxed{${set ? `\\{${kept}\\}` : kept}}$`;
     },

@@ -1,10 +1,24 @@
 import type { Command } from 'commander';
 import { benchGrader } from '../../bench/grader-bench.ts';
+import { loadReferenceAnswers, runGraderDifferential } from '../../bench/grader-differential.ts';
+import { resolveDataDir } from '../../eval/benchmark-data-dir.ts';
 import { releaseSymbolicSessions } from '../../grader/index.ts';
-import { integerOption } from '../cli-options.ts';
+import type { SandboxProvider } from '../../sandbox/types.ts';
+import { choiceOption, integerOption, usageError } from '../cli-options.ts';
 import { openSandboxForGrading } from './grader-sandbox.ts';
 
-/** `agentmath bench grader`: fast-path throughput and symbolic-path latency. */
+type GraderBenchCommandOptions = {
+  json?: boolean;
+  rounds: number;
+  sandbox?: string | boolean;
+  against?: 'math-verify';
+  dataDir?: string;
+};
+
+/**
+ * `agentmath bench grader`: fast-path throughput and symbolic-path latency; with
+ * `--against math-verify`, the differential check against Math-Verify instead.
+ */
 export function registerGraderBench(bench: Command): void {
   bench
     .command('grader')
@@ -18,9 +32,27 @@ export function registerGraderBench(bench: Command): void {
     )
     .option('--sandbox <url>', 'sandbox server (default: a local pool)')
     .option('--no-sandbox', 'fast path only')
-    .action(async (options: { json?: boolean; rounds: number; sandbox?: string | boolean }) => {
+    .option(
+      '--against <grader>',
+      'grade the corpus generated from the benchmark references with ours and this grader (math-verify), print agreement, false positives and negatives',
+      choiceOption(['math-verify'] as const),
+    )
+    .option(
+      '--data-dir <folder>',
+      'benchmark folder for --against (default: AGENTMATH_DATA_DIR, then ../shared/data/benchmarks)',
+    )
+    .action(async (options: GraderBenchCommandOptions) => {
+      if (options.against !== undefined && options.sandbox === false) {
+        throw usageError(
+          '--against math-verify runs Math-Verify in the sandbox: it cannot be used with --no-sandbox',
+        );
+      }
       const sandbox = options.sandbox === false ? undefined : openSandboxForGrading(options.sandbox);
       try {
+        if (options.against !== undefined && sandbox !== undefined) {
+          await printDifferential(sandbox, options);
+          return;
+        }
         const report = await benchGrader({
           fastRounds: options.rounds,
           ...(sandbox === undefined ? {} : { sandbox }),
@@ -68,4 +100,36 @@ export function registerGraderBench(bench: Command): void {
         }
       }
     });
+}
+
+/** Runs the differential check against Math-Verify and prints its figures. */
+async function printDifferential(
+  sandbox: SandboxProvider,
+  options: GraderBenchCommandOptions,
+): Promise<void> {
+  const directory = resolveDataDir({ dataDir: options.dataDir });
+  if (directory === null) {
+    throw usageError('no benchmark folder found: pass --data-dir or set AGENTMATH_DATA_DIR');
+  }
+  const report = await runGraderDifferential({ references: loadReferenceAnswers(directory), sandbox });
+  if (options.json) {
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    return;
+  }
+  const percent = (value: number) => `${(100 * value).toFixed(2)}%`;
+  const lines = [
+    `differential corpus from ${directory}: ${report.pairs} pairs graded by both (${report.outages} without a verdict)`,
+    `agreement        ${percent(report.agreement)} (${report.agreements}/${report.pairs})`,
+    `false positives  ${percent(report.falsePositiveRate)} (${report.falsePositives}: ours correct, Math-Verify wrong)`,
+    `false negatives  ${percent(report.falseNegativeRate)} (${report.falseNegatives}: ours wrong, Math-Verify correct)`,
+    `throughput       ours ${report.oursGradesPerSecond.toFixed(0)} grades/s, Math-Verify ${report.mathVerifyGradesPerSecond.toFixed(0)} grades/s (wall clock, one at a time, jailed sandbox)`,
+    'by kind (agreements/pairs):',
+    ...report.byKind.map(({ kind, pairs, agreements }) => `  ${kind.padEnd(22)} ${agreements}/${pairs}`),
+    `disagreements (${report.disagreements.length}):`,
+    ...report.disagreements.map(
+      (item) =>
+        `  ${item.id}: ours ${item.ours.correct} (${item.ours.reason}), Math-Verify ${item.mathVerify.correct} · ${JSON.stringify(item.prediction)} vs ${JSON.stringify(item.reference)}`,
+    ),
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
 }
