@@ -1,0 +1,93 @@
+"""Checkpoints: sharded (torch.distributed.checkpoint) for resume, and a Hugging Face export.
+
+A resume checkpoint is a folder with DCP shards of the model and optimizer and a
+`trainer-state.json` written by rank 0 after every rank finished: the file is the commit
+marker, a folder without it is an interrupted save and is never loaded. The export gathers
+the full fp32 state dict on rank 0 and saves it through `save_pretrained` on an unsharded copy
+of the model (safetensors, Hugging Face names and on-disk layout, shards over 5 GB), with the
+tokenizer files of the source folder, so SGLang, vLLM and `transformers` load it as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from typing import Any, Dict, Optional
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+import transformers
+from torch.distributed.checkpoint.state_dict import (
+    StateDictOptions,
+    get_model_state_dict,
+    get_state_dict,
+    set_state_dict,
+)
+
+STATE_FILE = "trainer-state.json"
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "chat_template.jinja",
+    "vocab.json",
+    "merges.txt",
+    "generation_config.json",
+)
+
+
+def save_checkpoint(folder: str, model, optimizer, state: Dict[str, Any]) -> None:
+    model_state, optimizer_state = get_state_dict(model, optimizer)
+    dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=folder)
+    dist.barrier()
+    if dist.get_rank() == 0:
+        temporary = os.path.join(folder, STATE_FILE + ".tmp")
+        with open(temporary, "w") as handle:
+            json.dump(state, handle)
+        os.replace(temporary, os.path.join(folder, STATE_FILE))
+    dist.barrier()
+
+
+def read_checkpoint_state(folder: str) -> Optional[Dict[str, Any]]:
+    path = os.path.join(folder, STATE_FILE)
+    if not os.path.isfile(path):
+        return None
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def load_checkpoint(folder: str, model, optimizer) -> Dict[str, Any]:
+    state = read_checkpoint_state(folder)
+    if state is None:
+        raise FileNotFoundError(f"{folder}: not a committed checkpoint (no {STATE_FILE})")
+    model_state, optimizer_state = get_state_dict(model, optimizer)
+    loaded = {"model": model_state, "optimizer": optimizer_state}
+    dcp.load(loaded, checkpoint_id=folder)
+    set_state_dict(model, optimizer, model_state_dict=loaded["model"], optim_state_dict=loaded["optimizer"])
+    return state
+
+
+def export_hugging_face(folder: str, model, source: str) -> None:
+    """Writes `folder` atomically (a sibling temporary folder renamed at the end)."""
+    full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    if dist.get_rank() == 0:
+        temporary = folder.rstrip("/") + ".tmp"
+        shutil.rmtree(temporary, ignore_errors=True)
+        config = transformers.AutoConfig.from_pretrained(source)
+        with torch.device("meta"):
+            plain = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        plain.load_state_dict(full, assign=True, strict=False)
+        plain.tie_weights()
+        missing = [name for name, parameter in plain.named_parameters() if parameter.is_meta]
+        if missing:
+            raise RuntimeError(f"export: parameters missing from the trained state: {missing[:5]}")
+        plain.save_pretrained(temporary, max_shard_size="5GB")
+        for name in TOKENIZER_FILES:
+            path = os.path.join(source, name)
+            if os.path.isfile(path) and not os.path.exists(os.path.join(temporary, name)):
+                shutil.copy(path, os.path.join(temporary, name))
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(temporary, folder)
+    dist.barrier()

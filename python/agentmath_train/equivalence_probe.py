@@ -1,0 +1,55 @@
+"""A test program (run by test_distributed.py under torchrun): one SFT and one GRPO step on a
+fixed global batch for each model folder given, then the full updated weights and the steps'
+statistics saved by rank 0, so runs with different process counts can be compared."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+import torch
+import torch.distributed as dist
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+from .batch_io import decode_batch, encode_batch
+from .options import parse_step_options
+from .service import TrainerCore, TrainerSettings
+
+
+def fixed_batch(vocab: int, seed: int = 7):
+    generator = torch.Generator().manual_seed(seed)
+    ids, masks, olds, advantages = [], [], [], []
+    for index, length in enumerate((23, 9, 31, 14, 5, 18)):
+        ids.append(torch.randint(0, vocab, (length,), generator=generator).tolist())
+        prompt = 1 + index % 4
+        masks.append([0] * prompt + [1] * (length - prompt))
+        olds.append((-torch.rand(length, generator=generator) * 3).tolist())
+        advantages.append(float(index % 3) - 1.0)
+    return ids, masks, olds, advantages
+
+
+def main(out: str, folders: list) -> None:
+    results = {}
+    for folder in folders:
+        core = TrainerCore(TrainerSettings(model=folder, micro_batch_tokens=40))
+        vocab = core.model.config.vocab_size
+        ids, masks, olds, advantages = fixed_batch(vocab)
+        sft = decode_batch(encode_batch(ids, masks, options={"learningRate": 1e-2}))
+        sft_stats = core.runner.sft_step(sft, parse_step_options(sft.options))
+        grpo = decode_batch(
+            encode_batch(ids, masks, advantages, olds, options={"learningRate": 1e-2, "temperature": 0.7, "klCoef": 0.1})
+        )
+        grpo_stats = core.runner.grpo_step(grpo, parse_step_options(grpo.options))
+        state = get_model_state_dict(core.model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+        results[folder] = {"sft": sft_stats, "grpo": grpo_stats, "state": {k: v.clone() for k, v in state.items()}}
+    if dist.get_rank() == 0:
+        torch.save(results, out)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], json.loads(sys.argv[2]))

@@ -1,0 +1,30 @@
+"""FSDP2 and activation checkpointing, applied once over the plain model.
+
+`fully_shard` per decoder layer, then the root (embeddings, final norm, head): parameters,
+gradients and optimizer state are sharded across ranks; fp32 master weights, gradients reduced
+in fp32, compute in the placement's dtype (bf16 on GPU, fp32 on CPU).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+from .model import Placement, decoder_layers
+
+
+def parallelize(model: torch.nn.Module, where: Placement, activation_checkpointing: bool = False) -> torch.nn.Module:
+    if activation_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    policy = MixedPrecisionPolicy(param_dtype=where.compute_dtype, reduce_dtype=torch.float32)
+    for layer in decoder_layers(model):
+        fully_shard(layer, mp_policy=policy)
+    fully_shard(model, mp_policy=policy)
+    return model
+
+
+def freeze(model: torch.nn.Module, where: Placement) -> torch.nn.Module:
+    """The KL reference: sharded the same way, no gradients, eval mode."""
+    model.requires_grad_(False)
+    model.eval()
+    return parallelize(model, where, activation_checkpointing=False)

@@ -1,0 +1,293 @@
+"""The trainer as a service: rank 0 answers HTTP, every rank executes each command in lockstep.
+
+Routes (JSON unless noted; a binary batch is `batch_io`'s format):
+  GET  /health              no auth; {"ok", "world_size"}
+  GET  /state               policy version, optimizer steps, world size, model, device
+  POST /sft_step            binary batch → step statistics
+  POST /grpo_step           binary batch → step statistics
+  POST /score               binary batch → {"token_logprobs": [[…]], "policy_version"}
+  POST /save_checkpoint     {"path"} → {"path", "policy_version"}
+  POST /load_checkpoint     {"path"} → {"policy_version", "optimizer_restored"}
+  POST /export              {"path"} → {"path"}: the current weights in Hugging Face layout
+  POST /shutdown            stops every rank
+HTTP runs in a thread; the main thread owns every collective: it takes one command at a time
+from a queue, broadcasts it (header as an object, the body as a byte tensor) and executes it
+like every other rank. While idle it broadcasts a no-op each minute, so the other ranks'
+waits never reach the process group's timeout. A request is validated on rank 0 before it is
+broadcast, so a malformed batch is a 400, not a desynchronised job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hmac
+import http.server
+import json
+import math
+import os
+import queue
+import sys
+import threading
+from concurrent.futures import Future
+from datetime import timedelta
+from typing import Any, Dict, Optional, Tuple
+
+import torch
+import torch.distributed as dist
+
+from .batch_io import BatchFormatError, decode_batch
+from .checkpoint import export_hugging_face, load_checkpoint, save_checkpoint
+from .model import Placement, init_distributed, load_model, placement
+from .options import StepOptionsError, parse_step_options
+from .parallelize import freeze, parallelize
+from .step import StepRunner
+
+TOKEN_VARIABLE = "AGENTMATH_TRAINER_TOKEN"
+IDLE_HEARTBEAT_SECONDS = 60.0
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainerSettings:
+    model: str
+    reference: Optional[str] = None
+    micro_batch_tokens: int = 8192
+    activation_checkpointing: bool = False
+    weight_decay: float = 0.01
+    beta1: float = 0.9
+    beta2: float = 0.95
+    max_grad_norm: float = 1.0
+    seed: int = 0
+
+
+class TrainerCore:
+    """What every rank holds: the sharded model, its optimizer and the step runner."""
+
+    def __init__(self, settings: TrainerSettings, where: Optional[Placement] = None) -> None:
+        self.settings = settings
+        self.where = where or placement()
+        init_distributed(self.where)
+        torch.manual_seed(settings.seed)
+        self.model = parallelize(load_model(settings.model, self.where), self.where, settings.activation_checkpointing)
+        decay = [p for p in self.model.parameters() if p.requires_grad and p.dim() >= 2]
+        no_decay = [p for p in self.model.parameters() if p.requires_grad and p.dim() < 2]
+        self.optimizer = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": settings.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+            lr=0.0,
+            betas=(settings.beta1, settings.beta2),
+        )
+        reference_path = settings.reference or settings.model
+        self.runner = StepRunner(
+            self.model,
+            self.optimizer,
+            self.where.device,
+            settings.micro_batch_tokens,
+            settings.max_grad_norm,
+            reference=lambda: freeze(load_model(reference_path, self.where), self.where),
+        )
+
+    def state(self) -> Dict[str, Any]:
+        return {
+            "policy_version": self.runner.policy_version,
+            "optimizer_steps": self.runner.optimizer_steps,
+            "world_size": dist.get_world_size(),
+            "model": self.settings.model,
+            "reference": self.settings.reference or self.settings.model,
+            "device": str(self.where.device),
+            "compute_dtype": str(self.where.compute_dtype).replace("torch.", ""),
+            "parameters": sum(p.numel() for p in self.model.parameters()),
+        }
+
+    def dispatch(self, route: str, payload: Dict[str, Any], body: bytes) -> Dict[str, Any]:
+        if route == "/noop":
+            return {}
+        if route == "/state":
+            return self.state()
+        if route in ("/sft_step", "/grpo_step", "/score"):
+            batch = decode_batch(body)
+            if route == "/score":
+                temperature = float(batch.options.get("temperature", 1.0))
+                rows = self.runner.score_sequences(batch, temperature if temperature > 0 else 1.0)
+                return {"token_logprobs": [row.tolist() for row in rows], "policy_version": self.runner.policy_version}
+            options = parse_step_options(batch.options)
+            step = self.runner.sft_step if route == "/sft_step" else self.runner.grpo_step
+            return step(batch, options)
+        if route == "/save_checkpoint":
+            path = payload["path"]
+            state = {
+                "policyVersion": self.runner.policy_version,
+                "optimizerSteps": self.runner.optimizer_steps,
+                "model": self.settings.model,
+                "reference": self.settings.reference or self.settings.model,
+                "worldSize": dist.get_world_size(),
+            }
+            save_checkpoint(path, self.model, self.optimizer, state)
+            return {"path": path, "policy_version": self.runner.policy_version}
+        if route == "/load_checkpoint":
+            state = load_checkpoint(payload["path"], self.model, self.optimizer)
+            self.runner.policy_version = int(state["policyVersion"])
+            self.runner.optimizer_steps = int(state["optimizerSteps"])
+            return {"policy_version": self.runner.policy_version, "optimizer_restored": True}
+        if route == "/export":
+            export_hugging_face(payload["path"], self.model, self.settings.model)
+            return {"path": payload["path"], "policy_version": self.runner.policy_version}
+        raise KeyError(route)
+
+
+ROUTES = {"/state", "/sft_step", "/grpo_step", "/score", "/save_checkpoint", "/load_checkpoint", "/export", "/shutdown"}
+BINARY_ROUTES = {"/sft_step", "/grpo_step", "/score"}
+
+
+def validate(route: str, payload: Dict[str, Any], body: bytes) -> None:
+    """Rank 0's check before a command reaches the other ranks (raises ValueError)."""
+    if route in BINARY_ROUTES:
+        batch = decode_batch(body)
+        if len(batch) == 0:
+            raise ValueError("the batch has no sequences")
+        if route != "/score":
+            options = parse_step_options(batch.options)
+            if not math.isfinite(options.learning_rate) or options.learning_rate < 0:
+                raise ValueError("learningRate must be a finite number ≥ 0")
+            if route == "/grpo_step" and (batch.advantages is None or batch.old_logprobs is None):
+                raise ValueError("a GRPO batch needs advantages and oldLogprobs")
+            offsets = batch.offsets
+            trained = sum(int(batch.loss_mask[offsets[i] + 1 : offsets[i + 1]].sum()) for i in range(len(batch)))
+            if trained == 0:
+                raise ValueError("the batch has no trained tokens (every loss_mask entry after position 0 is 0)")
+    elif route in ("/save_checkpoint", "/load_checkpoint", "/export"):
+        if not isinstance(payload.get("path"), str) or not payload["path"]:
+            raise ValueError(f"{route} needs a JSON body with a non-empty string `path`")
+
+
+def _broadcast_command(command: Optional[Tuple[str, Dict[str, Any], int]], body: bytes) -> Tuple[str, Dict[str, Any], bytes]:
+    holder = [command]
+    dist.broadcast_object_list(holder, src=0)
+    route, payload, size = holder[0]
+    if size == 0:
+        return route, payload, b""
+    tensor = torch.frombuffer(bytearray(body), dtype=torch.uint8) if dist.get_rank() == 0 else torch.empty(size, dtype=torch.uint8)
+    if dist.get_backend() == "nccl":
+        tensor = tensor.cuda()
+    dist.broadcast(tensor, src=0)
+    return route, payload, body if dist.get_rank() == 0 else tensor.cpu().numpy().tobytes()
+
+
+def follow(core: TrainerCore) -> None:
+    """Ranks > 0: execute what rank 0 broadcasts until it says /shutdown."""
+    while True:
+        route, payload, body = _broadcast_command(None, b"")
+        if route == "/shutdown":
+            return
+        core.dispatch(route, payload, body)
+
+
+def serve(core: TrainerCore, host: str, port: int, token: Optional[str]) -> None:
+    """Rank 0: HTTP in a thread, commands executed here in order."""
+    commands: "queue.Queue[Tuple[str, Dict[str, Any], bytes, Future]]" = queue.Queue()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+            pass
+
+        def _send(self, status: int, body: Dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _authorised(self) -> bool:
+            if token is None:
+                return True
+            given = self.headers.get("authorization", "")
+            if hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+                return True
+            self._send(401, {"error": "missing or wrong bearer token"})
+            return False
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if self.path == "/health":
+                self._send(200, {"ok": True, "world_size": dist.get_world_size()})
+                return
+            if not self._authorised():
+                return
+            if self.path != "/state":
+                self._send(404, {"error": f"no route {self.path}"})
+                return
+            self._run("/state", {}, b"")
+
+        def do_POST(self) -> None:  # noqa: N802
+            if not self._authorised():
+                return
+            length = int(self.headers.get("content-length") or 0)
+            body = self.rfile.read(length) if length else b""
+            if self.path not in ROUTES:
+                self._send(404, {"error": f"no route {self.path}"})
+                return
+            payload: Dict[str, Any] = {}
+            if self.path not in BINARY_ROUTES and body:
+                try:
+                    payload = json.loads(body)
+                except json.JSONDecodeError as error:
+                    self._send(400, {"error": f"{self.path}: body is not JSON: {error}"})
+                    return
+            try:
+                validate(self.path, payload, body)
+            except (BatchFormatError, StepOptionsError, ValueError, KeyError) as error:
+                self._send(400, {"error": f"{self.path}: {error}"})
+                return
+            self._run(self.path, payload, body if self.path in BINARY_ROUTES else b"")
+
+        def _run(self, route: str, payload: Dict[str, Any], body: bytes) -> None:
+            future: Future = Future()
+            commands.put((route, payload, body, future))
+            try:
+                self._send(200, future.result())
+            except Exception as error:  # the command failed on rank 0: say so; the job may be unusable
+                self._send(500, {"error": f"{route}: {type(error).__name__}: {error}"})
+
+    server = http.server.ThreadingHTTPServer((host, port), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    print(json.dumps({"event": "ready", "host": host, "port": server.server_address[1], **core.state()}), flush=True)
+    while True:
+        try:
+            route, payload, body, future = commands.get(timeout=IDLE_HEARTBEAT_SECONDS)
+        except queue.Empty:
+            _broadcast_command(("/noop", {}, 0), b"")
+            continue
+        _broadcast_command((route, payload, len(body)), body)
+        if route == "/shutdown":
+            future.set_result({"ok": True})
+            break
+        try:
+            future.set_result(core.dispatch(route, payload, body))
+        except Exception as error:  # noqa: BLE001 - reported to the client, then fatal below
+            future.set_exception(error)
+            print(f"agentmath_train: {route} failed: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+            if route in ("/sft_step", "/grpo_step", "/load_checkpoint"):
+                # The ranks may now disagree about the weights: stop rather than train on.
+                server.shutdown()
+                raise
+    server.shutdown()
+
+
+def run_service(settings: TrainerSettings, host: str, port: int, token: Optional[str]) -> None:
+    where = placement()
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    if not dist.is_initialized():
+        init_distributed_with_timeout(where)
+    core = TrainerCore(settings, where)
+    if dist.get_rank() == 0:
+        serve(core, host, port, token)
+    else:
+        follow(core)
+    dist.destroy_process_group()
+
+
+def init_distributed_with_timeout(where: Placement) -> None:
+    os.environ.setdefault("RANK", "0")
+    os.environ.setdefault("WORLD_SIZE", "1")
+    os.environ.setdefault("MASTER_PORT", "29533")
+    dist.init_process_group(where.backend, timeout=timedelta(minutes=30))
