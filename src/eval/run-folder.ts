@@ -6,6 +6,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { RUN_LOCK_FILE } from '../shared/run-folder-lock.ts';
 import { readTrajectories, type Trajectory } from '../trajectory/index.ts';
 import { EvalRunFormatError } from './eval-errors.ts';
 
@@ -18,10 +19,10 @@ export const RUN_FILES = {
   report: 'report.html',
 } as const;
 
-/** Whether the folder exists and holds at least one entry. */
+/** Whether the folder exists and holds at least one entry (its writer's lock aside). */
 export async function folderHasEntries(folder: string): Promise<boolean> {
   if (!existsSync(folder)) return false;
-  return (await readdir(folder)).length > 0;
+  return (await readdir(folder)).some((name) => name !== RUN_LOCK_FILE);
 }
 
 /**

@@ -31,6 +31,7 @@ import { answersEquivalent, gradeAnswer } from '../../grader/index.ts';
 import { getDialect } from '../../protocol/index.ts';
 import { createLocalSandbox, SandboxClient } from '../../sandbox/index.ts';
 import type { SandboxProvider } from '../../sandbox/types.ts';
+import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import { assertSameRun, type IdentityValue, type RunIdentity } from '../../shared/run-identity.ts';
 import { type AgentFlags, addAgentFlags } from '../agent-flags.ts';
 import { integerOption, usageError } from '../cli-options.ts';
@@ -239,6 +240,9 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     benchmark: benchmark.name,
     k: options.samples,
   });
+  // One writer per run folder: a second eval (or a --resume) on it while this one runs is refused.
+  const releaseLock = await acquireRunFolderLock(outDir, { command: 'eval' });
+  const unregisterLock = onShutdown(releaseLock);
 
   const target = await resolveEngineTarget(options);
   const { engine, tokenizer } = target;
@@ -349,6 +353,8 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     unregisterSandbox();
     await target.close();
     await sandbox.close();
+    unregisterLock();
+    await releaseLock();
   }
 }
 
