@@ -602,10 +602,28 @@ describe('rollout scheduler over SGLang /generate', () => {
     expect(record.rewards.slice(1)).toEqual([0, null]);
   });
 
-  /** Two groups with a signal, batch 1: the second is kept but deferred to the next step at version 1. */
+  /**
+   * Two groups with a signal, batch 1: group a is graded only once both of group b's
+   * trajectories have finished, and b's grades wait until a is decided, so b finishes whole
+   * after the batch is full and is carried, finished, into step 1 at version 1.
+   */
   async function deferredKeptGroup(stalePolicy: 'drop' | 'restart') {
     const { router } = await replicas(1, { version: () => '0' });
-    const run = parts(router);
+    const aDecided = deferred();
+    const bFinished = deferred();
+    let bGrades = 0;
+    const run = parts(router, {
+      grade: async (trajectory) => {
+        if (trajectory.problemId === 'b') {
+          if (++bGrades === 2) bFinished.open();
+          await aDecided.promise;
+        } else await bFinished.promise;
+        return { correct: trajectory.sample % 2 === 0 };
+      },
+      onEvent: (event) => {
+        if (event.type === 'group-decide' && event.group.problem.id === 'a') aDecided.open();
+      },
+    });
     const config = rolloutConfigSchema.parse({
       groupSize: 2,
       batchSize: 1,
@@ -628,8 +646,9 @@ describe('rollout scheduler over SGLang /generate', () => {
 
   it('defect 5 (the staleness bound has holes): a kept group deferred past a full batch is checked on every member', async () => {
     const { first, second } = await deferredKeptGroup('drop');
-    // Both groups finished with a signal; the second waited for a batch with room.
-    expect(first.stats).toMatchObject({ groupsKept: 1, groupsCarried: 1 });
+    // Group b finished whole after the batch was full: carried with no unfinished member.
+    expect(first.stats).toMatchObject({ groupsKept: 1, groupsCarried: 1, trajectoriesParked: 0 });
+    expect(first.state.parked[0]!.trajectories.every((t) => t?.finish?.reason === 'answer')).toBe(true);
     expect(second.kept).toEqual([]);
     expect(second.dropped.map((group) => [group.dropReason, group.oldestPolicyVersion])).toEqual([
       ['stale', 0],
@@ -637,18 +656,65 @@ describe('rollout scheduler over SGLang /generate', () => {
     expect(second.stats.trajectoriesStale).toBe(2);
   });
 
-  it('defect 5 (restart favours short trajectories): restart replaces the whole group, finished members too', async () => {
-    const { first, second } = await deferredKeptGroup('restart');
-    const carried = first.state.parked[0]!;
-    const carriedIds = carried.trajectories.map((trajectory) => trajectory?.id);
-    const trained = second.kept[0]!;
-    expect(trained.problem.id).toBe(carried.problem.id);
-    expect(trained.trajectories.some((trajectory) => carriedIds.includes(trajectory.id))).toBe(false);
-    expect(
-      trained.trajectories.every((trajectory) =>
-        trajectory.segments.every((segment) => segment.kind !== 'model' || segment.step === 1),
+  it('defect 5 (restart favours short trajectories): a stale member restarts its whole group, its finished sibling too', async () => {
+    // Group a: one sample finishes; the other's second engine call waits until group b is
+    // decided, so the full batch pauses it. At version 2 (lag bound 1) it is stale.
+    const bDecided = deferred();
+    const aFinished = deferred();
+    let version = 0;
+    let held = 0;
+    const { router } = await replicas(1, {
+      version: () => String(version),
+      gate: async (context) => {
+        if (
+          version === 0 &&
+          context.includes('problem a') &&
+          context.includes('</interpreter>') &&
+          ++held === 2
+        )
+          await bDecided.promise;
+      },
+    });
+    const run = parts(router, {
+      grade: async (trajectory) => {
+        if (trajectory.problemId === 'a') aFinished.open();
+        else await aFinished.promise;
+        return { correct: trajectory.sample % 2 === 0 };
+      },
+      onEvent: (event) => {
+        if (event.type === 'group-decide' && event.group.problem.id === 'b') bDecided.open();
+      },
+    });
+    const config = rolloutConfigSchema.parse({
+      groupSize: 2,
+      batchSize: 1,
+      overProvision: 1,
+      partialRollout: false,
+      maxPolicyLag: 1,
+      stalePolicy: 'restart',
+    });
+    const problems = source([
+      { id: 'a', text: 'problem a', answer: '42' },
+      { id: 'b', text: 'problem b', answer: '42' },
+    ]);
+    const first = await runRolloutStep(input({ config, problems }), run);
+    expect(first.kept.map((group) => group.problem.id)).toEqual(['b']);
+    const carried = first.state.parked[0]!.trajectories;
+    expect(carried.map((trajectory) => trajectory?.finish?.reason).sort()).toEqual(['answer', 'paused']);
+    version = 2;
+    const second = await runRolloutStep(
+      input({ step: 1, policyVersion: 2, config, problems, state: first.state }),
+      run,
+    );
+    // Trained at version 2 with maxPolicyLag 1: no member may hold version-0 tokens.
+    const versions = second.kept.flatMap((group) =>
+      group.trajectories.flatMap((trajectory) =>
+        trajectory.segments.flatMap((segment) => (segment.kind === 'model' ? [segment.policyVersion] : [])),
       ),
-    ).toBe(true);
+    );
+    expect(new Set(versions)).toEqual(new Set([2]));
+    expect(second.kept.map((group) => [group.problem.id, group.oldestPolicyVersion])).toEqual([['a', 2]]);
+    expect(second.stats.trajectoriesStale).toBe(2);
   });
 
   it('issue 29 item 13: an interrupt mid-step records no aborted trajectory and starts no fresh group', async () => {

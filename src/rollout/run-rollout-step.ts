@@ -320,11 +320,11 @@ export async function runRolloutStep(
   // only the stale members would replace the long trajectories and keep the short ones.
   const carried: GroupRun[] = input.state.parked.map((parked) => {
     const group = fromParked(parked);
-    const stale = group.slots.filter(
-      (slot) => slot !== null && isStale(slot, policyVersion, config.maxPolicyLag),
-    ).length;
-    if (stale === 0) return group;
-    counters.stale += stale;
+    if (!group.slots.some((slot) => slot !== null && isStale(slot, policyVersion, config.maxPolicyLag))) {
+      return group;
+    }
+    // Every member is restarted or dropped with the group.
+    counters.stale += group.slots.filter((slot) => slot !== null).length;
     if (config.stalePolicy === 'drop') {
       group.stale = true;
       return group;
