@@ -317,16 +317,14 @@ class IssueTwentyFourTest(unittest.TestCase):
         import transformers
 
         with tempfile.TemporaryDirectory() as temp:
-            config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=32, vocab_size=300, n_positions=64)
-            transformers.GPT2LMHeadModel(config).to(torch.bfloat16).save_pretrained(temp)
-            backend = HuggingFaceBackend(
-                transformers.AutoModelForCausalLM.from_pretrained(temp, torch_dtype=torch.bfloat16),
-                None,
-                temp,
-                2,
-                torch.device("cpu"),
-                compute_dtype=torch.bfloat16,
+            config = transformers.GPT2Config(
+                n_layer=1, n_head=2, n_embd=32, vocab_size=300, n_positions=64, bos_token_id=0, eos_token_id=0
             )
+            transformers.GPT2LMHeadModel(config).to(torch.bfloat16).save_pretrained(temp)
+            # A bf16 checkpoint, as a GPU run loads it; the forward passes then run under bf16 autocast.
+            checkpoint = transformers.AutoModelForCausalLM.from_pretrained(temp, torch_dtype=torch.bfloat16)
+            backend = HuggingFaceBackend(checkpoint, None, temp, 2, torch.device("cpu"))
+            backend.compute_dtype = torch.bfloat16
             self.assertTrue(all(p.dtype == torch.float32 for p in backend.model.parameters()))
             trainer = Trainer(backend, OptimizerSettings(learning_rate=1e-6, weight_decay=0.0))
             before = {name: p.detach().clone() for name, p in backend.model.named_parameters()}
