@@ -1,7 +1,7 @@
 /**
  * The answer formats of real training data (src/grader/training-formats-corpus.jsonl, our own
  * wording): several boxes, labelled references, ratios, lists joined by words, units in boxes,
- * `<think>` responses, intervals against inequalities — each with its verdict, graded with the
+ * `<think>` responses, intervals against inequalities, Markdown answer lines — each with its verdict, graded with the
  * jailed sandbox. Cases where Math-Verify gives the other verdict carry a `note` saying why.
  */
 import { readFileSync } from 'node:fs';
@@ -23,7 +23,7 @@ describe('training-data answer formats', () => {
   const sandboxOf = useGraderTestSandbox();
 
   it('covers every format with right answers and near misses', () => {
-    for (const kind of ['boxes', 'label', 'ratio', 'list', 'units', 'think', 'interval']) {
+    for (const kind of ['boxes', 'label', 'ratio', 'list', 'units', 'think', 'interval', 'markdown']) {
       const cases = corpus.filter((item) => item.kind === kind);
       expect(cases.some((item) => item.correct)).toBe(true);
       expect(cases.some((item) => !item.correct)).toBe(true);

@@ -221,6 +221,104 @@ const REWRITINGS: Rewriting[] = [
     },
   },
   {
+    kind: 'plain-sentence',
+    intended: 'equivalent',
+    build: (answer) =>
+      isPlainNumber(answer) ? `Adding the three counts, the answer is ${answer.trim()}.` : null,
+  },
+  {
+    kind: 'minerva',
+    intended: 'equivalent',
+    build: (answer) => `Final Answer: The final answer is $${answer}$. I hope it is correct.`,
+  },
+  { kind: 'markdown-answer', intended: 'equivalent', build: (answer) => `**Answer:** $${answer}$` },
+  {
+    kind: 'slash-fraction',
+    intended: 'equivalent',
+    build: (answer) => {
+      const rewritten = answer.replace(/\\[dt]?frac\{(-?\d+)\}\{(\d+)\}/g, '$1/$2');
+      return rewritten === answer ? null : `$\\boxed{${rewritten}}$`;
+    },
+  },
+  {
+    kind: 'unicode',
+    intended: 'equivalent',
+    build: (answer) => {
+      const rewritten = answer
+        .replace(/\\pi(?![A-Za-z])\s*/g, 'π')
+        .replace(/\^\\circ/g, '°')
+        .replace(/\\infty(?![A-Za-z])/g, '∞')
+        .replace(/\\le(?![A-Za-z])/g, '≤');
+      return rewritten === answer ? null : `The answer is $${rewritten}$.`;
+    },
+  },
+  {
+    kind: 'without-degrees',
+    intended: 'equivalent',
+    build: (answer) =>
+      /^\s*\d+\s*\^\\circ\s*$/.test(answer) ? `\\boxed{${answer.replace(/\^\\circ/, '').trim()}}` : null,
+  },
+  {
+    kind: 'interval-membership',
+    intended: 'equivalent',
+    build: (answer) =>
+      /^\s*(?:\\left)?[([].*[)\]]\s*$/.test(answer) && intervalAsInequality(answer) !== null
+        ? `$\\boxed{x \\in ${answer}}$`
+        : null,
+  },
+  {
+    kind: 'percent',
+    intended: 'equivalent',
+    build: (answer) => (/^\s*\d+\s*$/.test(answer) ? `The share is $\\boxed{${answer.trim()}\\%}$.` : null),
+  },
+  {
+    kind: 'degrees-written',
+    intended: 'equivalent',
+    build: (answer) => {
+      const match = /^\s*(\d+)\s*\^\\circ\s*$/.exec(answer);
+      return match === null ? null : `The angle is $\\boxed{${match[1]} \\text{ degrees}}$.`;
+    },
+  },
+  {
+    kind: 'text-unwrapped',
+    intended: 'equivalent',
+    build: (answer) => {
+      const match = /^\s*\\text\{\(?([A-Za-z]+)\)?\}\s*$/.exec(answer);
+      return match === null ? null : `The answer is $\\boxed{${match[1]}}$.`;
+    },
+  },
+  {
+    kind: 'separators-removed',
+    intended: 'equivalent',
+    build: (answer) => {
+      const rewritten = answer.replace(/\\\$/g, '').replace(/,\\!\s*/g, '');
+      return rewritten === answer || !/^\s*[\d.]+\s*$/.test(rewritten)
+        ? null
+        : `$\\boxed{${rewritten.trim()}}$`;
+    },
+  },
+  {
+    kind: 'set-braces',
+    intended: 'equivalent',
+    build: (answer) => (isList(answer) ? `$\\boxed{\\{${topLevelItems(answer)!.join(', ')}\\}}$` : null),
+  },
+  {
+    kind: 'pm-expanded',
+    intended: 'equivalent',
+    build: (answer) => {
+      if (!/^[^,]*\\pm[^,]*$/.test(answer) || /^\s*\\\{/.test(answer)) return null;
+      const plus = answer.replace(/\\pm/, '+');
+      const minus = answer.replace(/\\pm/, '-');
+      return `The roots are $\\boxed{${plus}, ${minus}}$.`;
+    },
+  },
+  {
+    kind: 'bmatrix',
+    intended: 'equivalent',
+    build: (answer) =>
+      /\\begin\{pmatrix\}/.test(answer) ? `$\\boxed{${answer.replace(/pmatrix/g, 'bmatrix')}}$` : null,
+  },
+  {
     kind: 'labelled-reference',
     intended: 'equivalent',
     build: (answer) => (isSingleValue(answer) ? `So the answer is $\\boxed{${answer}}$.` : null),
@@ -313,6 +411,48 @@ const REWRITINGS: Rewriting[] = [
     intended: 'near-miss',
     build: (answer) =>
       isList(answer) ? `$\\boxed{${topLevelItems(answer)!.slice(0, -1).join('}$ and $\\boxed{')}}$` : null,
+  },
+  {
+    kind: 'reciprocal',
+    intended: 'near-miss',
+    build: (answer) => {
+      const match = /^\s*\\[dt]?frac\{(\d+)\}\{(\d+)\}\s*$/.exec(answer);
+      if (match === null || match[1] === match[2]) return null;
+      return `So the answer is $\\boxed{\\frac{${match[2]}}{${match[1]}}}$.`;
+    },
+  },
+  {
+    kind: 'missing-factor',
+    intended: 'near-miss',
+    build: (answer) => {
+      const match = /^\s*(\d+)\s*\\pi\s*$|^\s*(\d+)\s*\\sqrt\{?\d+\}?\s*$/.exec(answer);
+      return match === null ? null : `The answer is $\\boxed{${match[1] ?? match[2]}}$.`;
+    },
+  },
+  {
+    kind: 'bracket-swap',
+    intended: 'near-miss',
+    build: (answer) => {
+      const match = /^(\s*(?:\\left\s*)?)([([])(.*?)((?:\\right\s*)?)([)\]])(\s*)$/s.exec(answer);
+      if (match === null || intervalAsInequality(answer) === null || /\\infty/.test(match[3]!)) return null;
+      const open = match[2] === '(' ? '[' : '(';
+      return `$\\boxed{${match[1]}${open}${match[3]}${match[4]}${match[5]}${match[6]}}$`;
+    },
+  },
+  {
+    kind: 'wrong-choice',
+    intended: 'near-miss',
+    build: (answer) => {
+      const match = /^\s*\\text\{\(([A-D])\)\}\s*$/.exec(answer);
+      return match === null
+        ? null
+        : `The answer is $\\boxed{\\text{(${String.fromCharCode(match[1]!.charCodeAt(0) + 1)})}}$.`;
+    },
+  },
+  {
+    kind: 'extra-solution',
+    intended: 'near-miss',
+    build: (answer) => (isList(answer) ? `$\\boxed{${answer}, 0}$` : null),
   },
   {
     kind: 'one-digit',

@@ -218,7 +218,11 @@ function lastAnswerPhrase(text: string): string | null {
   for (const match of text.matchAll(PHRASES)) end = match.index + match[0].length;
   if (end === -1) return null;
   const lineEnd = text.indexOf('\n', end);
-  let answer = text.slice(end, lineEnd === -1 ? undefined : lineEnd).trim();
+  // `**Answer:** 42`: Markdown emphasis around the phrase is not part of the answer.
+  let answer = text
+    .slice(end, lineEnd === -1 ? undefined : lineEnd)
+    .replace(/^[\s*_]+/, '')
+    .trim();
   const { spans } = scanMath(answer);
   if (spans[0]?.start === 0) {
     // `$x$.` / `\(x\)` right after the phrase: that environment is the answer.
