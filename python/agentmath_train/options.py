@@ -26,6 +26,7 @@ class StepOptions:
     off_policy_mode: str = "truncate"
     mini_batches: int = 1
     epochs: int = 1
+    reference_path: Optional[str] = None
 
 
 _WIRE = {
@@ -42,6 +43,7 @@ _WIRE = {
     "offPolicyMode": "off_policy_mode",
     "miniBatches": "mini_batches",
     "epochs": "epochs",
+    "referencePath": "reference_path",
 }
 _CHOICES = {
     "kl_estimator": ("k3", "k2"),

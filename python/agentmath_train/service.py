@@ -137,7 +137,7 @@ ROUTES = {"/state", "/sft_step", "/grpo_step", "/score", "/save_checkpoint", "/l
 BINARY_ROUTES = {"/sft_step", "/grpo_step", "/score"}
 
 
-def validate(route: str, payload: Dict[str, Any], body: bytes) -> None:
+def validate(route: str, payload: Dict[str, Any], body: bytes, reference: str) -> None:
     """Rank 0's check before a command reaches the other ranks (raises ValueError)."""
     if route in BINARY_ROUTES:
         batch = decode_batch(body)
@@ -147,6 +147,11 @@ def validate(route: str, payload: Dict[str, Any], body: bytes) -> None:
             options = parse_step_options(batch.options)
             if not math.isfinite(options.learning_rate) or options.learning_rate < 0:
                 raise ValueError("learningRate must be a finite number ≥ 0")
+            if options.reference_path is not None and os.path.realpath(options.reference_path) != os.path.realpath(reference):
+                raise ValueError(
+                    f"referencePath {options.reference_path} is not this trainer's KL reference ({reference}); "
+                    "start the trainer with --reference"
+                )
             if route == "/grpo_step" and (batch.advantages is None or batch.old_logprobs is None):
                 raise ValueError("a GRPO batch needs advantages and oldLogprobs")
             offsets = batch.offsets
@@ -234,7 +239,7 @@ def serve(core: TrainerCore, host: str, port: int, token: Optional[str]) -> None
                     self._send(400, {"error": f"{self.path}: body is not JSON: {error}"})
                     return
             try:
-                validate(self.path, payload, body)
+                validate(self.path, payload, body, core.settings.reference or core.settings.model)
             except (BatchFormatError, StepOptionsError, ValueError, KeyError) as error:
                 self._send(400, {"error": f"{self.path}: {error}"})
                 return

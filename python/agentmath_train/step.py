@@ -81,6 +81,7 @@ class StepRunner:
         totals: Dict[str, float] = {}
         grad_norms: List[float] = []
         any_skipped = False
+        updates = 0
         for _epoch in range(options.epochs):
             for chunk in chunks:
                 sequence_mean = options.aggregation == "sequence-mean"
@@ -134,6 +135,7 @@ class StepRunner:
                 sums, grad_norm, skipped = self._optimizer_step(batch, chunk, loss_of, options.learning_rate)
                 grad_norms.append(grad_norm)
                 any_skipped = any_skipped or skipped
+                updates += 0 if skipped else 1
                 for key, value in sums.items():
                     totals[key] = totals.get(key, 0.0) + value
         tokens = _trained_tokens(batch, list(range(len(batch)))) * options.epochs
@@ -143,7 +145,7 @@ class StepRunner:
             "mean_ratio": totals.pop("ratio_sum") / tokens,
             "approx_kl_old": totals.pop("approx_kl_old_sum") / tokens,
             "entropy": totals.pop("entropy_sum") / tokens,
-            "optimizer_steps_taken": float(steps),
+            "updates": updates,
         }
         for key, name in (
             ("kl_sum", "kl_ref"),
@@ -246,7 +248,8 @@ class StepRunner:
         return _sum_over_ranks(sums, self.device), grad_norm, skipped
 
     def _result(self, batch, sums, grad_norm, skipped, options, started, extra) -> Dict[str, float]:
-        if not skipped:
+        # A GRPO step with several updates counts as one policy version when any update applied.
+        if not skipped or extra.get("updates", 0) > 0:
             self.policy_version += 1
         elapsed = time.perf_counter() - started
         return {

@@ -5,6 +5,11 @@
  */
 
 export {
+  DistributedTrainerClient,
+  DistributedTrainerError,
+  type DistributedTrainerState,
+} from './distributed-trainer-client.ts';
+export {
   type GrpoBatch,
   type GrpoSequenceOptions,
   type GrpoSequenceSkip,
@@ -17,6 +22,24 @@ export {
   type HeldOutEvalResult,
   type LevelAccuracy,
 } from './held-out-eval.ts';
+export {
+  batchOfStep,
+  type HfSftConfig,
+  HfSftError,
+  type HfSftEvent,
+  type HfSftMetrics,
+  type HfSftResult,
+  isHuggingFaceModelFolder,
+  runHfSft,
+} from './hf-sft-run.ts';
+export {
+  type InitHfModelOptions,
+  type InitHfModelResult,
+  initHfModel,
+  MODEL_ARCHITECTURES,
+  type ModelArchitecture,
+  tokenizerCorpus,
+} from './init-hf-model.ts';
 export { type LearningRateSchedule, learningRateAt } from './learning-rate-schedule.ts';
 export {
   type RlConfig,
@@ -68,6 +91,7 @@ export {
   sftStateSchema,
   writeSftState,
 } from './sft-state.ts';
+export { type BatchSequence, encodeTrainerBatch } from './trainer-batch.ts';
 export {
   type GrpoSequence,
   type GrpoStepRequest,
@@ -80,6 +104,12 @@ export {
   TrainerRequestError,
   type TrainerState,
 } from './trainer-client.ts';
+export {
+  startTrainerService,
+  type TrainerService,
+  type TrainerServiceOptions,
+  TrainerStartError,
+} from './trainer-service.ts';
 export {
   readTrainingReport,
   renderComparison,

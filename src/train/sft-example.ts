@@ -5,7 +5,7 @@
  * (interpreter output is never trained on), 1 on model segments and on the EOS, so the model
  * learns to stop after its answer.
  */
-import { problemOnlyPrompt, renderPrompt } from '../agent/index.ts';
+import { type PromptBuilder, problemOnlyPrompt, renderPrompt } from '../agent/index.ts';
 import type { Tokenizer } from '../engine/tokenizer.ts';
 import type { Dialect } from '../protocol/dialect.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
@@ -20,8 +20,17 @@ export type SftExample = {
   lossMask: number[];
 };
 
-/** Tokenizes a solution as the agent loop would see it at inference. */
-export function buildSftExample(solution: TaskSolution, tokenizer: Tokenizer, dialect: Dialect): SftExample {
+/**
+ * Tokenizes a solution as the agent loop would see it at inference: `prompt` is the builder
+ * the agent loop uses for this model (problem-only for the embedded model, the default;
+ * `instructedPrompt` for a Hugging Face model served as `eval` serves it).
+ */
+export function buildSftExample(
+  solution: TaskSolution,
+  tokenizer: Tokenizer,
+  dialect: Dialect,
+  prompt: PromptBuilder = problemOnlyPrompt,
+): SftExample {
   const { problem } = solution;
   const eos = tokenizer.eosTokenId;
   if (eos === null) {
@@ -30,11 +39,8 @@ export function buildSftExample(solution: TaskSolution, tokenizer: Tokenizer, di
       `tokenizer ${tokenizer.name} declares no EOS token to end responses`,
     );
   }
-  const prompt = renderPrompt(
-    problemOnlyPrompt({ id: problem.id, text: problem.problem }, dialect),
-    tokenizer,
-  );
-  const inputIds = tokenizer.encode(prompt);
+  const promptText = renderPrompt(prompt({ id: problem.id, text: problem.problem }, dialect), tokenizer);
+  const inputIds = tokenizer.encode(promptText);
   const lossMask: number[] = inputIds.map(() => 0);
   for (const segment of solution.segments) {
     // Neither model text nor tool output may smuggle in a special token.

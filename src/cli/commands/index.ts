@@ -5,6 +5,7 @@ import { registerEngine } from './engine.ts';
 import { registerEval } from './eval.ts';
 import { registerGrade } from './grade.ts';
 import { registerInspect } from './inspect.ts';
+import { registerModel } from './model.ts';
 import { registerQuickstart } from './quickstart.ts';
 import { registerReport } from './report.ts';
 import { registerRollout } from './rollout.ts';
@@ -14,6 +15,7 @@ import { registerSolve } from './solve.ts';
 import { registerSynth } from './synth.ts';
 import { registerTasks } from './tasks.ts';
 import { registerTrain } from './train.ts';
+import { registerTrainer } from './trainer.ts';
 
 /** Adds every subcommand to the program; one line per command file. */
 export function registerCommands(program: Command): void {
@@ -28,6 +30,8 @@ export function registerCommands(program: Command): void {
   registerSynth(program);
   registerTasks(program);
   registerTrain(program);
+  registerTrainer(program);
+  registerModel(program);
   registerEval(program);
   registerReport(program);
   registerRollout(program);

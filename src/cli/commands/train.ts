@@ -11,6 +11,7 @@ import { assertSameRun, type RunIdentity } from '../../shared/run-identity.ts';
 import {
   formatSftEvent,
   formatStepBar,
+  isHuggingFaceModelFolder,
   readSftState,
   readTrainingReport,
   renderComparison,
@@ -23,6 +24,7 @@ import {
 import { defaultOf, integerOption, listOption, numberOption } from '../cli-options.ts';
 import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
 import { registerTrainRl } from './train-rl.ts';
+import { type HfSftFlags, runHfSftCommand } from './train-sft-model.ts';
 
 /** A default of the SFT config schema, for `--help`. */
 const sftDefault = <K extends keyof SftConfigInput & string>(key: K) => defaultOf(sftConfigSchema, key);
@@ -196,7 +198,38 @@ export function registerTrain(program: Command): void {
       integerOption(),
       sftDefault('seed'),
     )
-    .option('--model <preset>', 'worker preset to train', sftDefault('model'))
+    .option(
+      '--model <preset|dir>',
+      'worker preset to train (tiny, test), or a Hugging Face model folder, trained by the distributed trainer (FSDP2)',
+      sftDefault('model'),
+    )
+    .option(
+      '--nproc <p>',
+      'with --model DIR: trainer processes (torchrun; gloo on CPU)',
+      integerOption({ min: 1, max: 1024 }),
+      1,
+    )
+    .option(
+      '--micro-batch-tokens <n>',
+      'with --model DIR: token budget of a packed micro-batch',
+      integerOption({ min: 16 }),
+      8192,
+    )
+    .option(
+      '--max-sequence-tokens <n>',
+      'with --model DIR: longer examples are left out',
+      integerOption({ min: 16 }),
+      32768,
+    )
+    .option('--activation-checkpointing', 'with --model DIR: recompute activations in the backward pass')
+    .addOption(
+      new Option(
+        '--prompt <builder>',
+        'with --model DIR: the prompt builder (as eval uses for served models)',
+      )
+        .choices(['instructed', 'problem-only'])
+        .default('instructed'),
+    )
     .option(
       '--threads <n>',
       'torch threads for training steps (0 = all cores)',
@@ -219,6 +252,10 @@ export function registerTrain(program: Command): void {
     .option('--resume', 'continue the run in --out from its last checkpoint, with its saved configuration')
     .option('--json', 'print the training report as JSON')
     .action(async (flags: SftFlags, command: Command) => {
+      if (isHuggingFaceModelFolder(flags.model)) {
+        await runHfSftCommand(flags as unknown as HfSftFlags, command);
+        return;
+      }
       if (flags.data !== undefined && flags.out === undefined) {
         throw new AgentMathError(
           'CLI_BAD_OPTION',

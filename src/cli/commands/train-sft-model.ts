@@ -1,0 +1,139 @@
+/**
+ * `train sft --model HF_DIR`: the flags of `train sft` applied to a Hugging Face model on the
+ * distributed trainer (src/train/hf-sft-run.ts); progress lines to stderr, a summary to stdout.
+ */
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { type HfSftConfig, type HfSftEvent, runHfSft } from '../../train/index.ts';
+import { usageError } from '../cli-options.ts';
+import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
+
+export type HfSftFlags = {
+  model: string;
+  data?: string;
+  out?: string;
+  resume?: boolean;
+  steps: number;
+  batchSize: number;
+  learningRate: number;
+  warmupSteps: number;
+  checkpointEvery: number;
+  seed: number;
+  nproc: number;
+  microBatchTokens: number;
+  maxSequenceTokens: number;
+  activationCheckpointing?: boolean;
+  prompt: 'instructed' | 'problem-only';
+  json?: boolean;
+};
+
+/** Config field → the flag that sets it (model and data are checked by the run itself). */
+const FLAG_OF: Partial<Record<keyof HfSftConfig, string>> = {
+  model: 'model',
+  data: 'data',
+  processes: 'nproc',
+  steps: 'steps',
+  batchSize: 'batchSize',
+  learningRate: 'learningRate',
+  warmupSteps: 'warmupSteps',
+  checkpointEvery: 'checkpointEvery',
+  microBatchTokens: 'microBatchTokens',
+  activationCheckpointing: 'activationCheckpointing',
+  maxSequenceTokens: 'maxSequenceTokens',
+  prompt: 'prompt',
+  seed: 'seed',
+};
+
+function describe(event: HfSftEvent): string | null {
+  switch (event.type) {
+    case 'data-ready':
+      return `data: ${event.examples} examples, mean ${event.meanTokens.toFixed(0)} tokens${event.droppedTooLong ? `, ${event.droppedTooLong} longer than --max-sequence-tokens left out` : ''}`;
+    case 'trainer-ready':
+      return `trainer: ${event.parameters.toLocaleString('en-US')} parameters, ${event.worldSize} process(es) on ${event.device} (${event.url})`;
+    case 'resumed':
+      return `resumed from step ${event.step} (${event.checkpoint})`;
+    case 'train-step':
+      return `step ${event.step}/${event.totalSteps}  loss ${event.loss.toFixed(4)}  lr ${event.learningRate.toExponential(2)}  grad ${event.gradNorm.toFixed(3)}  ${event.tokensPerSecond.toFixed(0)} tok/s${event.skipped ? '  (skipped: non-finite gradient)' : ''}`;
+    case 'checkpoint-saved':
+      return `checkpoint: step ${event.step} → ${event.path}`;
+    case 'model-exported':
+      return `model (Hugging Face layout): ${event.path}`;
+  }
+}
+
+export async function runHfSftCommand(flags: HfSftFlags, command: Command): Promise<void> {
+  for (const flag of [
+    'textOnly',
+    'unmasked',
+    'minutes',
+    'task',
+    'problems',
+    'levels',
+    'threads',
+    'evalProblems',
+    'toolShare',
+  ]) {
+    if (command.getOptionValueSource(flag) === 'cli') {
+      throw usageError(
+        `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} applies to the embedded model, not to --model HF_DIR`,
+      );
+    }
+  }
+  if (flags.out === undefined) throw usageError('--model HF_DIR needs --out (the run folder)');
+  if (flags.data === undefined && !flags.resume) {
+    throw usageError(
+      '--model HF_DIR needs --data FILE (trajectories.jsonl, sharegpt.json, verl.parquet or a tasks write-arith JSONL)',
+    );
+  }
+  const config: HfSftConfig = {
+    model: flags.model,
+    data: flags.data ?? '',
+    processes: flags.nproc,
+    steps: flags.steps,
+    batchSize: flags.batchSize,
+    learningRate: flags.learningRate,
+    warmupSteps: flags.warmupSteps,
+    minLearningRateRatio: 0.1,
+    checkpointEvery: flags.checkpointEvery,
+    microBatchTokens: flags.microBatchTokens,
+    activationCheckpointing: flags.activationCheckpointing === true,
+    maxSequenceTokens: flags.maxSequenceTokens,
+    prompt: flags.prompt,
+    dialect: 'tags',
+    seed: flags.seed,
+  };
+  const savedPath = join(flags.out, 'config.json');
+  if (flags.resume && existsSync(savedPath)) {
+    // A resume continues with the saved configuration; flags given on the command line are
+    // checked against it by the run (a change is refused).
+    const saved = JSON.parse(await readFile(savedPath, 'utf8')) as HfSftConfig;
+    for (const key of Object.keys(config) as (keyof HfSftConfig)[]) {
+      const flag = FLAG_OF[key];
+      if (flag === undefined || command.getOptionValueSource(flag) !== 'cli') {
+        (config as Record<string, unknown>)[key] = saved[key];
+      }
+    }
+  }
+  const release = holdSignals();
+  try {
+    const result = await runHfSft({
+      out: flags.out,
+      resume: flags.resume === true,
+      config,
+      onEvent: (event) => {
+        const line = describe(event);
+        if (line !== null) process.stderr.write(`${line}\n`);
+      },
+      signal: interruptSignal(),
+    });
+    process.stdout.write(
+      flags.json
+        ? `${JSON.stringify(result, null, 2)}\n`
+        : `trained ${result.steps} steps, final loss ${result.finalLoss?.toFixed(4) ?? 'n/a'}; model: ${result.model}\n`,
+    );
+  } finally {
+    release();
+  }
+}

@@ -1,0 +1,283 @@
+/**
+ * The `Trainer` over the distributed trainer's HTTP service (`python -m agentmath_train serve`
+ * under torchrun, rank 0 listening): batches go as the binary format of `trainer-batch.ts`,
+ * everything else as JSON; every response is validated with zod and a failure names the route.
+ * Beyond `Trainer` it exports the current weights in Hugging Face layout (`exportModel`).
+ */
+import { z } from 'zod';
+import { AgentMathError } from '../shared/agentmath-error.ts';
+import { type BatchSequence, encodeTrainerBatch } from './trainer-batch.ts';
+import type {
+  GrpoStepRequest,
+  GrpoStepResult,
+  SftStepRequest,
+  SftStepResult,
+  Trainer,
+  TrainerState,
+} from './types.ts';
+
+/** The distributed trainer answered with an error, an unexpected body, or not at all. */
+export class DistributedTrainerError extends AgentMathError {
+  readonly status: number | null;
+  constructor(route: string, message: string, status: number | null, options?: { cause?: unknown }) {
+    super('DISTRIBUTED_TRAINER_FAILED', `trainer ${route}: ${message}`, options);
+    this.status = status;
+  }
+}
+
+const stepSchema = z.object({
+  loss: z.number(),
+  tokens: z.number().int(),
+  sequences: z.number().int(),
+  batch_tokens: z.number().int(),
+  grad_norm: z.number(),
+  learning_rate: z.number(),
+  skipped: z.boolean(),
+  step_ms: z.number(),
+  tokens_per_second: z.number(),
+  policy_version: z.number().int(),
+});
+const grpoSchema = stepSchema.extend({
+  clip_fraction: z.number(),
+  mean_ratio: z.number(),
+  approx_kl_old: z.number(),
+  entropy: z.number(),
+  updates: z.number().int(),
+  kl_ref: z.number().optional(),
+  dual_clip_fraction: z.number().optional(),
+  off_policy_weight: z.number().optional(),
+  off_policy_capped: z.number().optional(),
+});
+const stateSchema = z.object({
+  policy_version: z.number().int(),
+  optimizer_steps: z.number().int(),
+  world_size: z.number().int(),
+  model: z.string(),
+  reference: z.string(),
+  device: z.string(),
+  compute_dtype: z.string(),
+  parameters: z.number().int(),
+});
+const checkpointSchema = z.object({
+  path: z.string().optional(),
+  policy_version: z.number().int(),
+  optimizer_restored: z.boolean().optional(),
+});
+const scoreSchema = z.object({
+  token_logprobs: z.array(z.array(z.number())),
+  policy_version: z.number().int(),
+});
+
+/** A step's statistics plus what the distributed trainer measures about itself. */
+export type DistributedStepExtras = { batchTokens: number; tokensPerSecond: number };
+
+/** What the service says about itself. */
+export type DistributedTrainerState = TrainerState & {
+  worldSize: number;
+  model: string;
+  reference: string;
+  device: string;
+  computeDtype: string;
+  parameters: number;
+};
+
+function stepResult(parsed: z.infer<typeof stepSchema>): SftStepResult & DistributedStepExtras {
+  return {
+    loss: parsed.loss,
+    tokens: parsed.tokens,
+    sequences: parsed.sequences,
+    gradNorm: parsed.grad_norm,
+    learningRate: parsed.learning_rate,
+    skipped: parsed.skipped,
+    stepMs: parsed.step_ms,
+    policyVersion: parsed.policy_version,
+    batchTokens: parsed.batch_tokens,
+    tokensPerSecond: parsed.tokens_per_second,
+  };
+}
+
+/** Removes undefined values, so the header carries only what the caller chose. */
+function defined(options: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
+}
+
+export class DistributedTrainerClient implements Trainer {
+  readonly baseUrl: string;
+  readonly #headers: Record<string, string>;
+  readonly #timeoutMs: number;
+  /** Learning rate used when a request names none. */
+  readonly #defaultLearningRate: number;
+
+  constructor({
+    baseUrl,
+    token,
+    timeoutMs = 3_600_000,
+    defaultLearningRate = 1e-5,
+  }: { baseUrl: string; token?: string; timeoutMs?: number; defaultLearningRate?: number }) {
+    this.baseUrl = baseUrl.replace(/\/+$/, '');
+    this.#timeoutMs = timeoutMs;
+    this.#defaultLearningRate = defaultLearningRate;
+    this.#headers = token === undefined ? {} : { Authorization: `Bearer ${token}` };
+  }
+
+  async sftStep(request: SftStepRequest): Promise<SftStepResult & DistributedStepExtras> {
+    const batch = encodeTrainerBatch(request.sequences, {
+      learningRate: request.learningRate ?? this.#defaultLearningRate,
+    });
+    return stepResult(parse(stepSchema, await this.#post('/sft_step', batch), '/sft_step'));
+  }
+
+  async grpoStep(request: GrpoStepRequest): Promise<GrpoStepResult & DistributedStepExtras> {
+    const sequences: BatchSequence[] = request.sequences;
+    const batch = encodeTrainerBatch(
+      sequences,
+      defined({
+        learningRate: request.learningRate ?? this.#defaultLearningRate,
+        clipEpsilonLow: request.clipEpsilonLow,
+        clipEpsilonHigh: request.clipEpsilonHigh,
+        klCoef: request.klCoef,
+        klEstimator: request.klEstimator,
+        aggregation: request.aggregation,
+        dualClip: request.dualClip,
+        proximal: request.proximal,
+        offPolicyCap: request.offPolicyCap,
+        offPolicyMode: request.offPolicyMode,
+        temperature: request.temperature,
+        miniBatches: request.miniBatches,
+        epochs: request.epochs,
+        referencePath: request.referencePath,
+      }),
+    );
+    const parsed = parse(grpoSchema, await this.#post('/grpo_step', batch), '/grpo_step');
+    return {
+      ...stepResult(parsed),
+      clipFraction: parsed.clip_fraction,
+      meanRatio: parsed.mean_ratio,
+      approxKlOld: parsed.approx_kl_old,
+      entropy: parsed.entropy,
+      klRef: parsed.kl_ref ?? null,
+      dualClipFraction: parsed.dual_clip_fraction ?? null,
+      offPolicyWeight: parsed.off_policy_weight ?? null,
+      offPolicyCapped: parsed.off_policy_capped ?? null,
+      updates: parsed.updates,
+    };
+  }
+
+  async score(inputIds: number[][]): Promise<{ tokenLogprobs: number[][]; policyVersion: number }> {
+    const batch = encodeTrainerBatch(
+      inputIds.map((ids) => ({ inputIds: ids, lossMask: ids.map(() => 0) })),
+      {},
+    );
+    const parsed = parse(scoreSchema, await this.#post('/score', batch), '/score');
+    return { tokenLogprobs: parsed.token_logprobs, policyVersion: parsed.policy_version };
+  }
+
+  /** A sharded (DCP) checkpoint of weights and optimizer, committed once every rank wrote. */
+  async saveCheckpoint(path: string): Promise<{ path: string; policyVersion: number }> {
+    const parsed = parse(
+      checkpointSchema,
+      await this.#postJson('/save_checkpoint', { path }),
+      '/save_checkpoint',
+    );
+    return { path, policyVersion: parsed.policy_version };
+  }
+
+  async loadCheckpoint(path: string): Promise<{ policyVersion: number; optimizerRestored: boolean }> {
+    const parsed = parse(
+      checkpointSchema,
+      await this.#postJson('/load_checkpoint', { path }),
+      '/load_checkpoint',
+    );
+    return { policyVersion: parsed.policy_version, optimizerRestored: parsed.optimizer_restored ?? false };
+  }
+
+  /** The current weights in Hugging Face layout (safetensors, config, tokenizer files). */
+  async exportModel(path: string): Promise<{ path: string; policyVersion: number }> {
+    const parsed = parse(checkpointSchema, await this.#postJson('/export', { path }), '/export');
+    return { path, policyVersion: parsed.policy_version };
+  }
+
+  async state(): Promise<DistributedTrainerState> {
+    const parsed = parse(stateSchema, await this.#request('GET', '/state'), '/state');
+    return {
+      policyVersion: parsed.policy_version,
+      optimizerSteps: parsed.optimizer_steps,
+      running: 0,
+      waiting: 0,
+      worldSize: parsed.world_size,
+      model: parsed.model,
+      reference: parsed.reference,
+      device: parsed.device,
+      computeDtype: parsed.compute_dtype,
+      parameters: parsed.parameters,
+    };
+  }
+
+  /** Stops every rank of the service. */
+  async shutdown(): Promise<void> {
+    await this.#postJson('/shutdown', {});
+  }
+
+  #post(route: string, body: Buffer): Promise<unknown> {
+    return this.#request('POST', route, body, 'application/octet-stream');
+  }
+
+  #postJson(route: string, body: unknown): Promise<unknown> {
+    return this.#request('POST', route, Buffer.from(JSON.stringify(body)), 'application/json');
+  }
+
+  async #request(method: string, route: string, body?: Buffer, contentType?: string): Promise<unknown> {
+    let response: Response;
+    try {
+      response = await fetch(`${this.baseUrl}${route}`, {
+        method,
+        headers: { ...this.#headers, ...(contentType === undefined ? {} : { 'Content-Type': contentType }) },
+        ...(body === undefined
+          ? {}
+          : { body: new Uint8Array(body.buffer, body.byteOffset, body.byteLength) }),
+        signal: AbortSignal.timeout(this.#timeoutMs),
+      });
+    } catch (error) {
+      throw new DistributedTrainerError(
+        route,
+        `no answer from ${this.baseUrl} (${(error as Error).message})`,
+        null,
+        {
+          cause: error,
+        },
+      );
+    }
+    const text = await response.text();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new DistributedTrainerError(
+        route,
+        `answered ${response.status} with a body that is not JSON`,
+        response.status,
+      );
+    }
+    if (!response.ok) {
+      const message = (parsed as { error?: unknown }).error;
+      throw new DistributedTrainerError(
+        route,
+        `answered ${response.status}: ${typeof message === 'string' ? message : text.slice(0, 300)}`,
+        response.status,
+      );
+    }
+    return parsed;
+  }
+}
+
+function parse<T>(schema: z.ZodType<T>, body: unknown, route: string): T {
+  const result = schema.safeParse(body);
+  if (!result.success) {
+    throw new DistributedTrainerError(
+      route,
+      `unexpected response: ${result.error.message.slice(0, 300)}`,
+      200,
+    );
+  }
+  return result.data;
+}

@@ -1,0 +1,298 @@
+/**
+ * `train sft --model HF_DIR`: supervised fine-tuning of a Hugging Face causal LM on the
+ * distributed trainer (FSDP2 under torchrun, `--nproc` processes on this machine).
+ *
+ * The story: read the data file (any record the project writes) → tokenize each solution with
+ * the model's own tokenizer and chat template through the agent loop's prompt builder (so
+ * training sees the tokens inference will) → start the trainer → for each step, the step's
+ * batch (a seeded shuffle per epoch, so a resumed run draws the same batches) and the
+ * learning rate of warmup + cosine → `metrics.jsonl` → a sharded checkpoint every few steps →
+ * at the end, the model in Hugging Face layout in `DIR/model/`.
+ * Resume (`--resume`, also after kill -9) loads the newest committed checkpoint, drops metric
+ * lines of steps after it (they are redone), and continues; the configuration must match.
+ * Not covered: sequence parallelism; sequences longer than the micro-batch budget go alone.
+ */
+import { existsSync } from 'node:fs';
+import { appendFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { instructedPrompt, problemOnlyPrompt } from '../agent/index.ts';
+import { loadTokenizer } from '../engine/load-tokenizer.ts';
+import { getDialect } from '../protocol/index.ts';
+import { AgentMathError } from '../shared/agentmath-error.ts';
+import { assertSameRun, type RunIdentity } from '../shared/run-identity.ts';
+import { createSeededRandom } from '../tasks/seeded-random.ts';
+import { learningRateAt } from './learning-rate-schedule.ts';
+import { readSftDataFile } from './sft-data-file.ts';
+import { buildSftExample, type SftExample } from './sft-example.ts';
+import { startTrainerService, type TrainerService } from './trainer-service.ts';
+
+export type HfSftConfig = {
+  model: string;
+  data: string;
+  processes: number;
+  steps: number;
+  batchSize: number;
+  learningRate: number;
+  warmupSteps: number;
+  minLearningRateRatio: number;
+  checkpointEvery: number;
+  microBatchTokens: number;
+  activationCheckpointing: boolean;
+  maxSequenceTokens: number;
+  prompt: 'instructed' | 'problem-only';
+  dialect: 'tags' | 'markdown';
+  seed: number;
+};
+
+/** One line of `metrics.jsonl` (names fixed: reports and other tools read them). */
+export type HfSftMetrics = {
+  step: number;
+  loss: number;
+  tokens: number;
+  learningRate: number;
+  gradNorm: number;
+  tokensPerSecond: number;
+  stepMs: number;
+  skipped: boolean;
+};
+
+export type HfSftEvent =
+  | { type: 'data-ready'; examples: number; droppedTooLong: number; meanTokens: number }
+  | { type: 'trainer-ready'; url: string; worldSize: number; parameters: number; device: string }
+  | { type: 'resumed'; step: number; checkpoint: string }
+  | ({ type: 'train-step'; totalSteps: number } & HfSftMetrics)
+  | { type: 'checkpoint-saved'; step: number; path: string }
+  | { type: 'model-exported'; path: string };
+
+export class HfSftError extends AgentMathError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('HF_SFT_FAILED', message, options);
+  }
+}
+
+export type HfSftOptions = {
+  out: string;
+  config: HfSftConfig;
+  resume?: boolean;
+  onEvent?: (event: HfSftEvent) => void;
+  onTrainerLog?: (line: string) => void;
+  /** Aborting stops after the current step (a checkpoint is saved); the run can be resumed. */
+  signal?: AbortSignal;
+};
+
+export type HfSftResult = { steps: number; finalLoss: number | null; model: string };
+
+const CONFIG_FILE = 'config.json';
+const METRICS_FILE = 'metrics.jsonl';
+
+/** Whether a folder holds a Hugging Face model (config.json whose model_type is not the byte model's). */
+export function isHuggingFaceModelFolder(path: string): boolean {
+  return existsSync(join(path, 'config.json')) && existsSync(join(path, 'tokenizer.json'));
+}
+
+/** Runs (or resumes) an SFT job; resolves when the model is exported. */
+export async function runHfSft({
+  out,
+  config,
+  resume = false,
+  onEvent = () => {},
+  onTrainerLog,
+  signal,
+}: HfSftOptions): Promise<HfSftResult> {
+  const dir = resolve(out);
+  const model = resolve(config.model);
+  const identity = { ...config, model, data: resolve(config.data) } as unknown as RunIdentity;
+  await prepareRunFolder(dir, identity, resume);
+
+  const examples = await loadExamples(config, model, onEvent);
+  const checkpoint = resume ? await newestCheckpoint(dir) : null;
+  const startStep = checkpoint?.step ?? 0;
+  if (resume) await keepMetricsUpTo(dir, startStep);
+
+  const service: TrainerService = await startTrainerService({
+    model,
+    processes: config.processes,
+    microBatchTokens: config.microBatchTokens,
+    activationCheckpointing: config.activationCheckpointing,
+    seed: config.seed,
+    ...(onTrainerLog ? { onLog: onTrainerLog } : {}),
+  });
+  try {
+    const state = await service.client.state();
+    onEvent({
+      type: 'trainer-ready',
+      url: service.url,
+      worldSize: state.worldSize,
+      parameters: state.parameters,
+      device: state.device,
+    });
+    if (checkpoint !== null) {
+      await service.client.loadCheckpoint(checkpoint.path);
+      onEvent({ type: 'resumed', step: checkpoint.step, checkpoint: checkpoint.path });
+    }
+    const schedule = {
+      peak: config.learningRate,
+      warmupSteps: config.warmupSteps,
+      totalSteps: config.steps,
+      minRatio: config.minLearningRateRatio,
+    };
+    let finalLoss: number | null = null;
+    for (let step = startStep; step < config.steps; step++) {
+      const batch = batchOfStep(examples, step, config.batchSize, config.seed);
+      const result = await service.client.sftStep({
+        sequences: batch,
+        learningRate: learningRateAt(step, schedule),
+      });
+      const metrics: HfSftMetrics = {
+        step: step + 1,
+        loss: result.loss,
+        tokens: result.tokens,
+        learningRate: result.learningRate,
+        gradNorm: result.gradNorm,
+        tokensPerSecond: result.tokensPerSecond,
+        stepMs: result.stepMs,
+        skipped: result.skipped,
+      };
+      await appendFile(join(dir, METRICS_FILE), `${JSON.stringify(metrics)}\n`);
+      finalLoss = result.loss;
+      onEvent({ type: 'train-step', totalSteps: config.steps, ...metrics });
+      const last = step + 1 === config.steps;
+      const stopping = signal?.aborted === true;
+      if (last || stopping || (step + 1) % config.checkpointEvery === 0) {
+        const path = join(dir, 'checkpoints', `step-${String(step + 1).padStart(6, '0')}`);
+        await service.client.saveCheckpoint(path);
+        await pruneCheckpoints(dir, path);
+        onEvent({ type: 'checkpoint-saved', step: step + 1, path });
+      }
+      if (stopping && !last) {
+        throw new HfSftError(
+          `training stopped at step ${step + 1}; continue with: train sft --resume --out ${out}`,
+        );
+      }
+    }
+    const modelDir = join(dir, 'model');
+    await service.client.exportModel(modelDir);
+    onEvent({ type: 'model-exported', path: modelDir });
+    return { steps: config.steps, finalLoss, model: modelDir };
+  } finally {
+    await service.stop();
+  }
+}
+
+async function prepareRunFolder(dir: string, identity: RunIdentity, resume: boolean): Promise<void> {
+  const configPath = join(dir, CONFIG_FILE);
+  if (existsSync(configPath)) {
+    const saved = JSON.parse(await readFile(configPath, 'utf8')) as RunIdentity;
+    if (!resume) {
+      throw new HfSftError(
+        `${dir} already holds a training run; continue it with --resume or choose another --out`,
+      );
+    }
+    assertSameRun({
+      run: dir,
+      saved,
+      current: identity,
+      fresh: 'start a new run with another --out (without --resume)',
+    });
+    return;
+  }
+  if (resume) throw new HfSftError(`${dir} holds no training run to resume (no ${CONFIG_FILE})`);
+  if (existsSync(dir) && (await readdir(dir)).length > 0) {
+    throw new HfSftError(`${dir} is not empty and holds no training run; choose an empty or new --out`);
+  }
+  await mkdir(dir, { recursive: true });
+  await writeFile(configPath, `${JSON.stringify(identity, null, 2)}\n`);
+}
+
+async function loadExamples(
+  config: HfSftConfig,
+  model: string,
+  onEvent: (event: HfSftEvent) => void,
+): Promise<SftExample[]> {
+  const tokenizer = await loadTokenizer(model);
+  const dialect = getDialect(config.dialect);
+  const prompt = config.prompt === 'instructed' ? instructedPrompt : problemOnlyPrompt;
+  const solutions = await readSftDataFile(config.data);
+  const examples: SftExample[] = [];
+  let dropped = 0;
+  for (const solution of solutions) {
+    const example = buildSftExample(solution, tokenizer, dialect, prompt);
+    if (example.inputIds.length > config.maxSequenceTokens) dropped++;
+    else examples.push(example);
+  }
+  if (examples.length === 0) {
+    throw new HfSftError(
+      `${config.data}: no example fits --max-sequence-tokens ${config.maxSequenceTokens} (${solutions.length} records read)`,
+    );
+  }
+  const meanTokens = examples.reduce((sum, example) => sum + example.inputIds.length, 0) / examples.length;
+  onEvent({ type: 'data-ready', examples: examples.length, droppedTooLong: dropped, meanTokens });
+  return examples;
+}
+
+/** The examples of 0-based `step`: epoch e is a seeded shuffle, batches are consecutive slices. */
+export function batchOfStep<T>(examples: readonly T[], step: number, batchSize: number, seed: number): T[] {
+  const batch: T[] = [];
+  for (let slot = 0; slot < batchSize; slot++) {
+    const position = step * batchSize + slot;
+    const epoch = Math.floor(position / examples.length);
+    const order = epochOrder(examples.length, epoch, seed);
+    const example = examples[order[position % examples.length] ?? 0];
+    if (example !== undefined) batch.push(example);
+  }
+  return batch;
+}
+
+const orders = new Map<string, number[]>();
+function epochOrder(count: number, epoch: number, seed: number): number[] {
+  const key = `${count}:${epoch}:${seed}`;
+  let order = orders.get(key);
+  if (order === undefined) {
+    const random = createSeededRandom(`sft-order:${seed}:${epoch}`);
+    order = Array.from({ length: count }, (_, index) => index);
+    for (let index = count - 1; index > 0; index--) {
+      const other = Math.floor(random() * (index + 1));
+      [order[index], order[other]] = [order[other] as number, order[index] as number];
+    }
+    if (orders.size > 8) orders.clear();
+    orders.set(key, order);
+  }
+  return order;
+}
+
+/** The newest checkpoint whose `trainer-state.json` exists (an interrupted save has none). */
+async function newestCheckpoint(dir: string): Promise<{ step: number; path: string } | null> {
+  const folder = join(dir, 'checkpoints');
+  if (!existsSync(folder)) return null;
+  const steps = (await readdir(folder))
+    .map((name) => /^step-(\d+)$/.exec(name))
+    .filter((match): match is RegExpExecArray => match !== null)
+    .map((match) => ({ step: Number(match[1]), path: join(folder, match[0]) }))
+    .filter((candidate) => existsSync(join(candidate.path, 'trainer-state.json')))
+    .sort((a, b) => b.step - a.step);
+  return steps[0] ?? null;
+}
+
+/** Keeps the newest committed checkpoint and the one just written; removes older ones. */
+async function pruneCheckpoints(dir: string, keep: string): Promise<void> {
+  const folder = join(dir, 'checkpoints');
+  for (const name of await readdir(folder)) {
+    const path = join(folder, name);
+    if (path !== keep) await rm(path, { recursive: true, force: true });
+  }
+}
+
+/** After a crash, metric lines past the checkpoint belong to steps that will be redone. */
+async function keepMetricsUpTo(dir: string, step: number): Promise<void> {
+  const path = join(dir, METRICS_FILE);
+  if (!existsSync(path)) return;
+  const lines = (await readFile(path, 'utf8')).split('\n').filter((line) => line.trim() !== '');
+  const kept = lines.filter((line) => {
+    try {
+      return (JSON.parse(line) as { step: number }).step <= step;
+    } catch {
+      return false; // a line cut by kill -9
+    }
+  });
+  await writeFile(path, kept.map((line) => `${line}\n`).join(''));
+}

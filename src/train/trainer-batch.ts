@@ -1,0 +1,93 @@
+/**
+ * The binary batch format of the distributed trainer (`python/agentmath_train/batch_io.py`
+ * reads it): no JSON arrays of numbers, so a step's batch at paper scale (512 sequences of
+ * 16k tokens with masks, advantages and logprobs, ~170 MB) is written in one pass over typed
+ * arrays. Layout, little-endian, every array 4-byte aligned:
+ *   "AMB1" · u32 header length · header JSON (space-padded to a multiple of 8)
+ *   · int32 lengths[n] · int32 inputIds[Σ] · float32 advantages[n]? · float32 oldLogprobs[Σ]?
+ *   · uint8 lossMask[Σ]
+ */
+import { AgentMathError } from '../shared/agentmath-error.ts';
+
+const MAGIC = 'AMB1';
+
+/** One sequence of a batch; advantages and old logprobs only in GRPO batches. */
+export type BatchSequence = {
+  inputIds: readonly number[];
+  lossMask: readonly number[];
+  advantage?: number;
+  oldLogprobs?: readonly number[];
+};
+
+/** Encodes sequences and the step's options (a JSON object, camelCase keys). */
+export function encodeTrainerBatch(
+  sequences: readonly BatchSequence[],
+  options: Record<string, unknown> = {},
+): Buffer {
+  const count = sequences.length;
+  const withAdvantages = count > 0 && sequences.every((sequence) => sequence.advantage !== undefined);
+  const withLogprobs = count > 0 && sequences.every((sequence) => sequence.oldLogprobs !== undefined);
+  let tokens = 0;
+  sequences.forEach((sequence, index) => {
+    const length = sequence.inputIds.length;
+    if (length === 0) throw new AgentMathError('TRAINER_BATCH_INVALID', `sequence ${index} is empty`);
+    if (sequence.lossMask.length !== length || (withLogprobs && sequence.oldLogprobs?.length !== length)) {
+      throw new AgentMathError(
+        'TRAINER_BATCH_INVALID',
+        `sequence ${index}: lossMask and oldLogprobs must have one entry per input id (${length})`,
+      );
+    }
+    tokens += length;
+  });
+  const headerText = JSON.stringify({
+    sequences: count,
+    tokens,
+    advantages: withAdvantages,
+    oldLogprobs: withLogprobs,
+    options,
+  });
+  const headerBytes = Buffer.from(headerText, 'utf8');
+  const headerLength = headerBytes.length + ((8 - (headerBytes.length % 8)) % 8);
+  const size =
+    8 +
+    headerLength +
+    4 * count +
+    4 * tokens +
+    (withAdvantages ? 4 * count : 0) +
+    (withLogprobs ? 4 * tokens : 0) +
+    tokens;
+  const buffer = Buffer.alloc(size, 0x20, undefined);
+  buffer.write(MAGIC, 0, 'latin1');
+  buffer.writeUInt32LE(headerLength, 4);
+  headerBytes.copy(buffer, 8);
+  let offset = 8 + headerLength;
+  const view = new DataView(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  for (const sequence of sequences) {
+    view.setInt32(offset, sequence.inputIds.length, true);
+    offset += 4;
+  }
+  for (const sequence of sequences) {
+    for (const id of sequence.inputIds) {
+      view.setInt32(offset, id, true);
+      offset += 4;
+    }
+  }
+  if (withAdvantages) {
+    for (const sequence of sequences) {
+      view.setFloat32(offset, sequence.advantage ?? 0, true);
+      offset += 4;
+    }
+  }
+  if (withLogprobs) {
+    for (const sequence of sequences) {
+      for (const value of sequence.oldLogprobs ?? []) {
+        view.setFloat32(offset, value, true);
+        offset += 4;
+      }
+    }
+  }
+  for (const sequence of sequences) {
+    for (const value of sequence.lossMask) buffer[offset++] = value ? 1 : 0;
+  }
+  return buffer;
+}
