@@ -17,6 +17,16 @@ import { createLocalSandbox } from '../src/sandbox/index.ts';
 import { buildSftExample, TrainerClient } from '../src/train/index.ts';
 import type { Trajectory } from '../src/trajectory/trajectory.ts';
 import { killAllClis, killGroup, startCli } from './cli-process.ts';
+import { alive, descendantsOf } from './process-tree.ts';
+
+/** The command line of a process ('' once it is gone). */
+function commandLine(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+  } catch {
+    return '';
+  }
+}
 
 const EOS = 256;
 const tokenizer = createByteLevelTokenizer();
@@ -199,6 +209,24 @@ describe('agentmath rollout on embedded replicas', () => {
     expect(sync.code).toBe(2);
     expect(sync.stderr).toMatch(/apply to --mode async/);
   });
+
+  it('SIGTERM to the launcher stops the embedded replicas, the sandbox and its jails, then re-raises', async () => {
+    const out = join(folder, 'terminated');
+    const { child, done } = startCli([...args(out), '--steps', '50'], { cwd: folder, limitMs: 150_000 });
+    let tree: number[] = [];
+    // Both PyTorch workers and the sandbox launcher are up once step 0 has written a line.
+    for (let tries = 0; tries < 1200 && !existsSync(join(out, 'trajectories.jsonl')); tries++)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    tree = descendantsOf(child.pid!);
+    expect(tree.filter((pid) => commandLine(pid).includes('agentmath_worker')).length).toBe(2);
+    process.kill(child.pid!, 'SIGTERM');
+    const end = await done;
+    expect(end.signal).toBe('SIGTERM');
+    const deadline = Date.now() + 20_000;
+    while (alive(tree).length > 0 && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(alive(tree)).toEqual([]);
+  }, 200_000);
 
   it('after kill -9 between the steps, --resume loses and duplicates nothing; a changed config is refused', async () => {
     const out = join(folder, 'killed');

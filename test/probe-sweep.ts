@@ -1,0 +1,612 @@
+/**
+ * The probe sweep of issue 29: the newer commands (rollout, synth run, report, train rl,
+ * simulate) run the way a careful user meets them — realistic mistakes, hostile input, signals,
+ * a killed launcher — each through the real CLI against scripted servers on loopback (no model,
+ * no network). For every probe it checks: the documented exit status (docs/cli.md), that files
+ * it did not own are byte for byte as before, that it ended within its limit (else it is
+ * killed and reported as a hang), and that no process it started is left (every descendant
+ * seen while it ran must be gone shortly after). Prints one line per probe and a summary;
+ * exits 1 when a probe failed.
+ *
+ *   bash scripts/probe-sweep.sh              # all probes
+ *   bash scripts/probe-sweep.sh rollout      # only probes whose name contains "rollout"
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { createByteLevelTokenizer, writeByteLevelTokenizerFiles } from '../src/engine/index.ts';
+import { startScriptedSglangServer } from './agent-fixtures.ts';
+import { startScriptedTeacher } from './fixtures/scripted-teacher-server.ts';
+import { alive, descendantsOf } from './process-tree.ts';
+
+const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
+const CLI = join(ROOT, 'bin', 'agentmath.js');
+const SYSTEM_NODE = '/usr/bin/node';
+
+type Outcome = { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
+type Probe = {
+  name: string;
+  /** The issue's item(s). */
+  item: string;
+  args: () => string[];
+  /** What docs/cli.md says: an exit code, or death by a signal. */
+  expect: { code: number } | { signal: NodeJS.Signals };
+  limitMs?: number;
+  /** Files the probe must leave exactly as they were. */
+  untouched?: () => string[];
+  /** Paths that must not exist afterwards (nothing written). */
+  absent?: () => string[];
+  setup?: () => Promise<void> | void;
+  /** Runs while the CLI runs (send a signal once it is busy). */
+  during?: (child: ChildProcess) => Promise<void>;
+  /** Further checks; a message for each failure. */
+  check?: (outcome: Outcome) => string[] | Promise<string[]>;
+  stdin?: string;
+  env?: NodeJS.ProcessEnv;
+  /** The Node that runs the launcher (default: this one). */
+  node?: string;
+  skip?: () => string | null;
+};
+
+const work = mkdtempSync(join(tmpdir(), 'agentmath-probe-sweep-'));
+const tokenizer = join(work, 'tokenizer');
+const bench = join(work, 'bench.jsonl');
+const synthInput = join(work, 'synth.jsonl');
+const KEY = 'sk-probe-secret-0000';
+const rewrite =
+  '<think>Multiply. <code>\nprint(123 * 456)\n</code>\n<interpreter>\n56088\n</interpreter>\nDone.</think>\nThe answer is \\boxed{56088}.';
+const synthRecord = (id: string) =>
+  JSON.stringify({ id, problem: `[${id}] What is 123 * 456?`, solution: 'It is 56088.', answer: '56088' });
+
+const hashOf = (path: string) =>
+  existsSync(path) ? createHash('sha256').update(readFileSync(path)).digest('hex') : 'absent';
+const out = (name: string) => join(work, 'runs', name);
+const waitFor = async (predicate: () => boolean, limitMs = 30_000) => {
+  const deadline = Date.now() + limitMs;
+  while (!predicate() && Date.now() < deadline) await sleep(50);
+};
+const busy = (child: ChildProcess, count: number) => async () => {
+  await waitFor(() => descendantsOf(child.pid!).length >= count);
+  await sleep(300);
+};
+const reRunsUnderBundledNode = () =>
+  existsSync(SYSTEM_NODE) &&
+  execFileSync(SYSTEM_NODE, ['-p', 'Boolean(process.features.typescript)'], { encoding: 'utf8' }).trim() ===
+    'false';
+
+async function main(): Promise<number> {
+  const filter = process.argv[2] ?? '';
+  await writeByteLevelTokenizerFiles(tokenizer);
+  writeFileSync(bench, `${JSON.stringify({ id: 'a', problem: 'What is 1+1?', answer: '2' })}\n`);
+  writeFileSync(synthInput, `${['a', 'b', 'c'].map(synthRecord).join('\n')}\n`);
+  const hung = await startScriptedSglangServer({
+    tokenizer: createByteLevelTokenizer(),
+    model: { parts: ['never sent'] },
+    behaviour: () => 'hang',
+  });
+  const teacher = await startScriptedTeacher(() => rewrite);
+  const paperWorkload = JSON.parse(readFileSync(join(ROOT, 'src', 'sim', 'workloads', 'paper.json'), 'utf8'));
+  const workload = (name: string, change: Record<string, unknown>) => {
+    const path = join(work, `workload-${name}.json`);
+    writeFileSync(path, JSON.stringify({ ...paperWorkload, ...change }));
+    return path;
+  };
+
+  const rollout = (name: string, engine: string, extra: string[] = []) => [
+    'rollout',
+    '--bench',
+    bench,
+    '--engine',
+    engine,
+    '--tokenizer',
+    tokenizer,
+    '--steps',
+    '1',
+    '--group-size',
+    '2',
+    '--batch-size',
+    '1',
+    '--replicas',
+    '1',
+    '--limit',
+    '2',
+    '--sandbox-workers',
+    '2',
+    '--out',
+    out(name),
+    ...extra,
+  ];
+  const synth = (name: string, extra: string[] = [], input = synthInput) => [
+    'synth',
+    'run',
+    '--input',
+    input,
+    '--teacher',
+    teacher.url,
+    '--model',
+    'scripted',
+    '--out',
+    out(name),
+    '--stages',
+    'format,answer',
+    ...extra,
+  ];
+  const foreignLines = `${Array.from({ length: 200 }, (_, index) => JSON.stringify({ line: index })).join('\n')}\n`;
+  const foreign = (name: string) => () => {
+    mkdirSync(out(name), { recursive: true });
+    writeFileSync(join(out(name), 'trajectories.jsonl'), foreignLines);
+  };
+  const stderrMatches = (pattern: RegExp) => (outcome: Outcome) =>
+    pattern.test(outcome.stderr) ? [] : [`stderr does not match ${pattern}`];
+
+  const probes: Probe[] = [
+    // Data loss
+    ...[[], ['--resume']].map(
+      (extra): Probe => ({
+        name: `rollout: --out holding a foreign trajectories.jsonl ${extra.join(' ')}`.trim(),
+        item: '1',
+        setup: foreign(`foreign${extra.length}`),
+        args: () => rollout(`foreign${extra.length}`, 'http://127.0.0.1:1', extra),
+        expect: { code: 2 },
+        untouched: () => [join(out(`foreign${extra.length}`), 'trajectories.jsonl')],
+        absent: () => [join(out(`foreign${extra.length}`), 'config.json')],
+      }),
+    ),
+    {
+      name: 'rollout: --resume where no run is',
+      item: '1',
+      args: () => rollout('no-run', 'http://127.0.0.1:1', ['--resume']),
+      expect: { code: 2 },
+      absent: () => [out('no-run')],
+    },
+    {
+      name: 'synth run: teacher answers 401 (key echoed)',
+      item: '2, 9',
+      setup: () => {
+        teacher.faultFor = () => ({ kind: '401' });
+      },
+      args: () => synth('outage'),
+      env: { OPENAI_API_KEY: KEY },
+      expect: { code: 1 },
+      check: (outcome) => [
+        ...stderrMatches(/3 of 3 records were lost to an outage/)(outcome),
+        ...(outcome.stderr.includes(KEY) || outcome.stdout.includes(KEY) ? ['the API key was printed'] : []),
+      ],
+    },
+    {
+      name: 'synth run --resume once the teacher is fixed: the outages are retried',
+      item: '2',
+      setup: () => {
+        teacher.faultFor = () => null;
+        teacher.requests.length = 0;
+      },
+      args: () => [...synth('outage'), '--resume'],
+      env: { OPENAI_API_KEY: KEY },
+      expect: { code: 0 },
+      check: (outcome) => {
+        const stats = JSON.parse(readFileSync(join(out('outage'), 'stats.json'), 'utf8'));
+        return [
+          ...(/kept 3 of 3/.test(outcome.stdout) ? [] : ['not every record kept after the fix']),
+          // The first run's 3 refused requests and this run's 3 answers.
+          ...(stats.teacher.requests === 3 + teacher.requests.length
+            ? []
+            : [
+                `stats count ${stats.teacher.requests} requests, the server saw ${3 + teacher.requests.length}`,
+              ]),
+        ];
+      },
+    },
+    {
+      name: 'synth run: input starting with a UTF-8 BOM',
+      item: '3',
+      setup: () => writeFileSync(join(work, 'bom.jsonl'), `\uFEFF${synthRecord('first')}\n`),
+      args: () => synth('bom', [], join(work, 'bom.jsonl')),
+      expect: { code: 0 },
+      check: (outcome) =>
+        /kept 1 of 1 records \(0 input rows skipped\)/.test(outcome.stdout)
+          ? []
+          : ['the first record was lost'],
+    },
+    // Hangs
+    {
+      name: 'rollout: engine that never answers, --engine-timeout-ms 300',
+      item: '5',
+      args: () => rollout('hung', hung.url, ['--engine-timeout-ms', '300']),
+      expect: { code: 1 },
+      limitMs: 90_000,
+    },
+    // Orphans and writers
+    ...(['SIGINT', 'SIGTERM'] as const).map(
+      (name): Probe => ({
+        name: `rollout: ${name} to the launcher mid-run`,
+        item: '6',
+        args: () => rollout(`signal-${name}`, hung.url),
+        during: async (child) => {
+          await busy(child, 3)();
+          signal(child, name);
+        },
+        expect: { signal: name },
+        check: stderrMatches(/resume with --resume --out/),
+      }),
+    ),
+    {
+      name: 'rollout: kill -9 of the launcher (re-run under the bundled Node)',
+      item: '7',
+      node: SYSTEM_NODE,
+      skip: () => (reRunsUnderBundledNode() ? null : 'the system Node runs TypeScript: no re-run'),
+      args: () => rollout('kill9', hung.url),
+      during: async (child) => {
+        await busy(child, 3)();
+        signal(child, 'SIGKILL');
+      },
+      expect: { signal: 'SIGKILL' },
+    },
+    {
+      name: 'synth run: kill -9 of the launcher (re-run under the bundled Node)',
+      item: '7',
+      node: SYSTEM_NODE,
+      skip: () => (reRunsUnderBundledNode() ? null : 'the system Node runs TypeScript: no re-run'),
+      setup: () => {
+        teacher.delayMs = 60_000;
+      },
+      args: () => synth('synth-kill9'),
+      env: { OPENAI_API_KEY: KEY },
+      during: async (child) => {
+        await waitFor(() => existsSync(join(out('synth-kill9'), 'synth-run.json')));
+        await sleep(300);
+        signal(child, 'SIGKILL');
+      },
+      expect: { signal: 'SIGKILL' },
+    },
+    {
+      name: 'synth run --resume right after: the stale lock is taken over',
+      item: '7',
+      skip: () => (reRunsUnderBundledNode() ? null : 'follows the kill -9 probe'),
+      setup: () => {
+        teacher.delayMs = 0;
+      },
+      args: () => [...synth('synth-kill9'), '--resume'],
+      env: { OPENAI_API_KEY: KEY },
+      expect: { code: 0 },
+    },
+    {
+      name: 'rollout: a second writer on a folder in use',
+      item: '7',
+      args: () => rollout('second-writer', hung.url, ['--resume']),
+      setup: async () => {
+        const first = spawn(process.execPath, [CLI, ...rollout('second-writer', hung.url)], {
+          detached: true,
+          stdio: 'ignore',
+        });
+        firstWriter = first;
+        await waitFor(() => existsSync(join(out('second-writer'), 'run.lock')));
+      },
+      expect: { code: 2 },
+      check: async (outcome) => {
+        const first = firstWriter;
+        if (first?.pid !== undefined) {
+          const tree = [first.pid, ...descendantsOf(first.pid)];
+          process.kill(first.pid, 'SIGTERM');
+          await waitFor(() => alive(tree).length === 0, 15_000);
+          if (alive(tree).length > 0) return [`the first writer left ${alive(tree).join(', ')}`];
+        }
+        return stderrMatches(/RUN_FOLDER_LOCKED/)(outcome);
+      },
+    },
+    {
+      name: 'synth run: SIGINT mid-run prints the resume command',
+      item: '14',
+      setup: () => {
+        teacher.delayMs = 60_000;
+      },
+      args: () => synth('interrupted'),
+      env: { OPENAI_API_KEY: KEY },
+      during: async (child) => {
+        await waitFor(() => existsSync(join(out('interrupted'), 'synth-run.json')));
+        await sleep(300);
+        signal(child, 'SIGINT');
+      },
+      expect: { signal: 'SIGINT' },
+      check: (outcome) => {
+        teacher.delayMs = 0;
+        return stderrMatches(/continue with --resume --out/)(outcome);
+      },
+    },
+    // Exit codes and messages
+    {
+      name: 'rollout: every trajectory failed on the engine',
+      item: '8',
+      args: () => rollout('refused', 'http://127.0.0.1:1'),
+      expect: { code: 1 },
+      check: stderrMatches(/trajectories ended in an engine or sandbox error/),
+    },
+    ...(
+      [
+        ['--teacher not-a-url', ['--teacher', 'not-a-url']],
+        ['--concurrency 0', ['--concurrency', '0']],
+        ['--limit 0', ['--limit', '0']],
+        ['--ngram 0', ['--ngram', '0']],
+        ['--on-mismatch foo', ['--on-mismatch', 'foo']],
+        ['--fields bogus=x', ['--fields', 'bogus=x']],
+      ] as const
+    ).map(
+      ([label, extra], index): Probe => ({
+        name: `synth run ${label}`,
+        item: '9, 10',
+        args: () => [...synth(`bad-synth-${index}`), ...extra],
+        expect: { code: 2 },
+        absent: () => [out(`bad-synth-${index}`)],
+      }),
+    ),
+    {
+      name: 'synth run --out FILE',
+      item: '10, 14',
+      args: () => synth('x').map((arg) => (arg === out('x') ? bench : arg)),
+      expect: { code: 2 },
+      untouched: () => [bench],
+    },
+    ...(
+      [
+        ['--tail-cut 0.5 alone', ['--tail-cut', '0.5']],
+        ['--tail-cut 1.5', ['--kv-budget-tokens', '1000', '--tail-cut', '1.5']],
+        ['--temperature -1', ['--temperature', '-1']],
+        ['--group-size 1', ['--group-size', '1']],
+      ] as const
+    ).map(
+      ([label, extra], index): Probe => ({
+        name: `rollout ${label}`,
+        item: label.startsWith('--group') ? '11' : '10',
+        args: () => [...rollout(`bad-rollout-${index}`, 'http://127.0.0.1:1'), ...extra],
+        expect: { code: 2 },
+        absent: () => [out(`bad-rollout-${index}`)],
+      }),
+    ),
+    {
+      name: 'rollout --out FILE',
+      item: '14',
+      args: () => rollout('x', 'http://127.0.0.1:1').map((arg) => (arg === out('x') ? bench : arg)),
+      expect: { code: 2 },
+      untouched: () => [bench],
+    },
+    {
+      name: 'rollout --resume with another engine (run identity)',
+      item: '10',
+      args: () => rollout('refused', hung.url, ['--resume']),
+      expect: { code: 2 },
+      check: stderrMatches(/RUN_IDENTITY_MISMATCH/),
+    },
+    {
+      name: 'synth run with a missing --prompt',
+      item: '12',
+      args: () => synth('bad-prompt', ['--prompt', join(work, 'missing.md')]),
+      expect: { code: 1 },
+      absent: () => [join(out('bad-prompt'), 'synth-run.json')],
+    },
+    {
+      name: 'synth run after it, corrected: starts (no run left behind)',
+      item: '12',
+      args: () => synth('bad-prompt'),
+      env: { OPENAI_API_KEY: KEY },
+      expect: { code: 0 },
+    },
+    {
+      name: 'report --out DIR',
+      item: '14',
+      args: () => ['report', out('refused'), '--out', work],
+      expect: { code: 2 },
+      check: (outcome) => (/EISDIR/.test(outcome.stderr) ? ['raw EISDIR'] : []),
+    },
+    {
+      name: 'report on a rollout run',
+      item: '14',
+      args: () => ['report', out('refused')],
+      expect: { code: 1 },
+      check: stderrMatches(/is an `agentmath rollout` run; report reads eval runs/),
+    },
+    {
+      name: 'report on a synthesis run',
+      item: '14',
+      args: () => ['report', out('outage')],
+      expect: { code: 1 },
+      check: stderrMatches(/is an `agentmath synth run` folder/),
+    },
+    {
+      name: 'train rl --init /missing',
+      item: '14',
+      args: () => ['train', 'rl', '--init', join(work, 'missing-model'), '--out', out('rl-missing')],
+      expect: { code: 1 },
+      check: stderrMatches(/does not exist/),
+    },
+    {
+      name: 'synth run --input - (standard input)',
+      item: '15',
+      stdin: `${synthRecord('piped')}\n`,
+      args: () => synth('stdin', [], '-'),
+      env: { OPENAI_API_KEY: KEY },
+      expect: { code: 0 },
+    },
+    {
+      name: 'train rl --help lists the choices of enumerated options',
+      item: '15',
+      args: () => ['train', 'rl', '--help'],
+      expect: { code: 0 },
+      check: (outcome) =>
+        /--mode <mode> .*\(choices: "async", "sync"/.test(outcome.stdout.replace(/\s+/g, ' '))
+          ? []
+          : ['no choices in --help'],
+    },
+    // simulate (items 4, 10, 14, 15: another helper's part; replayed here all the same)
+    ...(
+      [
+        ['--steps 0', ['--steps', '0']],
+        ['--kv-budget 0', ['--kv-budget', '0']],
+        ['--tail-cut 0', ['--tail-cut', '0']],
+        ['--configuration bogus', ['--configuration', 'bogus']],
+      ] as const
+    ).map(
+      ([label, extra]): Probe => ({
+        name: `simulate ${label}`,
+        item: '10',
+        args: () => ['simulate', ...extra],
+        expect: { code: 2 },
+        limitMs: 30_000,
+      }),
+    ),
+    ...(
+      [
+        ['kvCapacityTokens 10', { kvCapacityTokens: 10 }],
+        ['stepPrompts 1e12', { stepPrompts: 1e12 }],
+        [
+          'responseTokens min > max',
+          { responseTokens: { lognormal: { mu: 5, sigma: 1 }, min: 500, max: 100 } },
+        ],
+        ['replicas 1e12', { replicas: 1e12 }],
+      ] as const
+    ).map(
+      ([label, change], index): Probe => ({
+        name: `simulate workload ${label}`,
+        item: '4, 14',
+        args: () => [
+          'simulate',
+          '--workload',
+          workload(`w${index}`, change),
+          '--steps',
+          '2',
+          '--configuration',
+          'static-sync',
+        ],
+        expect: { code: 1 },
+        limitMs: 30_000,
+      }),
+    ),
+  ];
+
+  let failed = 0;
+  let passed = 0;
+  let skipped = 0;
+  for (const probe of probes) {
+    if (!probe.name.includes(filter)) continue;
+    const skip = probe.skip?.() ?? null;
+    if (skip !== null) {
+      skipped++;
+      process.stdout.write(`SKIP  [${probe.item}] ${probe.name}: ${skip}\n`);
+      continue;
+    }
+    await probe.setup?.();
+    const { problems, ended } = await runProbe(probe);
+    if (problems.length === 0) passed++;
+    else failed++;
+    process.stdout.write(
+      `${problems.length === 0 ? 'PASS' : 'FAIL'}  [${probe.item}] ${probe.name}: ${ended}${problems.length === 0 ? '' : `\n        ${problems.join('\n        ')}`}\n`,
+    );
+  }
+  process.stdout.write(
+    `\n${passed} passed, ${failed} failed, ${skipped} skipped${failed === 0 ? '' : ` (work folder kept: ${work})`}\n`,
+  );
+  await hung.close();
+  await teacher.close();
+  if (failed === 0) rmSync(work, { recursive: true, force: true });
+  return failed === 0 ? 0 : 1;
+}
+
+let firstWriter: ChildProcess | null = null;
+
+/** Sends `name` to the launcher if it still runs (a probe that ended early is reported by its status). */
+function signal(child: ChildProcess, name: NodeJS.Signals): void {
+  try {
+    process.kill(child.pid!, name);
+  } catch {
+    // it ended before the signal
+  }
+}
+
+/** Runs one probe: what went wrong (empty: it passed), and how it ended. */
+async function runProbe(probe: Probe): Promise<{ problems: string[]; ended: string }> {
+  const untouched = new Map((probe.untouched?.() ?? []).map((path) => [path, hashOf(path)]));
+  const limitMs = probe.limitMs ?? 60_000;
+  const started = Date.now();
+  const child = spawn(probe.node ?? process.execPath, [CLI, ...probe.args()], {
+    cwd: work,
+    detached: true,
+    stdio: [probe.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    env: { ...process.env, NO_COLOR: '1', OPENAI_API_KEY: '', ...probe.env },
+  });
+  if (probe.stdin !== undefined) child.stdin?.end(probe.stdin);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const seen = new Set<number>();
+  const watcher = setInterval(() => {
+    if (child.pid !== undefined) for (const pid of descendantsOf(child.pid)) seen.add(pid);
+  }, 50);
+  let hung = false;
+  const timer = setTimeout(() => {
+    hung = true;
+    killTree(child, seen);
+  }, limitMs);
+  const ended = new Promise<Outcome>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })),
+  );
+  await probe.during?.(child);
+  const outcome = await ended;
+  clearTimeout(timer);
+  clearInterval(watcher);
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  const problems: string[] = [];
+  if (hung) problems.push(`still running after its limit of ${limitMs / 1000} s: killed (a hang)`);
+  const expected = probe.expect;
+  const got = outcome.signal !== null ? `death by ${outcome.signal}` : `exit ${outcome.code}`;
+  const want = 'code' in expected ? `exit ${expected.code}` : `death by ${expected.signal}`;
+  if (!hung && got !== want) problems.push(`${got}, documented: ${want}`);
+  for (const [path, before] of untouched)
+    if (hashOf(path) !== before) problems.push(`${path} was changed (not this run's file)`);
+  for (const path of probe.absent?.() ?? []) if (existsSync(path)) problems.push(`${path} was written`);
+  const pids = [...seen];
+  await waitFor(() => alive(pids).length === 0, 15_000);
+  const left = alive(pids);
+  if (left.length > 0) {
+    problems.push(`processes left behind: ${left.map(describe).join('; ')}`);
+    for (const pid of left) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone meanwhile
+      }
+    }
+  }
+  problems.push(...((await probe.check?.(outcome)) ?? []));
+  if (problems.length > 0) {
+    const tail = outcome.stderr.trim().split('\n').slice(-3).join(' | ');
+    problems.push(`stderr: ${tail.slice(0, 400)}`);
+  }
+  return { problems, ended: `${got} after ${seconds} s, ${pids.length} child process(es) seen, none left` };
+}
+
+function killTree(child: ChildProcess, seen: Set<number>): void {
+  for (const pid of [child.pid, ...seen]) {
+    try {
+      if (pid !== undefined) process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+}
+
+function describe(pid: number): string {
+  try {
+    return `${pid} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').slice(0, 80)}`;
+  } catch {
+    return String(pid);
+  }
+}
+
+process.exitCode = await main();
