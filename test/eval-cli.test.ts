@@ -12,6 +12,7 @@ import { responseLength } from '../src/eval/tool-use-stats.ts';
 import type { Trajectory } from '../src/trajectory/trajectory.ts';
 import { killAllClis, killGroup, startCli } from './cli-process.ts';
 import { type Script, type ScriptedServer, startScriptedServer } from './eval-scripted-server.ts';
+import { mathVerifySkipReason } from './grader-sandbox.ts';
 
 let folder: string;
 beforeAll(() => {
@@ -180,6 +181,69 @@ describe('agentmath eval against a scripted OpenAI-compatible server', () => {
     expect(html.match(/<svg /g)).toHaveLength(4);
     expect(html).toContain('P4');
   }, 200_000);
+});
+
+const mathVerifyMissing = mathVerifySkipReason();
+
+describe.skipIf(mathVerifyMissing !== null)('agentmath eval --grader math-verify', () => {
+  let server: ScriptedServer;
+  beforeAll(async () => {
+    server = await startScriptedServer({ script: SCRIPT, problemKey });
+  });
+  afterAll(() => server.close());
+
+  it('grades every trajectory with Math-Verify in the jail and records the grader in the run', async () => {
+    const bench = join(folder, 'toy-math-verify.jsonl');
+    writeFileSync(
+      bench,
+      [
+        { id: 'P1', question: 'Problem P1: what is 3 times 4?', ground_truth: 12 },
+        { id: 'P2', question: 'Problem P2: what is one half?', ground_truth: '\\frac{1}{2}' },
+        { id: 'P3', question: 'Problem P3: what is 3 + 4?', ground_truth: '7' },
+        { id: 'P4', question: 'Problem P4: what is 10 squared?', ground_truth: '100' },
+      ]
+        .map((row) => JSON.stringify(row))
+        .join('\n'),
+    );
+    const out = join(folder, 'run-math-verify');
+    const { done } = startCliHere([
+      'eval',
+      '--bench',
+      bench,
+      '-k',
+      '3',
+      '--concurrency',
+      '3',
+      '--out',
+      out,
+      '--engine',
+      server.url,
+      '--api',
+      'openai',
+      '--model',
+      'scripted',
+      '--seed',
+      '0',
+      '--sandbox-workers',
+      '2',
+      '--grader',
+      'math-verify',
+    ]);
+    const result = await done;
+    expect(result.stderr).not.toMatch(/agentmath: \[/);
+    expect(result.code).toBe(0);
+    const byKey = new Map(readTrajectories(out).map((t) => [`${t.problemId}/${t.sample}`, t]));
+    const grade = (key: string) => byKey.get(key)?.meta;
+    expect(grade('P1/0')).toMatchObject({ correct: true, reason: 'math-verify' });
+    expect(grade('P1/2')).toMatchObject({ correct: false, reason: 'mismatch' });
+    expect(grade('P2/1')).toMatchObject({ correct: true, reason: 'math-verify' });
+    expect(grade('P3/2')).toMatchObject({ correct: false, reason: 'no-answer' });
+    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+    expect(summary.perProblem.map((problem: { correct: number }) => problem.correct)).toEqual([2, 2, 0, 2]);
+    expect(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8'))).toMatchObject({
+      grader: 'math-verify',
+    });
+  }, 120_000);
 });
 
 describe('agentmath eval killed and resumed', () => {

@@ -7,19 +7,14 @@
  * when the jail's environment lacks math-verify (`bash scripts/setup.sh` installs it) or no
  * benchmark folder is found. Every disagreement it prints is classified in docs/grader.md.
  */
-import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { loadReferenceAnswers, runGraderDifferential } from '../src/bench/grader-differential.ts';
 import { resolveDataDir } from '../src/eval/benchmark-data-dir.ts';
-import { jailPython } from '../src/shared/python-environments.ts';
-import { useGraderTestSandbox } from './grader-sandbox.ts';
+import { mathVerifySkipReason, useGraderTestSandbox } from './grader-sandbox.ts';
 
 function skipReason(): string | null {
-  const python = jailPython();
-  const probe = spawnSync(python, ['-c', 'import math_verify'], { encoding: 'utf8' });
-  if (probe.status !== 0) {
-    return `math-verify is not installed in the jail's environment (${python}); run bash scripts/setup.sh`;
-  }
+  const missing = mathVerifySkipReason();
+  if (missing !== null) return missing;
   return resolveDataDir() === null ? 'no benchmark folder (set AGENTMATH_DATA_DIR)' : null;
 }
 

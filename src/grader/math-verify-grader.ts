@@ -16,12 +16,18 @@ export const DEFAULT_MATH_VERIFY_TIMEOUT_MS = 10_000;
 /** Responses longer than this are cut to their last part (as our extraction reads them). */
 const MAX_PREDICTION_CHARS = 2_000_000;
 
+/**
+ * Sessions per provider: the grading pools of `grade`, `bench grader` and `eval` hold two
+ * workers, and a session beyond the pool's size would wait for a slot that never frees.
+ */
+const MAX_SESSIONS = 2;
+
 const pools = new WeakMap<SandboxProvider, PrimedSessionPool>();
 
 function poolFor(provider: SandboxProvider): PrimedSessionPool {
   let pool = pools.get(provider);
   if (pool === undefined) {
-    pool = new PrimedSessionPool(provider, MATH_VERIFY_PRELUDE);
+    pool = new PrimedSessionPool(provider, MATH_VERIFY_PRELUDE, { maxSessions: MAX_SESSIONS });
     pools.set(provider, pool);
   }
   return pool;

@@ -6,7 +6,9 @@
  *
  * Grading follows the usual reward setup of the field (open-r1, verl): the reference is parsed
  * as `\boxed{reference}`, the prediction as the whole response, each with Math-Verify's default
- * extraction (LaTeX, then plain expressions), then `verify(gold, prediction)`. Math-Verify's own
+ * extraction (LaTeX, then plain expressions), then `verify(gold, prediction)`. A prediction in
+ * which Math-Verify finds no answer and no box is read once more as a bare answer (`\boxed{…}`):
+ * the `Grader` contract takes bare answers too (an agent's final box, `grade --prediction 1/2`). Math-Verify's own
  * timeouts use `signal.alarm`, which the sandbox runner's time limit owns, so they are off
  * (`None`) and the session's time limit bounds each call. An exception inside Math-Verify (text
  * that breaks its parser or SymPy) is a wrong answer, as Math-Verify itself treats it.
@@ -24,6 +26,9 @@ def _agentmath_math_verify(payload_text):
     try:
         gold = _am_mv_parse('\\boxed{' + payload['reference'] + '}', parsing_timeout=None)
         prediction = _am_mv_parse(payload['prediction'], parsing_timeout=None)
+        if not prediction and '\\boxed' not in payload['prediction']:
+            # A bare answer (an agent's final box, without delimiters), read as one.
+            prediction = _am_mv_parse('\\boxed{' + payload['prediction'] + '}', parsing_timeout=None)
         if len(prediction) > 1:
             extracted = str(prediction[-1])[:1000]
         correct = bool(_am_mv_verify(gold, prediction, timeout_seconds=None))

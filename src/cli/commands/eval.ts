@@ -27,7 +27,13 @@ import {
   readRunJson,
   runEval,
 } from '../../eval/index.ts';
-import { answersEquivalent, gradeAnswer } from '../../grader/index.ts';
+import {
+  answersEquivalent,
+  GRADER_NAMES,
+  type GraderName,
+  graderFor,
+  releaseSymbolicSessions,
+} from '../../grader/index.ts';
 import { getDialect } from '../../protocol/index.ts';
 import { createLocalSandbox, SandboxClient } from '../../sandbox/index.ts';
 import type { SandboxProvider } from '../../sandbox/types.ts';
@@ -57,6 +63,7 @@ type EvalCommandOptions = AgentFlags & {
   prompt?: PromptBuilderName;
   sandbox?: string;
   sandboxWorkers?: number;
+  grader: GraderName;
 };
 
 /** `problem=q,answer=gold,id=uid` → a field mapping. */
@@ -122,6 +129,11 @@ export function registerEval(program: Command): void {
       'local pool size (default: the concurrency)',
       integerOption({ min: 1, max: 4096 }),
     )
+    .addOption(
+      new Option('--grader <name>', "who grades: ours, or math-verify (run in the sandbox's jail)")
+        .choices(GRADER_NAMES)
+        .default('ours'),
+    )
     .action(async (options: EvalCommandOptions) => {
       process.exitCode = await evalCommand(options);
     });
@@ -160,6 +172,8 @@ function evalIdentity(config: Record<string, unknown>): RunIdentity {
     sampling: { temperature: resolved.sampling.temperature, topP: resolved.sampling.topP },
     seed: (config.seed ?? null) as IdentityValue,
     toolTimeoutMs: resolved.tool.timeoutMs,
+    // Runs saved before the option existed were graded by ours.
+    grader: (config.grader ?? 'ours') as IdentityValue,
   };
 }
 
@@ -233,6 +247,7 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     agent: agentConfig,
     seed: options.seed ?? null,
     sandbox: options.sandbox ?? 'local',
+    grader: options.grader,
   };
   const identity = evalIdentity({ ...config, benchmark: benchmark.name, k: options.samples });
   await checkOutFolder(outDir, options.resume === true, {
@@ -246,6 +261,7 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
 
   const target = await resolveEngineTarget(options);
   const { engine, tokenizer } = target;
+  const grader = graderFor(options.grader);
   const sandbox: SandboxProvider =
     options.sandbox === undefined
       ? createLocalSandbox({
@@ -253,7 +269,16 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
           warmWorkers: Math.min(2, options.sandboxWorkers ?? options.concurrency),
         })
       : new SandboxClient({ url: options.sandbox });
-  const unregisterSandbox = onShutdown(() => sandbox.close());
+  // Math-Verify on a local pool gets a pool of its own, so its warm sessions never hold the
+  // workers that the agents' code cells wait for.
+  const gradingSandbox: SandboxProvider =
+    options.grader === 'math-verify' && options.sandbox === undefined
+      ? createLocalSandbox({ maxWorkers: 2, warmWorkers: 0 })
+      : sandbox;
+  const unregisterSandbox = onShutdown(async () => {
+    await sandbox.close();
+    if (gradingSandbox !== sandbox) await gradingSandbox.close();
+  });
   const dialect = getDialect(options.dialect);
   const agentOptions: AgentOptions = {
     ...agentConfig,
@@ -300,7 +325,8 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
             },
           },
         ),
-      grade: (trajectory, problem) => gradeTrajectory(trajectory, problem.answer, gradeAnswer, { sandbox }),
+      grade: (trajectory, problem) =>
+        gradeTrajectory(trajectory, problem.answer, grader, { sandbox: gradingSandbox }),
       equivalent: (left, right) => answersEquivalent(left, right, { sandbox }),
     });
     reporter.finish();
@@ -329,7 +355,7 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     if (result.status === 'incomplete') {
       const ungraded =
         summary.gradeUnavailable > 0
-          ? `${summary.gradeUnavailable} grade(s) have no verdict (the symbolic step's sandbox was down; not counted as wrong); `
+          ? `${summary.gradeUnavailable} grade(s) have no verdict (the grader's sandbox was down; not counted as wrong); `
           : '';
       const failed =
         result.failed > 0
@@ -353,6 +379,10 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     unregisterSandbox();
     await target.close();
     await sandbox.close();
+    if (gradingSandbox !== sandbox) {
+      await releaseSymbolicSessions(gradingSandbox);
+      await gradingSandbox.close();
+    }
     unregisterLock();
     await releaseLock();
   }
