@@ -13,7 +13,11 @@ export const distributionSchema = z.union([
   z.object({ constant: z.number().nonnegative() }).strict(),
   z
     .object({ lognormal: z.object({ mu: z.number(), sigma: z.number().nonnegative() }).strict(), ...clip })
-    .strict(),
+    .strict()
+    .refine(
+      (distribution) => (distribution.min ?? 0) <= (distribution.max ?? Number.POSITIVE_INFINITY),
+      'min must not exceed max (every draw would be clipped to an empty range)',
+    ),
   z
     .object({
       quantiles: z
@@ -100,4 +104,25 @@ export function inverseNormal(p: number): number {
     ((((((at(a, 0) * r + at(a, 1)) * r + at(a, 2)) * r + at(a, 3)) * r + at(a, 4)) * r + at(a, 5)) * q) /
     (((((at(b, 0) * r + at(b, 1)) * r + at(b, 2)) * r + at(b, 3)) * r + at(b, 4)) * r + 1)
   );
+}
+
+/** A Beta(alpha, beta) draw, as X / (X + Y) of two gamma draws. */
+export function sampleBeta(alpha: number, beta: number, random: Random): number {
+  const x = sampleGamma(alpha, random);
+  const y = sampleGamma(beta, random);
+  return x + y > 0 ? x / (x + y) : alpha / (alpha + beta);
+}
+
+/** A Gamma(shape, 1) draw (Marsaglia and Tsang; shape < 1 by the boost U^(1/shape)). */
+function sampleGamma(shape: number, random: Random): number {
+  if (shape < 1) return sampleGamma(shape + 1, random) * random() ** (1 / shape);
+  const d = shape - 1 / 3;
+  const c = 1 / Math.sqrt(9 * d);
+  for (;;) {
+    const x = inverseNormal(Math.min(1 - 1e-12, Math.max(1e-12, random())));
+    const v = (1 + c * x) ** 3;
+    if (v <= 0) continue;
+    const u = random();
+    if (Math.log(Math.max(u, 1e-300)) < 0.5 * x * x + d - d * v + d * Math.log(v)) return d * v;
+  }
 }

@@ -4,7 +4,7 @@ export { type CostModelFit, fitCostModel } from './cost-model-fit.ts';
 export { type Distribution, distributionSchema, mean, quantile, sample } from './distribution.ts';
 export { type CostModel, costModelSchema, decodeMs } from './engine-cost-model.ts';
 export { SIM_CONFIGURATIONS, type SimConfiguration } from './sim-configurations.ts';
-export { SimulationStalledError, WorkloadInvalidError } from './sim-errors.ts';
+export { SimulationNoProgressError, SimulationStalledError, WorkloadInvalidError } from './sim-errors.ts';
 export {
   boundOf,
   type ConfigurationResult,

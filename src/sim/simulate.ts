@@ -1,10 +1,14 @@
 /**
  * Runs the real rollout step (`runRolloutStep`) and router over simulated replicas and a
- * simulated sandbox, in virtual time, once per configuration, and reports each one's step
- * time (mean over the steps after the first), throughput, re-prefilled tokens, preemptions,
- * GPU busy fraction and speedup over static-sync, beside the lower bound for the step.
- * Each configuration starts from scratch (new clock, caches, problems), so they see the same
- * problems and the same plans.
+ * simulated sandbox, in virtual time, once per configuration and seed, and reports each one's
+ * time per batch of kept groups (the headline: configurations that keep different numbers of
+ * groups a step do unequal work per step), its step time and the step's parts (rollout,
+ * training, weight sync: sequential in sync mode, training overlapped with the next rollout
+ * in async mode under a policy lag of at least 1), throughput, re-prefill, preemptions, GPU
+ * busy fraction and speedups over static-sync, beside the lower bound for the groups it kept.
+ * Each run starts from scratch (new clock, caches, problems), so the configurations of one
+ * seed see the same problems and plans; with several seeds every figure has its
+ * min / median / max.
  */
 import { problemOnlyPrompt } from '../agent/prompt-builder.ts';
 import { SessionPark } from '../agent/session-park.ts';
@@ -22,6 +26,7 @@ import { createSeededRandom } from '../tasks/seeded-random.ts';
 import { BlockKeyCache } from './block-key-cache.ts';
 import { mean } from './distribution.ts';
 import { SIM_CONFIGURATIONS, type SimConfiguration } from './sim-configurations.ts';
+import { SimulationNoProgressError } from './sim-errors.ts';
 import {
   emptyEngineMetrics,
   SimulatedEngine,
@@ -30,7 +35,8 @@ import {
 } from './simulated-engine.ts';
 import { SimulatedPolicy } from './simulated-policy.ts';
 import { SimulatedSandbox } from './simulated-sandbox.ts';
-import { type StepBound, stepBound } from './step-bound.ts';
+import { type BoundTrajectory, type StepBound, stepBound } from './step-bound.ts';
+import type { TrajectoryPlan } from './trajectory-plan.ts';
 import { VirtualClock } from './virtual-clock.ts';
 import type { Workload } from './workload.ts';
 import { SIMULATED_ANSWER, workloadPlans } from './workload-plans.ts';
@@ -46,7 +52,12 @@ export type ReprefillByCause = {
 /** One step of one configuration. */
 export type SimStep = {
   step: number;
+  /** The step's time: rollout, training and weight sync as the configuration composes them. */
   seconds: number;
+  rolloutSeconds: number;
+  /** Trainer time for the step's kept trajectories. */
+  trainSeconds: number;
+  weightSyncSeconds: number;
   tokensGenerated: number;
   reprefillTokens: number;
   reprefillByCause: ReprefillByCause;
@@ -66,10 +77,43 @@ export type SimStep = {
   kvOccupancyByTenth: number[];
 };
 
+/** The parts of a step, means over the counted steps. */
+export type StepParts = { rolloutSeconds: number; trainSeconds: number; weightSyncSeconds: number };
+
+/** A figure over the seeds. */
+export type Interval = { min: number; median: number; max: number };
+
+/** The figures every seed reports, and that get an interval over the seeds. */
+export const SEED_FIGURES = [
+  'batchSeconds',
+  'batchSpeedup',
+  'boundBatchSeconds',
+  'batchOverBound',
+  'stepSeconds',
+  'speedup',
+  'groupsKept',
+  'rolloutSeconds',
+  'trainSeconds',
+] as const;
+export type SeedFigure = (typeof SEED_FIGURES)[number];
+
 export type ConfigurationResult = {
   name: string;
+  /** The rollout's `maxPolicyLag` the configuration ran with. */
+  maxPolicyLag: number;
+  /** Whether training overlaps the next step's rollout (async with a policy lag of at least 1). */
+  trainingOverlapped: boolean;
   /** Mean step time over the steps after the first (the first when there is only one). */
   stepSeconds: number;
+  stepParts: StepParts;
+  /**
+   * The lower bound per batch of `stepPrompts` groups for the groups this configuration kept
+   * in its counted steps (their own plans): the rollout bound and the training of those
+   * groups overlapped, plus one weight sync.
+   */
+  boundBatchSeconds: number;
+  /** `batchSeconds` over `boundBatchSeconds`. */
+  batchOverBound: number;
   /** Kept groups per counted step (partial rollout keeps fewer while its pipeline fills). */
   groupsKept: number;
   /**
@@ -89,14 +133,22 @@ export type ConfigurationResult = {
   busyFraction: number;
   /** KV occupancy (see `SimStep.kvOccupancyByTenth`) over the first eight tenths of a step and the last two. */
   kvOccupancy: { body: number; tail: number };
-  /** Real seconds the simulation of this configuration took. */
+  /** Real seconds the simulation of this configuration took (all seeds). */
   realSeconds: number;
+  /** The first seed's steps. */
   steps: SimStep[];
+  /** Min / median / max over the seeds (the figures above are the medians). */
+  intervals: Record<SeedFigure, Interval>;
+  /** Each seed's figures. */
+  seeds: ({ seed: number } & Record<SeedFigure, number>)[];
 };
 
 export type SimulationReport = {
   workload: Workload;
   steps: number;
+  /** The workload seeds run (`workload.seed`, +1, …). */
+  seeds: number[];
+  /** The bound for the first step's problems (the first seed). */
   bound: StepBound;
   configurations: ConfigurationResult[];
 };
@@ -109,6 +161,13 @@ export type SimulateOptions = {
    */
   steps?: number;
   configurations?: readonly SimConfiguration[];
+  /** Seeds per configuration (default 1): the workload's seed, then +1, +2, … */
+  seeds?: number;
+  /**
+   * The rollout's `maxPolicyLag` (default: the stage's partial rollouts N, so a partial
+   * trajectory spanning its N steps is never stale; production's default is 1).
+   */
+  maxPolicyLag?: number;
   onProgress?: (line: string) => void;
 };
 
@@ -117,22 +176,88 @@ export async function simulate(options: SimulateOptions): Promise<SimulationRepo
     workload,
     steps = 16,
     configurations = SIM_CONFIGURATIONS.filter((configuration) => configuration.onRequest !== true),
+    seeds = 1,
+    maxPolicyLag,
     onProgress = () => {},
   } = options;
-  const results: ConfigurationResult[] = [];
-  for (const configuration of configurations) {
-    const result = await simulateConfiguration(workload, configuration, steps, onProgress);
-    results.push(result);
-    onProgress(
-      `${configuration.name}: ${result.stepSeconds.toFixed(0)} s per step (simulated in ${result.realSeconds.toFixed(1)} s)`,
-    );
+  const seedList = Array.from({ length: seeds }, (_, index) => workload.seed + index);
+  const runs: SeedRun[][] = configurations.map(() => []);
+  for (const seed of seedList) {
+    const seeded = { ...workload, seed };
+    for (const [index, configuration] of configurations.entries()) {
+      const run = await simulateConfiguration(seeded, configuration, steps, maxPolicyLag, onProgress);
+      runs[index]?.push(run);
+      onProgress(
+        `${configuration.name} seed ${seed}: ${run.batchSeconds.toFixed(0)} s per ${workload.stepPrompts} kept groups, ` +
+          `${run.stepSeconds.toFixed(0)} s per step (simulated in ${run.realSeconds.toFixed(1)} s)`,
+      );
+    }
   }
-  const baseline = results.find((result) => result.name === 'static-sync') ?? null;
-  for (const result of results) {
-    result.speedup = baseline === null ? null : baseline.stepSeconds / result.stepSeconds;
-    result.batchSpeedup = baseline === null ? null : baseline.batchSeconds / result.batchSeconds;
-  }
-  return { workload, steps, bound: boundOf(workload), configurations: results };
+  const baselineIndex = configurations.findIndex((configuration) => configuration.name === 'static-sync');
+  const results = configurations.map((_, index) =>
+    combineSeeds(runs[index] ?? [], baselineIndex < 0 ? null : (runs[baselineIndex] ?? null)),
+  );
+  return { workload, steps, seeds: seedList, bound: boundOf(workload), configurations: results };
+}
+
+/** One configuration under one seed: the result's fields, each a single figure. */
+type SeedRun = Omit<ConfigurationResult, 'intervals' | 'seeds'> & { seed: number };
+
+function combineSeeds(runs: readonly SeedRun[], baseline: readonly SeedRun[] | null): ConfigurationResult {
+  const first = runs[0] as SeedRun;
+  const figures = runs.map((run, index) => {
+    const base = baseline?.[index] ?? null;
+    const row = {
+      seed: run.seed,
+      batchSeconds: run.batchSeconds,
+      batchSpeedup: base === null ? Number.NaN : base.batchSeconds / run.batchSeconds,
+      boundBatchSeconds: run.boundBatchSeconds,
+      batchOverBound: run.batchOverBound,
+      stepSeconds: run.stepSeconds,
+      speedup: base === null ? Number.NaN : base.stepSeconds / run.stepSeconds,
+      groupsKept: run.groupsKept,
+      rolloutSeconds: run.stepParts.rolloutSeconds,
+      trainSeconds: run.stepParts.trainSeconds,
+    };
+    return row;
+  });
+  const intervals = Object.fromEntries(
+    SEED_FIGURES.map((figure) => [figure, intervalOf(figures.map((row) => row[figure]))]),
+  ) as Record<SeedFigure, Interval>;
+  const medianOf = (pick: (run: SeedRun) => number) => intervalOf(runs.map(pick)).median;
+  return {
+    ...first,
+    stepSeconds: intervals.stepSeconds.median,
+    groupsKept: intervals.groupsKept.median,
+    batchSeconds: intervals.batchSeconds.median,
+    boundBatchSeconds: intervals.boundBatchSeconds.median,
+    batchOverBound: intervals.batchOverBound.median,
+    speedup: baseline === null ? null : intervals.speedup.median,
+    batchSpeedup: baseline === null ? null : intervals.batchSpeedup.median,
+    stepParts: {
+      rolloutSeconds: intervals.rolloutSeconds.median,
+      trainSeconds: intervals.trainSeconds.median,
+      weightSyncSeconds: first.stepParts.weightSyncSeconds,
+    },
+    tokensPerSecond: medianOf((run) => run.tokensPerSecond),
+    reprefillTokens: medianOf((run) => run.reprefillTokens),
+    preemptions: medianOf((run) => run.preemptions),
+    busyFraction: medianOf((run) => run.busyFraction),
+    realSeconds: runs.reduce((sum, run) => sum + run.realSeconds, 0),
+    intervals,
+    seeds: figures,
+  };
+}
+
+/** Min, median and max (the median of an even count is the mean of the middle two). */
+export function intervalOf(values: readonly number[]): Interval {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  const median =
+    sorted.length % 2 === 1
+      ? (sorted[middle] as number)
+      : ((sorted[middle - 1] ?? Number.NaN) + (sorted[middle] ?? Number.NaN)) / 2;
+  return { min: sorted[0] ?? Number.NaN, median, max: sorted.at(-1) ?? Number.NaN };
 }
 
 /** The bound for one step's worth of new trajectories (the first step's problems and plans). */
@@ -141,16 +266,30 @@ export function boundOf(workload: Workload): StepBound {
   const tokenizer = createByteLevelTokenizer();
   const trajectories = [];
   for (let problem = 0; problem < workload.stepPrompts; problem++) {
-    const promptTokens = tokenizer.encode(
-      tokenizer.applyChatTemplate(
-        problemOnlyPrompt({ id: '', text: plans.problemText(problem) }, getDialect('tags')),
-      ),
-    ).length;
+    const promptTokens = promptTokensOf(tokenizer, plans.problemText(problem));
     for (let sample = 0; sample < workload.groupSize; sample++) {
       trajectories.push({ promptTokens, problem, plan: plans.planFor(problem, sample) });
     }
   }
   return stepBound(workload, trajectories);
+}
+
+/** Tokens of a problem-only prompt under the simulator's tokenizer and dialect. */
+function promptTokensOf(tokenizer: ReturnType<typeof createByteLevelTokenizer>, text: string): number {
+  return tokenizer.encode(
+    tokenizer.applyChatTemplate(problemOnlyPrompt({ id: '', text }, getDialect('tags'))),
+  ).length;
+}
+
+/** Tokens a trainer processes for a trajectory: its prompt, its response and its tool output. */
+function trainedTokens(workload: Workload, trajectory: BoundTrajectory): number {
+  const { plan } = trajectory;
+  const calls = plan.toolCalls.slice(0, workload.budgets.maxToolCalls);
+  return (
+    trajectory.promptTokens +
+    Math.min(plan.responseTokens, workload.budgets.maxTokens) +
+    calls.reduce((sum, call) => sum + Math.min(call.outputTokens, 2000), 0)
+  );
 }
 
 /**
@@ -171,8 +310,9 @@ async function simulateConfiguration(
   workload: Workload,
   configuration: SimConfiguration,
   steps: number,
+  maxPolicyLagOption: number | undefined,
   onProgress: (line: string) => void,
-): Promise<ConfigurationResult> {
+): Promise<SeedRun> {
   const realStarted = performance.now();
   const clock = new VirtualClock();
   const tokenizer = createByteLevelTokenizer();
@@ -212,13 +352,24 @@ async function simulateConfiguration(
   });
   const park = new SessionPark();
   let nextProblem = 0;
+  // Far beyond what dropped groups and extra rounds need: past it, no step will ever end.
+  const problemLimit = 100 * workload.stepPrompts * steps;
   const problems: ProblemSource = {
     next: () => {
+      if (nextProblem >= problemLimit)
+        throw new SimulationNoProgressError(nextProblem, steps, workload.stepPrompts);
       const index = nextProblem++;
       return { id: `problem-${index}`, text: plans.problemText(index), answer: SIMULATED_ANSWER };
     },
   };
   const { budgets } = workload;
+  // A trajectory spans up to N steps under partial rollout; by default none is stale within that.
+  const maxPolicyLag = maxPolicyLagOption ?? budgets.partialRollouts;
+  const trainingOverlapped = configuration.mode === 'async' && maxPolicyLag >= 1;
+  const msPerTrainToken = workload.training?.msPerToken ?? 0;
+  const weightSyncSeconds = (workload.training?.weightSyncMs ?? 0) / 1000;
+  const promptTokens = new Map<number, number>();
+  const keptTrajectories: BoundTrajectory[][] = [];
   const config = rolloutConfigSchema.parse({
     groupSize: workload.groupSize,
     batchSize: workload.stepPrompts,
@@ -227,8 +378,7 @@ async function simulateConfiguration(
     partialRollout: configuration.partialRollout,
     fillBatch: configuration.fillBatch === true,
     maxNewTokensPerTurn: budgets.maxTokens,
-    // A trajectory spans up to N steps under partial rollout; none is stale within that.
-    maxPolicyLag: budgets.partialRollouts,
+    maxPolicyLag,
     maxActiveTrajectories: configuration.kvAdmission
       ? kvAdmissionLimit(workload)
       : 4 * workload.stepPrompts * workload.groupSize,
@@ -272,11 +422,34 @@ async function simulateConfiguration(
         },
       );
       state = result.state;
-      const seconds = (clock.now() - startedMs) / 1000;
+      const rolloutSeconds = (clock.now() - startedMs) / 1000;
+      const kept: BoundTrajectory[] = [];
+      for (const outcome of result.kept) {
+        const problem = Number(outcome.problem.id.replace('problem-', ''));
+        let tokens = promptTokens.get(problem);
+        if (tokens === undefined) {
+          tokens = promptTokensOf(tokenizer, plans.problemText(problem));
+          promptTokens.set(problem, tokens);
+        }
+        for (const trajectory of outcome.trajectories) {
+          const plan: TrajectoryPlan | undefined = policy.planOf(trajectory.id);
+          if (plan !== undefined) kept.push({ promptTokens: tokens, problem, plan });
+        }
+      }
+      keptTrajectories.push(kept);
+      const trainSeconds =
+        (kept.reduce((sum, trajectory) => sum + trainedTokens(workload, trajectory), 0) * msPerTrainToken) /
+        1000;
+      const seconds = trainingOverlapped
+        ? Math.max(rolloutSeconds, trainSeconds) + weightSyncSeconds
+        : rolloutSeconds + trainSeconds + weightSyncSeconds;
       const after = totals(engines);
       figures.push({
         step,
         seconds,
+        rolloutSeconds,
+        trainSeconds,
+        weightSyncSeconds,
         tokensGenerated: after.generatedTokens - before.generatedTokens,
         reprefillTokens: after.reprefillTokens - before.reprefillTokens,
         reprefillByCause: {
@@ -286,7 +459,8 @@ async function simulateConfiguration(
           evicted: after.reprefillEvictedTokens - before.reprefillEvictedTokens,
         },
         preemptions: after.preemptions - before.preemptions,
-        busyFraction: seconds > 0 ? (after.busyMs - before.busyMs) / 1000 / (seconds * engines.length) : 0,
+        busyFraction:
+          rolloutSeconds > 0 ? (after.busyMs - before.busyMs) / 1000 / (rolloutSeconds * engines.length) : 0,
         groupsKept: result.stats.groupsKept,
         trajectoriesFinished: result.stats.trajectoriesFinished,
         trajectoriesParked: result.stats.trajectoriesParked,
@@ -301,7 +475,7 @@ async function simulateConfiguration(
         ),
       });
       onProgress(
-        `${configuration.name} step ${step}: ${seconds.toFixed(0)} s, ${result.stats.groupsKept} groups kept`,
+        `${configuration.name} step ${step}: ${seconds.toFixed(0)} s (rollout ${rolloutSeconds.toFixed(0)} s), ${result.stats.groupsKept} groups kept`,
       );
     }
     await park.closeAll();
@@ -315,16 +489,39 @@ async function simulateConfiguration(
   const stepSeconds = meanOf((step) => step.seconds);
   const totalSeconds = counted.reduce((sum, step) => sum + step.seconds, 0);
   const groupsKept = counted.reduce((sum, step) => sum + step.groupsKept, 0);
+  const perBatch = (seconds: number) =>
+    groupsKept > 0 ? (seconds * workload.stepPrompts) / groupsKept : Number.POSITIVE_INFINITY;
+  const batchSeconds = perBatch(totalSeconds);
+  // The bound for the work kept: the counted steps' kept trajectories, per batch of groups.
+  const keptCounted = (figures.length > 1 ? keptTrajectories.slice(1) : keptTrajectories).flat();
+  const keptBound = stepBound(workload, keptCounted);
+  const keptTrainSeconds =
+    (keptCounted.reduce((sum, trajectory) => sum + trainedTokens(workload, trajectory), 0) *
+      msPerTrainToken) /
+    1000;
+  const boundBatchSeconds =
+    Math.max(perBatch(keptBound.workSeconds), keptBound.criticalPathSeconds, perBatch(keptTrainSeconds)) +
+    weightSyncSeconds;
+  const rolloutTotal = counted.reduce((sum, step) => sum + step.rolloutSeconds, 0);
   return {
     name: configuration.name,
+    seed: workload.seed,
+    maxPolicyLag,
+    trainingOverlapped,
     stepSeconds,
+    stepParts: {
+      rolloutSeconds: meanOf((step) => step.rolloutSeconds),
+      trainSeconds: meanOf((step) => step.trainSeconds),
+      weightSyncSeconds,
+    },
     groupsKept: groupsKept / counted.length,
-    batchSeconds:
-      groupsKept > 0 ? (totalSeconds * workload.stepPrompts) / groupsKept : Number.POSITIVE_INFINITY,
+    batchSeconds,
+    boundBatchSeconds,
+    batchOverBound: batchSeconds / boundBatchSeconds,
     speedup: null,
     batchSpeedup: null,
     tokensPerSecond:
-      totalSeconds > 0 ? counted.reduce((sum, step) => sum + step.tokensGenerated, 0) / totalSeconds : 0,
+      rolloutTotal > 0 ? counted.reduce((sum, step) => sum + step.tokensGenerated, 0) / rolloutTotal : 0,
     reprefillTokens: meanOf((step) => step.reprefillTokens),
     reprefillByCause: {
       preempted: meanOf((step) => step.reprefillByCause.preempted),

@@ -16,7 +16,7 @@
 import type { Engine, GenerateRequest, GenerateResult } from '../engine/types.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { BlockKeyCache } from './block-key-cache.ts';
-import { type CostModel, decodeMs, iterationsWithin } from './engine-cost-model.ts';
+import { type CostModel, decodeMs, iterationsWithin, prefillMs } from './engine-cost-model.ts';
 import { type BlockKey, blockKeys, PrefixCache } from './prefix-cache.ts';
 import type { PolicyTurn, SimulatedPolicy } from './simulated-policy.ts';
 import type { ScheduledEvent, VirtualClock } from './virtual-clock.ts';
@@ -315,7 +315,7 @@ export class SimulatedEngine implements Engine {
 
   /** Admits waiting sequences in order while they fit; returns the prefill time they cost. */
   #admit(): number {
-    let prefillMs = 0;
+    let admitMs = 0;
     const blockTokens = this.#cache.blockTokens;
     while (this.#waiting.length > 0 && this.#running.length < this.#maxRunning) {
       const sequence = this.#waiting[0] as Sequence;
@@ -348,10 +348,10 @@ export class SimulatedEngine implements Engine {
       this.#countReprefill(sequence, Math.max(0, computed - sequence.newTokensLeft));
       sequence.admitted = true;
       sequence.newTokensLeft = 0;
-      prefillMs += computed * this.#cost.prefillPerTokenMs;
+      admitMs += prefillMs(this.#cost, cachedTokens, tokens.length);
       this.#running.push(sequence);
     }
-    return prefillMs;
+    return admitMs;
   }
 
   /** Counts re-prefilled tokens by cause, and notes where the trajectory's KV now is. */

@@ -26,6 +26,7 @@ const HEADER_PATTERN = /simulated problem (\d+)\./;
 const HEADER_SCAN_TOKENS = 256;
 
 type SessionState = {
+  plan: TrajectoryPlan;
   layout: ResponseLayout;
   /** Model tokens already returned to the trajectory. */
   cursor: number;
@@ -62,6 +63,11 @@ export class SimulatedPolicy {
   constructor({ planFor, decode }: SimulatedPolicyOptions) {
     this.#planFor = planFor;
     this.#decode = decode;
+  }
+
+  /** The plan the trajectory with this session id follows (undefined before its first request). */
+  planOf(sessionId: string): TrajectoryPlan | undefined {
+    return this.#sessions.get(sessionId)?.plan;
   }
 
   /** The continuation of a request's trajectory (not yet committed). */
@@ -116,8 +122,10 @@ export class SimulatedPolicy {
     const problem = Number(match[1]);
     const sample = this.#samplesSeen.get(problem) ?? 0;
     this.#samplesSeen.set(problem, sample + 1);
+    const plan = this.#planFor(problem, sample);
     const state: SessionState = {
-      layout: responseLayout(this.#planFor(problem, sample)),
+      plan,
+      layout: responseLayout(plan),
       cursor: 0,
       computedTokens: 0,
     };

@@ -1,8 +1,7 @@
 /**
- * Text and JSON forms of a simulation report: the table `agentmath simulate` prints, and the
- * `--json` shape the issue fixes (`workload`, `bound.stepSeconds`, `configurations[]` with
- * `name`, `stepSeconds`, `speedup`, `tokensPerSecond`, `reprefillTokens`, `preemptions`,
- * `busyFraction`).
+ * Text and JSON forms of a simulation report: the table `agentmath simulate` prints, led by
+ * the time per batch of kept groups and its speedup (step time and groups kept beside them,
+ * never alone), and the `--json` shape (docs/simulation.md lists its fields).
  */
 import type { CalibrationReport } from './calibration-run.ts';
 import type { SimulationReport } from './simulate.ts';
@@ -11,14 +10,22 @@ export function simulationJson(report: SimulationReport): unknown {
   return {
     workload: report.workload,
     steps: report.steps,
+    seeds: report.seeds,
     bound: report.bound,
     configurations: report.configurations.map((configuration) => ({
       name: configuration.name,
-      stepSeconds: configuration.stepSeconds,
-      groupsKept: configuration.groupsKept,
       batchSeconds: configuration.batchSeconds,
-      speedup: configuration.speedup,
       batchSpeedup: configuration.batchSpeedup,
+      boundBatchSeconds: configuration.boundBatchSeconds,
+      batchOverBound: configuration.batchOverBound,
+      stepSeconds: configuration.stepSeconds,
+      speedup: configuration.speedup,
+      groupsKept: configuration.groupsKept,
+      stepParts: configuration.stepParts,
+      maxPolicyLag: configuration.maxPolicyLag,
+      trainingOverlapped: configuration.trainingOverlapped,
+      intervals: configuration.intervals,
+      seeds: configuration.seeds,
       tokensPerSecond: configuration.tokensPerSecond,
       reprefillTokens: configuration.reprefillTokens,
       reprefillByCause: configuration.reprefillByCause,
@@ -33,35 +40,59 @@ export function simulationJson(report: SimulationReport): unknown {
 
 export function simulationTable(report: SimulationReport): string {
   const groups = report.workload.stepPrompts;
+  const several = report.seeds.length > 1;
   const header = [
     'configuration',
-    'step s',
-    'speedup',
-    'groups kept/step',
     `s per ${groups} kept groups`,
-    'speedup per group',
+    'speedup per kept group',
+    'bound s',
+    '÷ bound',
+    'step s',
+    'step speedup',
+    'groups kept/step',
+    'rollout/train/sync s',
     'tokens/s',
     're-prefill tok/step',
     'preempt/step',
     'GPU busy',
-    'per group ÷ bound',
   ];
-  const times = (value: number | null) => (value === null ? '—' : `${value.toFixed(2)}x`);
+  const times = (value: number | null) =>
+    value === null || Number.isNaN(value) ? '—' : `${value.toFixed(2)}x`;
+  // With several seeds a figure reads "median (min–max)".
+  const withRange = (
+    configuration: SimulationReport['configurations'][number],
+    figure: keyof (typeof configuration)['intervals'],
+    format: (value: number) => string,
+  ) => {
+    const interval = configuration.intervals[figure];
+    return several
+      ? `${format(interval.median)} (${format(interval.min)}–${format(interval.max)})`
+      : format(interval.median);
+  };
+  const seconds = (value: number) => value.toFixed(0);
+  const ratio = (value: number) => (Number.isNaN(value) ? '—' : `${value.toFixed(2)}x`);
   const rows = report.configurations.map((configuration) => [
     configuration.name,
-    configuration.stepSeconds.toFixed(0),
+    withRange(configuration, 'batchSeconds', seconds),
+    configuration.batchSpeedup === null ? '—' : withRange(configuration, 'batchSpeedup', ratio),
+    withRange(configuration, 'boundBatchSeconds', seconds),
+    withRange(configuration, 'batchOverBound', (value) => value.toFixed(2)),
+    withRange(configuration, 'stepSeconds', seconds),
     times(configuration.speedup),
-    configuration.groupsKept.toFixed(1),
-    configuration.batchSeconds.toFixed(0),
-    times(configuration.batchSpeedup),
+    withRange(configuration, 'groupsKept', (value) => value.toFixed(1)),
+    [
+      configuration.stepParts.rolloutSeconds,
+      configuration.stepParts.trainSeconds,
+      configuration.stepParts.weightSyncSeconds,
+    ]
+      .map((value) => value.toFixed(0))
+      .join('/') + (configuration.trainingOverlapped ? ' (overlapped)' : ''),
     Math.round(configuration.tokensPerSecond).toLocaleString('en-US'),
     Math.round(configuration.reprefillTokens).toLocaleString('en-US'),
     configuration.preemptions.toFixed(1),
     `${(100 * configuration.busyFraction).toFixed(0)}%`,
-    (configuration.batchSeconds / report.bound.stepSeconds).toFixed(2),
   ]);
   const { bound } = report;
-  rows.push(['lower bound', '', '', '', bound.stepSeconds.toFixed(0), '', '', '', '', '', '1.00']);
   const millions = (tokens: number) => (tokens / 1e6).toFixed(1);
   const causes = formatTable(
     [
@@ -93,11 +124,13 @@ export function simulationTable(report: SimulationReport): string {
         ]
       : [];
   return [
+    `seeds ${report.seeds.join(', ')}${several ? ': median (min–max) over them' : ''}; ` +
+      `bound = the groups each configuration kept, rollout and training overlapped, plus one weight sync`,
     formatTable(header, rows),
     ...warning,
     causes,
-    `bound: work ${bound.workSeconds.toFixed(0)} s (${bound.workSecondsIgnoringKv.toFixed(0)} s if KV capacity did not limit the batch), ` +
-      `critical path ${bound.criticalPathSeconds.toFixed(0)} s`,
+    `first step's problems (seed ${report.seeds[0]}): rollout bound ${bound.stepSeconds.toFixed(0)} s: work ${bound.workSeconds.toFixed(0)} s ` +
+      `(${bound.workSecondsIgnoringKv.toFixed(0)} s if KV capacity did not limit the batch), critical path ${bound.criticalPathSeconds.toFixed(0)} s`,
   ].join('\n');
 }
 

@@ -55,7 +55,16 @@ describe('stepBound', () => {
   });
 
   it('counts the decode iterations KV capacity forces when it binds before the batch limit', () => {
-    const small = parseWorkload({ ...workload, kvCapacityTokens: 100 }, 'test');
+    // No tool calls and 60 tokens at most: the longest trajectory (70 tokens) fits 100 tokens of KV.
+    const small = parseWorkload(
+      {
+        ...workload,
+        kvCapacityTokens: 100,
+        toolCalls: { mean: 0, max: 0 },
+        budgets: { maxTokens: 60, maxToolCalls: 0, partialRollouts: 2 },
+      },
+      'test',
+    );
     const plan = { responseTokens: 60, toolCalls: [], answer: '1' };
     const bound = stepBound(small, [{ promptTokens: 10, problem: 0, plan }]);
     // Iterations max(60/4, 2370/100) = 23.7: a = 10 ms each, 87 ms more than at a full batch.

@@ -3,9 +3,10 @@
  * trajectories (a step in steady state does one step's worth of work, whatever it resumes):
  *
  * - **work**: every model token decoded once, at the cost model's best, over all replicas:
- *   `(c·Σcontext + b·N + a·I + p·prefill) / replicas`, where `Σcontext` is the context each
- *   token attends to, `N` the tokens, `prefill` only what no scheme can skip (each distinct
- *   prompt once, each tool output once), and `I` the fewest decode iterations that can produce
+ *   `(c·Σcontext + b·N + a·I + prefill) / replicas` (with a mixture of experts' weight reads at
+ *   `N / I` sequences an iteration), where `Σcontext` is the context each token attends to, `N`
+ *   the tokens, `prefill` the cost of only what no scheme can skip (each distinct prompt once,
+ *   each tool output once, at its context), and `I` the fewest decode iterations that can produce
  *   the tokens: at most `maxRunning` sequences an iteration, and at most `kvCapacity` tokens of
  *   context between them (a token attending to `x` tokens of context needs them in the
  *   replica's KV), so `I = max(N / maxRunning, Σcontext / kvCapacity)`;
@@ -18,6 +19,7 @@
  * recomputed, and every iteration runs at the larger of the two batch limits.
  */
 import { quantile } from './distribution.ts';
+import { decodeMs, prefillMs } from './engine-cost-model.ts';
 import type { TrajectoryPlan } from './trajectory-plan.ts';
 import type { Workload } from './workload.ts';
 
@@ -40,28 +42,26 @@ export function stepBound(workload: Workload, trajectories: readonly BoundTrajec
   const minLatencyMs = quantile(workload.toolLatencyMs, 0);
   let contextSum = 0;
   let tokens = 0;
-  let prefill = 0;
+  let prefillTotalMs = 0;
   let longestMs = 0;
   const prompts = new Set<number>();
   for (const { promptTokens, problem, plan } of trajectories) {
     if (!prompts.has(problem)) {
       prompts.add(problem);
-      prefill += promptTokens;
+      prefillTotalMs += prefillMs(cost, 0, promptTokens);
     }
     const responseTokens = Math.min(plan.responseTokens, budgets.maxTokens);
     const calls = plan.toolCalls.slice(0, budgets.maxToolCalls);
     // Runs of model tokens between tool calls, each at its starting context.
     let context = promptTokens;
     let made = 0;
-    let segment = { tokens: 0, calls: 0, ms: promptTokens * cost.prefillPerTokenMs };
+    let segment = { tokens: 0, calls: 0, ms: prefillMs(cost, 0, promptTokens) };
     const decodeRun = (count: number) => {
       let left = count;
       while (left > 0) {
         const take = Math.min(left, segmentTokens - segment.tokens);
         // Σ over the run of (a + b + c·context): the chain if this trajectory ran alone.
-        segment.ms +=
-          take * (cost.decodeBaseMs + cost.decodePerSequenceMs) +
-          cost.decodePerContextTokenMs * (take * context + (take * (take - 1)) / 2);
+        segment.ms += decodeMs(cost, 1, context, take);
         contextSum += take * context + (take * (take - 1)) / 2;
         context += take;
         tokens += take;
@@ -81,20 +81,21 @@ export function stepBound(workload: Workload, trajectories: readonly BoundTrajec
       decodeRun(Math.max(0, at - position));
       position = Math.max(position, at);
       const output = Math.min(call.outputTokens, 2000);
-      prefill += output;
+      const outputMs = prefillMs(cost, context, context + output);
+      prefillTotalMs += outputMs;
       context += output;
-      segment.ms += minLatencyMs + output * cost.prefillPerTokenMs;
+      segment.ms += minLatencyMs + outputMs;
       segment.calls++;
       if (segment.calls >= segmentCalls) closeSegment();
     }
     decodeRun(Math.max(0, responseTokens - made));
     closeSegment();
   }
+  // Iterations of `tokens / iterations` sequences each: a + b·B (+ the experts B touch) apiece.
   const workMs = (iterations: number) =>
     (cost.decodePerContextTokenMs * contextSum +
-      cost.decodePerSequenceMs * tokens +
-      cost.decodeBaseMs * iterations +
-      cost.prefillPerTokenMs * prefill) /
+      (iterations > 0 ? iterations * decodeMs(cost, tokens / iterations, 0, 1) : 0) +
+      prefillTotalMs) /
     workload.replicas;
   const byBatch = tokens / workload.maxRunningRequests;
   const workSeconds = workMs(Math.max(byBatch, contextSum / workload.kvCapacityTokens)) / 1000;

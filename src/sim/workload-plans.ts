@@ -4,7 +4,7 @@
  * not depend on the order in which trajectories happen to start.
  */
 import { createSeededRandom, type Random } from '../tasks/seeded-random.ts';
-import { mean, sample } from './distribution.ts';
+import { inverseNormal, mean, sample, sampleBeta } from './distribution.ts';
 import { problemHeader } from './simulated-policy.ts';
 import type { TrajectoryPlan } from './trajectory-plan.ts';
 import type { Workload } from './workload.ts';
@@ -23,8 +23,30 @@ export type WorkloadPlans = {
   meanResponseTokens: number;
 };
 
+/** What a problem's difficulty fixes for all its samples. */
+type ProblemDifficulty = { solveRate: number; lengthScale: number };
+
 export function workloadPlans(workload: Workload): WorkloadPlans {
   const meanResponseTokens = mean(workload.responseTokens);
+  const { difficulty } = workload;
+  // Right answers have length factor 1, wrong ones `wrongLengthFactor`; dividing by the mean
+  // factor keeps E[R] (the problem's scale has mean 1 and is drawn apart from its solve rate).
+  const meanSolveRate =
+    difficulty === undefined
+      ? workload.solveRate
+      : difficulty.solveRate.alpha / (difficulty.solveRate.alpha + difficulty.solveRate.beta);
+  const lengthNormaliser =
+    difficulty === undefined ? 1 : meanSolveRate + (1 - meanSolveRate) * difficulty.wrongLengthFactor;
+  const problemDifficulty = (problem: number): ProblemDifficulty => {
+    if (difficulty === undefined) return { solveRate: workload.solveRate, lengthScale: 1 };
+    const random = createSeededRandom(`${workload.seed}:difficulty:${problem}`);
+    const sigma = difficulty.lengthSigma;
+    const normal = inverseNormal(Math.min(1 - 1e-12, Math.max(1e-12, random())));
+    return {
+      solveRate: sampleBeta(difficulty.solveRate.alpha, difficulty.solveRate.beta, random),
+      lengthScale: Math.exp(sigma * normal - (sigma * sigma) / 2),
+    };
+  };
   const problemText = (index: number): string => {
     const random = createSeededRandom(`${workload.seed}:prompt:${index}`);
     const tokens = Math.max(0, Math.round(sample(workload.promptTokens, random)) - TEMPLATE_TOKENS);
@@ -33,7 +55,23 @@ export function workloadPlans(workload: Workload): WorkloadPlans {
   };
   const planFor = (problem: number, index: number): TrajectoryPlan => {
     const random = createSeededRandom(`${workload.seed}:plan:${problem}:${index}`);
-    const responseTokens = Math.max(1, Math.round(sample(workload.responseTokens, random)));
+    const { solveRate, lengthScale } = problemDifficulty(problem);
+    // The answer has its own stream, so lengths and tool calls are drawn as without difficulty.
+    const correct = createSeededRandom(`${workload.seed}:answer:${problem}:${index}`)() < solveRate;
+    const lengthFactor =
+      difficulty === undefined
+        ? 1
+        : (lengthScale * (correct ? 1 : difficulty.wrongLengthFactor)) / lengthNormaliser;
+    const maxResponse = 'max' in workload.responseTokens ? workload.responseTokens.max : undefined;
+    const responseTokens = Math.max(
+      1,
+      Math.round(
+        Math.min(
+          maxResponse ?? Number.POSITIVE_INFINITY,
+          sample(workload.responseTokens, random) * lengthFactor,
+        ),
+      ),
+    );
     const rate = meanResponseTokens > 0 ? (workload.toolCalls.mean * responseTokens) / meanResponseTokens : 0;
     const count = Math.min(workload.toolCalls.max, poisson(rate, random));
     const positions = Array.from({ length: count }, () => random() * 0.95).sort((a, b) => a - b);
@@ -41,8 +79,7 @@ export function workloadPlans(workload: Workload): WorkloadPlans {
       at,
       outputTokens: Math.max(1, Math.round(sample(workload.toolOutputTokens, random))),
     }));
-    const answer = random() < workload.solveRate ? SIMULATED_ANSWER : '0';
-    return { responseTokens, toolCalls, answer };
+    return { responseTokens, toolCalls, answer: correct ? SIMULATED_ANSWER : '0' };
   };
   return { problemText, planFor, meanResponseTokens };
 }

@@ -3,7 +3,7 @@
  * sandbox, in virtual time, per configuration, with the lower bound; `--calibrate` fits the
  * cost model to the embedded worker and compares a real job's wall time with its simulation.
  */
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 import { findEmbeddedModel } from '../../engine/embedded/index.ts';
 import {
   calibrationTable,
@@ -14,19 +14,31 @@ import {
   simulationJson,
   simulationTable,
 } from '../../sim/index.ts';
+import { integerOption, numberOption, usageError } from '../cli-options.ts';
 
 type SimulateFlags = {
   workload: string;
-  steps: string;
+  steps: number;
+  seeds: number;
+  maxPolicyLag?: number;
   configuration?: string[];
   json?: boolean;
   calibrate?: boolean;
   model?: string;
-  problems: string;
-  concurrency: string;
-  kvBudget: string;
-  tailCut?: string;
+  problems?: number;
+  concurrency?: number;
+  kvBudget: number;
+  tailCut?: number;
 };
+
+/** A fraction strictly between 0 and 1. */
+function fractionOption(value: string): number {
+  const parsed = numberOption({ min: 0, minExclusive: true, max: 1 })(value);
+  if (parsed >= 1) throw new InvalidArgumentError('expected a fraction between 0 and 1 (both excluded)');
+  return parsed;
+}
+
+const CALIBRATION_DEFAULTS = { problems: 96, concurrency: 32 };
 
 export function registerSimulate(program: Command): void {
   program
@@ -35,11 +47,27 @@ export function registerSimulate(program: Command): void {
       'the rollout scheduler and router at paper scale in virtual time, per configuration, with the lower bound',
     )
     .option(
-      '--workload <name|file>',
-      'built-in workload (paper, heavy-tail, tool-heavy) or a JSON file',
+      '--workload <name|file|->',
+      'built-in workload (paper, paper-moe, heavy-tail, tool-heavy), a JSON file, or - for standard input',
       'paper',
     )
-    .option('--steps <n>', 'rollout steps per configuration (the first is not counted)', '16')
+    .option(
+      '--steps <n>',
+      'rollout steps per configuration (the first is not counted)',
+      integerOption({ min: 1, max: 10_000 }),
+      16,
+    )
+    .option(
+      '--seeds <n>',
+      'workload seeds per configuration (the seed, +1, …): every figure as median (min–max)',
+      integerOption({ min: 1, max: 100 }),
+      1,
+    )
+    .option(
+      '--max-policy-lag <n>',
+      "the rollout's maxPolicyLag (default: the workload's partial rollouts N; production's default is 1)",
+      integerOption({ min: 0, max: 1000 }),
+    )
     .option(
       '--configuration <name...>',
       `only these configurations (${SIM_CONFIGURATIONS.map((configuration) => configuration.name).join(', ')})`,
@@ -47,11 +75,13 @@ export function registerSimulate(program: Command): void {
     .option(
       '--kv-budget <factor>',
       "with async+partial+prefix-aware+kv-budget: the admission budget as a multiple of the replicas' total KV capacity",
-      '1',
+      numberOption({ min: 0, minExclusive: true, max: 1000 }),
+      1,
     )
     .option(
       '--tail-cut <fraction>',
       'with the +tail-cut configuration: end a step once the KV held falls below this fraction of its peak (default 0.5)',
+      fractionOption,
     )
     .option('--json', 'print the report as JSON')
     .option(
@@ -62,21 +92,32 @@ export function registerSimulate(program: Command): void {
       '--model <dir>',
       'with --calibrate: the embedded model folder (default: the trained arith-tool model)',
     )
-    .option('--problems <n>', 'with --calibrate: arith problems in the real job', '96')
-    .option('--concurrency <n>', 'with --calibrate: trajectories at once', '32')
+    .option(
+      '--problems <n>',
+      `with --calibrate: arith problems in the real job (default ${CALIBRATION_DEFAULTS.problems})`,
+      integerOption({ min: 1, max: 100_000 }),
+    )
+    .option(
+      '--concurrency <n>',
+      `with --calibrate: trajectories at once (default ${CALIBRATION_DEFAULTS.concurrency})`,
+      integerOption({ min: 1, max: 100_000 }),
+    )
     .action(async (flags: SimulateFlags) => {
-      const count = (name: string, value: string) => {
-        const parsed = Number(value);
-        if (!Number.isInteger(parsed) || parsed < 1)
-          throw new Error(`--${name} must be an integer >= 1 (got "${value}")`);
-        return parsed;
-      };
       // Progress goes to stderr also with --json: stdout carries only the report.
       const log = (line: string) => process.stderr.write(`${line}\n`);
-      if (flags.calibrate && (flags.tailCut !== undefined || flags.kvBudget !== '1'))
-        throw new Error(
+      if (flags.calibrate && (flags.tailCut !== undefined || flags.kvBudget !== 1))
+        throw usageError(
           '--kv-budget and --tail-cut apply to the simulated configurations, not to --calibrate',
         );
+      if (!flags.calibrate) {
+        const calibrationOnly = (['problems', 'concurrency', 'model'] as const).filter(
+          (name) => flags[name] !== undefined,
+        );
+        if (calibrationOnly.length > 0)
+          throw usageError(
+            `--${calibrationOnly.join(', --')} appl${calibrationOnly.length === 1 ? 'ies' : 'y'} only with --calibrate`,
+          );
+      }
       if (flags.calibrate) {
         const model = flags.model ?? findEmbeddedModel();
         if (model === null)
@@ -85,8 +126,8 @@ export function registerSimulate(program: Command): void {
           );
         const report = await runCalibration({
           model,
-          problems: count('problems', flags.problems),
-          concurrency: count('concurrency', flags.concurrency),
+          problems: flags.problems ?? CALIBRATION_DEFAULTS.problems,
+          concurrency: flags.concurrency ?? CALIBRATION_DEFAULTS.concurrency,
           onProgress: log,
         });
         process.stdout.write(
@@ -94,32 +135,28 @@ export function registerSimulate(program: Command): void {
         );
         return;
       }
-      const workload = loadWorkload(flags.workload);
       const names = flags.configuration;
+      const unknown = (names ?? []).filter(
+        (name) => !SIM_CONFIGURATIONS.some((configuration) => configuration.name === name),
+      );
+      if (unknown.length > 0)
+        throw usageError(
+          `--configuration: unknown ${unknown.join(', ')}; the configurations are ${SIM_CONFIGURATIONS.map((configuration) => configuration.name).join(', ')}`,
+        );
       const configurations =
         names === undefined
           ? SIM_CONFIGURATIONS.filter((configuration) => configuration.onRequest !== true)
           : SIM_CONFIGURATIONS.filter((configuration) => names.includes(configuration.name));
-      const unknown = (names ?? []).filter(
-        (name) => !SIM_CONFIGURATIONS.some((configuration) => configuration.name === name),
-      );
-      if (unknown.length > 0) throw new Error(`--configuration: unknown ${unknown.join(', ')}`);
-      const factor = Number(flags.kvBudget);
-      if (!Number.isFinite(factor) || factor <= 0)
-        throw new Error(`--kv-budget must be a number > 0 (got "${flags.kvBudget}")`);
+      const factor = flags.kvBudget;
       if (factor !== 1 && !configurations.some((configuration) => configuration.kvBudget !== undefined))
-        throw new Error(
+        throw usageError(
           '--kv-budget applies to async+partial+prefix-aware+kv-budget: name it with --configuration',
         );
-      const cut = flags.tailCut === undefined ? null : Number(flags.tailCut);
-      if (cut !== null) {
-        if (!(cut > 0 && cut < 1))
-          throw new Error(`--tail-cut must be a fraction between 0 and 1 (got "${flags.tailCut}")`);
-        if (!configurations.some((configuration) => configuration.tailCut !== undefined))
-          throw new Error(
-            '--tail-cut applies to async+partial+prefix-aware+kv-budget+tail-cut: name it with --configuration',
-          );
-      }
+      const cut = flags.tailCut ?? null;
+      if (cut !== null && !configurations.some((configuration) => configuration.tailCut !== undefined))
+        throw usageError(
+          '--tail-cut applies to async+partial+prefix-aware+kv-budget+tail-cut: name it with --configuration',
+        );
       const chosen = configurations.map((configuration) => {
         let chosenOne = configuration;
         if (configuration.kvBudget !== undefined && factor !== 1)
@@ -128,12 +165,16 @@ export function registerSimulate(program: Command): void {
           chosenOne = { ...chosenOne, tailCut: cut, name: `${chosenOne.name}@${cut}` };
         return chosenOne;
       });
+      // The options are checked; only now is the workload read (it may be standard input).
+      const workload = loadWorkload(flags.workload);
       log(
         `workload ${workload.name}: ${workload.stepPrompts} prompts x ${workload.groupSize}, ${workload.replicas} replicas`,
       );
       const report = await simulate({
         workload,
-        steps: count('steps', flags.steps),
+        steps: flags.steps,
+        seeds: flags.seeds,
+        ...(flags.maxPolicyLag === undefined ? {} : { maxPolicyLag: flags.maxPolicyLag }),
         configurations: chosen,
         onProgress: log,
       });
