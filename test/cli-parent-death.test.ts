@@ -8,11 +8,11 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { portClosed } from './port-closed.ts';
 import { alive, descendantsOf } from './process-tree.ts';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -38,18 +38,6 @@ afterAll(() => {
     }
   }
 });
-
-function portClosed(url: string): Promise<boolean> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve) => {
-    const socket = connect({ host: hostname, port: Number(port) });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('error', () => resolve(true));
-  });
-}
 
 describe.runIf(reRuns(SYSTEM_NODE))('the launcher killed with SIGKILL', () => {
   it('takes the re-run process, its sandbox launcher and jails with it', async () => {

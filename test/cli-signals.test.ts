@@ -7,11 +7,11 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { portClosed } from './port-closed.ts';
 import { alive, descendantsOf } from './process-tree.ts';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -55,19 +55,6 @@ async function startServer(node: string, args: string[]) {
     void exited.then(() => reject(new Error(`the server ended before serving: ${stderr}`)));
   });
   return { child, url, exited };
-}
-
-/** Resolves true when a TCP connection to the URL's port is refused. */
-function portClosed(url: string): Promise<boolean> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve) => {
-    const socket = connect({ host: hostname, port: Number(port) });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('error', () => resolve(true));
-  });
 }
 
 /** Waits until none of `pids` is alive, or gives up after `limitMs`; returns the survivors. */
