@@ -99,4 +99,71 @@ describe('agentmath simulate (the real scheduler and router in virtual time)', (
     expect(result.steps.reduce((sum, step) => sum + step.groupsKept, 0)).toBeGreaterThan(0);
     expect(result.batchSeconds).toBeGreaterThanOrEqual(report.bound.stepSeconds);
   }, 300_000);
+
+  it('leads with time per kept batch, bounds the groups each configuration kept, and adds training and the weight sync to a step', async () => {
+    const trained = parseWorkload(
+      {
+        ...workload,
+        difficulty: { solveRate: { alpha: 0.5, beta: 0.5 }, lengthSigma: 0.5, wrongLengthFactor: 1.5 },
+        training: { msPerToken: 0.05, weightSyncMs: 3000 },
+      },
+      'test',
+    );
+    const chosen = SIM_CONFIGURATIONS.filter((configuration) =>
+      ['static-sync', 'static-sync-sticky', 'async+prefix-aware', 'async+partial+prefix-aware'].includes(
+        configuration.name,
+      ),
+    );
+    expect(chosen).toHaveLength(4);
+    const report = await simulate({ workload: trained, steps: 5, seeds: 2, configurations: chosen });
+    expect(report.seeds).toEqual([7, 8]);
+    for (const configuration of report.configurations) {
+      const { stepParts, steps } = configuration;
+      expect(stepParts.weightSyncSeconds).toBe(3);
+      expect(stepParts.trainSeconds).toBeGreaterThan(0);
+      // Sync: rollout, training and weight sync one after another; async: training overlaps.
+      for (const step of steps) {
+        const expected = configuration.trainingOverlapped
+          ? Math.max(step.rolloutSeconds, step.trainSeconds) + step.weightSyncSeconds
+          : step.rolloutSeconds + step.trainSeconds + step.weightSyncSeconds;
+        expect(step.seconds).toBeCloseTo(expected, 9);
+      }
+      expect(configuration.trainingOverlapped).toBe(!configuration.name.startsWith('static-sync'));
+      // The bound is for the groups this configuration kept, and nothing beats it.
+      expect(configuration.boundBatchSeconds).toBeGreaterThan(0);
+      for (const seed of configuration.seeds)
+        expect(seed.batchOverBound).toBeCloseTo(seed.batchSeconds / seed.boundBatchSeconds, 9);
+      expect(configuration.batchOverBound).toBeGreaterThanOrEqual(1);
+      // Every figure has its interval over the seeds, the median in between.
+      expect(configuration.seeds).toHaveLength(2);
+      const interval = configuration.intervals.batchSeconds;
+      expect(interval.min).toBeLessThanOrEqual(interval.median);
+      expect(interval.median).toBeLessThanOrEqual(interval.max);
+      expect(configuration.batchSeconds).toBe(interval.median);
+    }
+    // The static baseline keeps a full batch each step, paying extra rounds for dropped groups.
+    const sync = report.configurations.find((configuration) => configuration.name === 'static-sync');
+    expect(sync?.groupsKept).toBe(trained.stepPrompts);
+    expect(
+      sync?.steps.some((step) => step.trajectoriesFinished > trained.stepPrompts * trained.groupSize),
+    ).toBe(true);
+    const json = simulationJson(report) as { configurations: Record<string, unknown>[] };
+    expect(Object.keys(json.configurations[0] ?? {}).slice(0, 8)).toEqual([
+      'name',
+      'batchSeconds',
+      'batchSpeedup',
+      'boundBatchSeconds',
+      'batchOverBound',
+      'stepSeconds',
+      'speedup',
+      'groupsKept',
+    ]);
+    expect(json.configurations[0]?.stepParts).toEqual(
+      expect.objectContaining({
+        rolloutSeconds: expect.any(Number),
+        trainSeconds: expect.any(Number),
+        weightSyncSeconds: 3,
+      }),
+    );
+  }, 300_000);
 });

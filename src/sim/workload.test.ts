@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { mean } from './distribution.ts';
-import { BUILTIN_WORKLOADS, loadWorkload } from './workload.ts';
+import { BUILTIN_WORKLOADS, loadWorkload, parseWorkload } from './workload.ts';
 import { workloadPlans } from './workload-plans.ts';
 
 describe('workloads', () => {
@@ -54,5 +54,78 @@ describe('workloads', () => {
     );
     expect(() => loadWorkload(path)).toThrow('replicaz');
     expect(() => loadWorkload(join(dir, 'missing.json'))).toThrow('not a built-in workload');
+  });
+});
+
+describe('problem difficulty', () => {
+  const base = loadWorkload('paper');
+  const withDifficulty = parseWorkload(
+    {
+      ...base,
+      difficulty: { solveRate: { alpha: 0.5, beta: 0.5 }, lengthSigma: 0.5, wrongLengthFactor: 1.5 },
+    },
+    'test',
+  );
+
+  it('drops 30–60% of groups as all-equal, keeps the mean response, and makes wrong answers longer', () => {
+    const plans = workloadPlans(withDifficulty);
+    let allEqual = 0;
+    const right = { tokens: 0, count: 0 };
+    const wrong = { tokens: 0, count: 0 };
+    let total = 0;
+    const problems = 400;
+    for (let problem = 0; problem < problems; problem++) {
+      const answers = new Set<string>();
+      for (let sample = 0; sample < 8; sample++) {
+        const plan = plans.planFor(problem, sample);
+        answers.add(plan.answer);
+        total += plan.responseTokens;
+        const side = plan.answer === '1' ? right : wrong;
+        side.tokens += plan.responseTokens;
+        side.count++;
+      }
+      if (answers.size === 1) allEqual++;
+    }
+    expect(allEqual / problems).toBeGreaterThan(0.3);
+    expect(allEqual / problems).toBeLessThan(0.6);
+    const meanResponse = total / (problems * 8);
+    expect(meanResponse).toBeGreaterThan(0.85 * mean(base.responseTokens));
+    expect(meanResponse).toBeLessThan(1.15 * mean(base.responseTokens));
+    expect(wrong.tokens / wrong.count).toBeGreaterThan(1.2 * (right.tokens / right.count));
+  });
+
+  it('without difficulty, nearly no group of 8 is all-equal at a solve rate of 0.5', () => {
+    const { difficulty: _, ...rest } = base;
+    const plain = workloadPlans(parseWorkload(rest, 'test'));
+    let allEqual = 0;
+    for (let problem = 0; problem < 200; problem++) {
+      const answers = new Set(
+        Array.from({ length: 8 }, (_, sample) => plain.planFor(problem, sample).answer),
+      );
+      if (answers.size === 1) allEqual++;
+    }
+    expect(allEqual).toBeLessThan(10);
+  });
+});
+
+describe('workloads that cannot be simulated', () => {
+  const paper = JSON.parse(JSON.stringify(loadWorkload('paper')));
+  const refused = (changes: Record<string, unknown>) => () => parseWorkload({ ...paper, ...changes }, 'test');
+
+  it('refuses a KV capacity that no trajectory can fit, sizes beyond the caps, and min above max', () => {
+    expect(refused({ kvCapacityTokens: 10 })).toThrow('field "kvCapacityTokens": a trajectory can reach');
+    expect(refused({ stepPrompts: 1e12 })).toThrow('field "stepPrompts"');
+    expect(refused({ replicas: 1e12 })).toThrow('field "replicas"');
+    expect(refused({ responseTokens: { lognormal: { mu: 6, sigma: 1 }, min: 5000, max: 100 } })).toThrow(
+      'field "responseTokens": min must not exceed max',
+    );
+    expect(refused({})).not.toThrow();
+  });
+
+  it('reads a workload file that starts with a UTF-8 byte-order mark', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sim-workload-'));
+    const path = join(dir, 'bom.json');
+    writeFileSync(path, `\uFEFF${JSON.stringify({ ...paper, name: 'bom' })}`);
+    expect(loadWorkload(path).name).toBe('bom');
   });
 });
