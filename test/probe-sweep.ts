@@ -355,6 +355,7 @@ async function main(): Promise<number> {
         ['--tail-cut 1.5', ['--kv-budget-tokens', '1000', '--tail-cut', '1.5']],
         ['--temperature -1', ['--temperature', '-1']],
         ['--group-size 1', ['--group-size', '1']],
+        ['--engine not-a-url', ['--engine', 'not-a-url']],
       ] as const
     ).map(
       ([label, extra], index): Probe => ({

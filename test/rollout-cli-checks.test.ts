@@ -90,12 +90,13 @@ describe('agentmath rollout: the run folder', () => {
     expect(file.stderr).not.toMatch(/EEXIST/);
   });
 
-  it('exits 2 on bad options before writing anything: --tail-cut alone or out of range, --temperature -1, --group-size 1', async () => {
+  it('exits 2 on bad options before writing anything: --tail-cut alone or out of range, --temperature -1, --group-size 1, --engine not-a-url', async () => {
     const cases: [string[], RegExp][] = [
       [['--tail-cut', '0.5'], /--tail-cut needs --kv-budget-tokens/],
       [['--kv-budget-tokens', '1000', '--tail-cut', '1.5'], /--tail-cut must be a fraction/],
       [['--temperature', '-1'], /--temperature/],
       [['--group-size', '1'], /--group-size/],
+      [['--engine', 'not-a-url'], /--engine <url>' argument 'not-a-url' is invalid/],
     ];
     for (const [extra, message] of cases) {
       const out = join(folder, `bad-${extra.join('')}`);

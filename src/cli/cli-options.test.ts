@@ -5,6 +5,7 @@ import {
   choiceOption,
   defaultOf,
   hostOption,
+  httpUrlOption,
   integerOption,
   listOption,
   numberOption,
@@ -71,5 +72,14 @@ describe('--help for enumerated options', () => {
     expect(() => program.parse(['node', 'x', 'train', 'rl', '--mode', 'fast'])).toThrow(
       /expected one of async, sync/,
     );
+  });
+});
+
+describe('httpUrlOption', () => {
+  it('keeps an http(s) URL as written and refuses anything else', () => {
+    expect(httpUrlOption('http://127.0.0.1:30000/v1')).toBe('http://127.0.0.1:30000/v1');
+    expect(httpUrlOption('https://api.openai.com')).toBe('https://api.openai.com');
+    rejects(httpUrlOption, 'not-a-url', 'expected an http:// or https:// URL');
+    rejects(httpUrlOption, 'ftp://host', 'got ftp:');
   });
 });

@@ -16,6 +16,7 @@
  *   that `-k 99999999999` is refused instead of allocating until the machine runs out of memory).
  * - `numberOption({ min, max, minExclusive })`: a finite number in range.
  * - `portOption`, `hostOption`: a TCP port 0..65535; an IP address or a host name.
+ * - `httpUrlOption`: an http:// or https:// URL (a server's base URL).
  * - `listOption(parser)`: comma-separated values, each parsed by `parser`.
  * - `choiceOption([...])`: one of the given words; `main.ts` calls `showChoicesInHelp` so
  *   `--help` lists them.
@@ -97,6 +98,19 @@ export function hostOption(value: string): string {
     /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
   if (isIP(value) === 0 && !name.test(value))
     throw new InvalidArgumentError('expected an IP address (127.0.0.1, ::1, 0.0.0.0) or a host name');
+  return value;
+}
+
+/** An `http://` or `https://` URL (a server's base URL), kept as written. */
+export function httpUrlOption(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError('expected an http:// or https:// URL, e.g. http://127.0.0.1:30000');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new InvalidArgumentError(`expected an http:// or https:// URL (got ${url.protocol})`);
   return value;
 }
 

@@ -38,7 +38,7 @@ import { systemClock } from '../../shared/clock.ts';
 import { assertNotAFile, checkRunFolder } from '../../shared/run-folder-check.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import { createSeededRandom } from '../../tasks/seeded-random.ts';
-import { integerOption, numberOption, usageError } from '../cli-options.ts';
+import { httpUrlOption, integerOption, numberOption, usageError } from '../cli-options.ts';
 import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
 import { addEngineTimeoutOption } from './engine-target.ts';
 
@@ -80,7 +80,7 @@ type RolloutCommandOptions = {
 
 const integer = (min: number) => integerOption({ min });
 const number = numberOption();
-const collect = (value: string, previous: string[]) => [...previous, value];
+const collect = (value: string, previous: string[]) => [...previous, httpUrlOption(value)];
 
 export function registerRollout(program: Command): void {
   const command = program

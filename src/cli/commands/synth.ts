@@ -25,7 +25,7 @@ import {
   type SynthStage,
 } from '../../synth/index.ts';
 import { formatSftEvent } from '../../train/index.ts';
-import { choiceOption, integerOption, numberOption } from '../cli-options.ts';
+import { choiceOption, httpUrlOption, integerOption, numberOption } from '../cli-options.ts';
 import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
 
 function numberFlag(name: string, value: string | undefined): number | undefined {
@@ -111,19 +111,6 @@ function asOption<T>(parse: (value: string) => T): (value: string) => T {
   };
 }
 
-/** The teacher's base URL: http or https, parsed up front (a typo is not an outage). */
-function teacherUrlOption(value: string): string {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new InvalidArgumentError('expected an http:// or https:// URL, e.g. https://api.openai.com/v1');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new InvalidArgumentError(`expected an http:// or https:// URL (got ${url.protocol})`);
-  return value;
-}
-
 const whole = (min: number) => integerOption({ min });
 const positiveNumber = numberOption({ min: 0 });
 
@@ -140,7 +127,7 @@ export function registerSynth(program: Command): void {
     .requiredOption(
       '--teacher <url>',
       'OpenAI-compatible base URL of the teacher (key from OPENAI_API_KEY)',
-      teacherUrlOption,
+      httpUrlOption,
     )
     .requiredOption('--model <name>', 'teacher model name')
     .requiredOption('--out <dir>', 'run folder')
