@@ -22,6 +22,8 @@ export const costModelSchema = z
     prefillPerTokenMs: z.number().nonnegative(),
     /** `q`: ms per prefilled token per token of context before it (attention); absent: 0. */
     prefillPerContextTokenMs: z.number().nonnegative().optional(),
+    /** ms per token to load KV back from a host-memory tier (PCIe); needed by configurations with one. */
+    hostLoadPerTokenMs: z.number().nonnegative().optional(),
     /** A mixture of experts: `e` ms to read every expert's weights, `k` of `E` experts per token a layer. */
     experts: z
       .object({

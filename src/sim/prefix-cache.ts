@@ -5,7 +5,9 @@
  * the cached part of a prompt is its longest run of leading blocks present. Blocks held by a
  * running sequence are referenced; unreferenced ones stay cached and are evicted least
  * recently used first. Token accounting (how much KV is in use) is the engine's; this file
- * only knows blocks.
+ * only knows blocks. With a host tier (SGLang's HiCache, LMCache) an evicted block moves to
+ * host memory, itself least recently used first within `hostBlocks`, and a later request can
+ * load it back instead of computing it again.
  */
 
 /** A 53-bit key: two 32-bit multiplicative hashes folded together. */
@@ -44,11 +46,32 @@ export class PrefixCache {
   readonly #refs = new Map<BlockKey, number>();
   /** Unreferenced blocks, least recently used first (Map keeps insertion order). */
   readonly #idle = new Map<BlockKey, true>();
+  /** Blocks evicted to host memory, least recently used first; at most `#hostBlocks`. */
+  readonly #host = new Map<BlockKey, true>();
+  readonly #hostBlocks: number;
 
-  constructor({ blockTokens }: { blockTokens: number }) {
+  constructor({ blockTokens, hostBlocks = 0 }: { blockTokens: number; hostBlocks?: number }) {
     if (!Number.isInteger(blockTokens) || blockTokens < 1)
       throw new Error('blockTokens must be a positive integer');
     this.blockTokens = blockTokens;
+    this.#hostBlocks = hostBlocks;
+  }
+
+  /** How many keys from `from` on are in host memory, in a run. */
+  matchHost(keys: readonly BlockKey[], from: number): number {
+    let matched = 0;
+    while (from + matched < keys.length && this.#host.has(keys[from + matched] as BlockKey)) matched++;
+    return matched;
+  }
+
+  /** Takes keys out of host memory (they are being loaded back). */
+  takeFromHost(keys: readonly BlockKey[]): void {
+    for (const key of keys) this.#host.delete(key);
+  }
+
+  /** Forgets host memory (a weight update makes it stale). */
+  dropHost(): void {
+    this.#host.clear();
   }
 
   /** Cached blocks (referenced or not). */
@@ -110,6 +133,13 @@ export class PrefixCache {
       if (evicted >= count) break;
       this.#idle.delete(key);
       this.#refs.delete(key);
+      if (this.#hostBlocks > 0) {
+        this.#host.set(key, true);
+        if (this.#host.size > this.#hostBlocks) {
+          const oldest = this.#host.keys().next();
+          if (oldest.done !== true) this.#host.delete(oldest.value);
+        }
+      }
       evicted++;
     }
     return evicted;

@@ -31,6 +31,11 @@ export type SimConfiguration = {
   tailCut?: number;
   /** Groups started beyond the batch as a fraction of it (the rollout's `overProvision`; default its own, 2 groups). */
   overProvision?: number;
+  /**
+   * A host-memory tier for evicted KV on every replica (SGLang's HiCache), holding this
+   * multiple of a replica's KV capacity; loads cost the workload's `costModel.hostLoadPerTokenMs`.
+   */
+  hostKv?: number;
   /** Run only when named with --configuration (measured, did not help: docs/simulation.md). */
   onRequest?: boolean;
 };
@@ -94,6 +99,18 @@ export const SIM_CONFIGURATIONS: readonly SimConfiguration[] = [
     partialRollout: true,
     router: 'prefix-aware',
     kvBudget: 1,
+    onRequest: true,
+  },
+  // KV kept during tool waits: evicted blocks go to host memory and are loaded back over PCIe
+  // instead of prefilled again (docs/simulation.md measures it).
+  {
+    name: 'async+partial+prefix-aware+kv-budget+tail-cut+host-kv',
+    mode: 'async',
+    partialRollout: true,
+    router: 'prefix-aware',
+    kvBudget: 1,
+    tailCut: 0.5,
+    hostKv: 4,
     onRequest: true,
   },
 ];

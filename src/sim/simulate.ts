@@ -26,7 +26,7 @@ import { createSeededRandom } from '../tasks/seeded-random.ts';
 import { BlockKeyCache } from './block-key-cache.ts';
 import { mean } from './distribution.ts';
 import { SIM_CONFIGURATIONS, type SimConfiguration } from './sim-configurations.ts';
-import { SimulationNoProgressError } from './sim-errors.ts';
+import { SimulationNoProgressError, WorkloadInvalidError } from './sim-errors.ts';
 import {
   emptyEngineMetrics,
   SimulatedEngine,
@@ -62,6 +62,8 @@ export type SimStep = {
   reprefillTokens: number;
   reprefillByCause: ReprefillByCause;
   preemptions: number;
+  /** Tokens loaded back from a host-memory KV tier instead of prefilled again. */
+  hostLoadedTokens: number;
   busyFraction: number;
   groupsKept: number;
   trajectoriesFinished: number;
@@ -130,6 +132,8 @@ export type ConfigurationResult = {
   reprefillTokens: number;
   reprefillByCause: ReprefillByCause;
   preemptions: number;
+  /** Per step: tokens loaded back from a host-memory KV tier. */
+  hostLoadedTokens: number;
   busyFraction: number;
   /** KV occupancy (see `SimStep.kvOccupancyByTenth`) over the first eight tenths of a step and the last two. */
   kvOccupancy: { body: number; tail: number };
@@ -336,6 +340,14 @@ async function simulateConfiguration(
         keyCache,
         residence,
         onStretch: (stretch) => stretches.push(stretch),
+        ...(configuration.hostKv === undefined
+          ? {}
+          : {
+              hostKv: {
+                capacityTokens: configuration.hostKv * workload.kvCapacityTokens,
+                loadPerTokenMs: hostLoadPerTokenMs(workload, configuration),
+              },
+            }),
       }),
   );
   const router = new Router({
@@ -459,6 +471,7 @@ async function simulateConfiguration(
           evicted: after.reprefillEvictedTokens - before.reprefillEvictedTokens,
         },
         preemptions: after.preemptions - before.preemptions,
+        hostLoadedTokens: after.hostLoadedTokens - before.hostLoadedTokens,
         busyFraction:
           rolloutSeconds > 0 ? (after.busyMs - before.busyMs) / 1000 / (rolloutSeconds * engines.length) : 0,
         groupsKept: result.stats.groupsKept,
@@ -530,6 +543,7 @@ async function simulateConfiguration(
       evicted: meanOf((step) => step.reprefillByCause.evicted),
     },
     preemptions: meanOf((step) => step.preemptions),
+    hostLoadedTokens: meanOf((step) => step.hostLoadedTokens),
     busyFraction: meanOf((step) => step.busyFraction),
     kvOccupancy: {
       body: meanOf((step) => averageOf(step.kvOccupancyByTenth.slice(0, 8))),
@@ -538,6 +552,15 @@ async function simulateConfiguration(
     realSeconds: (performance.now() - realStarted) / 1000,
     steps: figures,
   };
+}
+
+function hostLoadPerTokenMs(workload: Workload, configuration: SimConfiguration): number {
+  const ms = workload.costModel.hostLoadPerTokenMs;
+  if (ms === undefined)
+    throw new WorkloadInvalidError(
+      `workload ${workload.name}: configuration ${configuration.name} needs costModel.hostLoadPerTokenMs (ms per token to load KV from host memory)`,
+    );
+  return ms;
 }
 
 function averageOf(values: readonly number[]): number {

@@ -20,7 +20,11 @@ const encode = (text: string) => Array.from(text, (char) => char.charCodeAt(0));
 /** A 102-token prompt naming the problem. */
 const prompt = (problem: number) => encode(problemHeader(problem).padEnd(102, ' '));
 
-function setup(options: { kvCapacityTokens: number; maxRunningRequests?: number }) {
+function setup(options: {
+  kvCapacityTokens: number;
+  maxRunningRequests?: number;
+  hostKv?: { capacityTokens: number; loadPerTokenMs: number };
+}) {
   const clock = new VirtualClock();
   const policy = new SimulatedPolicy({ planFor: () => plan, decode: (ids) => String.fromCharCode(...ids) });
   const residence = new Map<string, { replica: string; version: number }>();
@@ -34,6 +38,7 @@ function setup(options: { kvCapacityTokens: number; maxRunningRequests?: number 
       maxRunningRequests: options.maxRunningRequests ?? 8,
       blockTokens: 4,
       residence,
+      ...(options.hostKv === undefined ? {} : { hostKv: options.hostKv }),
     });
   const engine = replica('replica-0');
   const request = (promptTokenIds: number[], sessionId: string): GenerateRequest => ({
@@ -165,6 +170,30 @@ describe('SimulatedEngine', () => {
       reprefillWeightUpdateTokens: 152,
       reprefillMovedTokens: 0,
     });
+  });
+
+  it('with a host-memory tier, loads an evicted prefix back instead of prefilling it again', async () => {
+    const run = async (hostKv?: { capacityTokens: number; loadPerTokenMs: number }) => {
+      const { clock, engine, request } = setup({
+        kvCapacityTokens: 200,
+        ...(hostKv === undefined ? {} : { hostKv }),
+      });
+      // As above: c's turn evicts most of b's blocks while b waits on its tool.
+      const atMs = await clock.run(async () => {
+        const firstB = await engine.generate(request(prompt(0), 'b'));
+        await engine.generate(request(prompt(1), 'c'));
+        const started = clock.now();
+        await engine.generate({ ...request(nextTurn(firstB), 'b'), maxNewTokens: 5 });
+        return clock.now() - started;
+      });
+      return { metrics: engine.metrics(), atMs };
+    };
+    const without = await run();
+    const withHost = await run({ capacityTokens: 1000, loadPerTokenMs: 0.1 });
+    expect(without.metrics).toMatchObject({ reprefillEvictedTokens: 88, hostLoadedTokens: 0 });
+    expect(withHost.metrics).toMatchObject({ reprefillEvictedTokens: 0, hostLoadedTokens: 88 });
+    // 88 tokens at 0.1 ms to load against 0.5 ms to prefill.
+    expect(without.atMs - withHost.atMs).toBeCloseTo(88 * (0.5 - 0.1), 6);
   });
 
   it('evicts idle prefixes least recently used first, the deepest blocks of a prefix before its head', async () => {

@@ -41,6 +41,11 @@ export type SimulatedEngineOptions = {
   residence?: Map<string, { replica: string; version: number }>;
   /** Told of every stretch of work when it ends (for profiles of a step). */
   onStretch?: (stretch: StretchRecord) => void;
+  /**
+   * A host-memory tier for evicted KV (SGLang's HiCache): tokens it holds, and ms per token to
+   * load a block back (PCIe) instead of prefilling it. Default none.
+   */
+  hostKv?: { capacityTokens: number; loadPerTokenMs: number };
 };
 
 /** A stretch of work: a prefill and the decode iterations after it, with the batch fixed. */
@@ -72,6 +77,8 @@ export type SimulatedEngineMetrics = {
   reprefillWeightUpdateTokens: number;
   /** Computed here under these weights and evicted for room before the trajectory came back. */
   reprefillEvictedTokens: number;
+  /** Tokens loaded back from the host-memory tier instead of being prefilled again. */
+  hostLoadedTokens: number;
   preemptions: number;
   generatedTokens: number;
   /** Virtual ms spent in prefill and decode. */
@@ -90,6 +97,7 @@ export function emptyEngineMetrics(): SimulatedEngineMetrics {
     reprefillMovedTokens: 0,
     reprefillWeightUpdateTokens: 0,
     reprefillEvictedTokens: 0,
+    hostLoadedTokens: 0,
     preemptions: 0,
     generatedTokens: 0,
     busyMs: 0,
@@ -145,6 +153,7 @@ export class SimulatedEngine implements Engine {
   readonly #keyCache: BlockKeyCache;
   readonly #residence: Map<string, { replica: string; version: number }>;
   readonly #onStretch: ((stretch: StretchRecord) => void) | undefined;
+  readonly #hostLoadPerTokenMs: number;
   readonly #waiting: Sequence[] = [];
   #running: Sequence[] = [];
   #ownTokens = 0;
@@ -158,7 +167,12 @@ export class SimulatedEngine implements Engine {
     this.#cost = options.costModel;
     this.#capacity = options.kvCapacityTokens;
     this.#maxRunning = options.maxRunningRequests;
-    this.#cache = new PrefixCache({ blockTokens: options.blockTokens ?? 16 });
+    const blockTokens = options.blockTokens ?? 16;
+    this.#cache = new PrefixCache({
+      blockTokens,
+      hostBlocks: Math.floor((options.hostKv?.capacityTokens ?? 0) / blockTokens),
+    });
+    this.#hostLoadPerTokenMs = options.hostKv?.loadPerTokenMs ?? 0;
     this.#prefixCaching = options.prefixCaching ?? true;
     this.#keyCache = options.keyCache ?? new BlockKeyCache({ blockTokens: this.#cache.blockTokens });
     this.#residence = options.residence ?? new Map();
@@ -178,6 +192,7 @@ export class SimulatedEngine implements Engine {
    */
   flushCache(): void {
     this.#cache.evict(this.#cache.idleBlocks);
+    this.#cache.dropHost();
   }
 
   /** The stretch of work under way, from its start until now (null when idle). */
@@ -321,20 +336,24 @@ export class SimulatedEngine implements Engine {
       const sequence = this.#waiting[0] as Sequence;
       const tokens = this.#contextOf(sequence);
       const keys = this.#keyCache.keysFor(tokens, sequence.request.sessionId);
-      const matched = this.#prefixCaching ? this.#cache.matchLength(keys) : 0;
+      const inGpu = this.#prefixCaching ? this.#cache.matchLength(keys) : 0;
+      const inHost = this.#prefixCaching ? this.#cache.matchHost(keys, inGpu) : 0;
+      const matched = inGpu + inHost;
       // The last token is always computed: its logits start the decode.
       const cachedTokens = Math.min(matched * blockTokens, tokens.length - 1);
+      const loadedTokens = Math.max(0, cachedTokens - inGpu * blockTokens);
       const needed = tokens.length - cachedTokens + this.#running.length + 1;
       const free =
         this.#capacity -
         this.#usedTokens() +
-        (this.#cache.idleBlocks - this.#cache.idleAmong(keys.slice(0, matched))) * blockTokens;
-      if (needed > free) break;
+        (this.#cache.idleBlocks - this.#cache.idleAmong(keys.slice(0, inGpu))) * blockTokens;
+      if (needed + loadedTokens > free) break;
       this.#waiting.shift();
-      this.#cache.acquire(keys.slice(0, matched));
-      const overflow = this.#usedTokens() + (tokens.length - cachedTokens) - this.#capacity;
+      this.#cache.acquire(keys.slice(0, inGpu));
+      this.#cache.takeFromHost(keys.slice(inGpu, matched));
+      const overflow = this.#usedTokens() + (tokens.length - inGpu * blockTokens) - this.#capacity;
       if (overflow > 0) this.#cache.evict(Math.ceil(overflow / blockTokens));
-      this.#cache.acquire(keys.slice(matched));
+      this.#cache.acquire(keys.slice(inGpu));
       sequence.blocks = keys;
       sequence.ownTokens = tokens.length - keys.length * blockTokens;
       this.#ownTokens += sequence.ownTokens;
@@ -348,7 +367,8 @@ export class SimulatedEngine implements Engine {
       this.#countReprefill(sequence, Math.max(0, computed - sequence.newTokensLeft));
       sequence.admitted = true;
       sequence.newTokensLeft = 0;
-      admitMs += prefillMs(this.#cost, cachedTokens, tokens.length);
+      this.#metrics.hostLoadedTokens += loadedTokens;
+      admitMs += loadedTokens * this.#hostLoadPerTokenMs + prefillMs(this.#cost, cachedTokens, tokens.length);
       this.#running.push(sequence);
     }
     return admitMs;

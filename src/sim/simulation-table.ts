@@ -31,6 +31,7 @@ export function simulationJson(report: SimulationReport): unknown {
       reprefillByCause: configuration.reprefillByCause,
       kvOccupancy: configuration.kvOccupancy,
       preemptions: configuration.preemptions,
+      hostLoadedTokens: configuration.hostLoadedTokens,
       busyFraction: configuration.busyFraction,
       realSeconds: configuration.realSeconds,
       steps: configuration.steps,
@@ -103,8 +104,9 @@ export function simulationTable(report: SimulationReport): string {
       'preempted',
       'KV full: step 0-80%',
       'last 20%',
+      'loaded from host',
     ],
-    report.configurations.map(({ name, reprefillByCause: cause, kvOccupancy }) => [
+    report.configurations.map(({ name, reprefillByCause: cause, kvOccupancy, hostLoadedTokens }) => [
       name,
       millions(cause.moved),
       millions(cause.evicted),
@@ -112,6 +114,7 @@ export function simulationTable(report: SimulationReport): string {
       millions(cause.preempted),
       `${(100 * kvOccupancy.body).toFixed(0)}%`,
       `${(100 * kvOccupancy.tail).toFixed(0)}%`,
+      millions(hostLoadedTokens),
     ]),
   );
   const counted = Math.max(1, report.steps - 1);
