@@ -278,7 +278,45 @@ def serve(core: TrainerCore, host: str, port: int, token: Optional[str]) -> None
     server.shutdown()
 
 
+def watch_parent(variable: str = "AGENTMATH_PARENT_PID", period_seconds: float = 1.0) -> None:
+    """Exits this process when the program that started the trainer is gone (kill -9 included),
+    so no rank outlives it; torchrun then stops the other ranks."""
+    value = os.environ.get(variable)
+    if not value:
+        return
+    parent = int(value)
+
+    def gone() -> bool:
+        # A killed parent may stay a zombie (its own parent killed too, PID 1 not reaping):
+        # on Linux its state letter says so; elsewhere only a missing process counts.
+        try:
+            with open(f"/proc/{parent}/stat") as handle:
+                return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except FileNotFoundError:
+            return True
+        except OSError:
+            try:
+                os.kill(parent, 0)
+                return False
+            except ProcessLookupError:
+                return True
+            except PermissionError:
+                return False
+
+    def watch() -> None:
+        while not gone():
+            threading.Event().wait(period_seconds)
+        try:
+            print(f"agentmath_train: the parent process {parent} is gone; exiting", file=sys.stderr, flush=True)
+        except OSError:
+            pass  # stderr was a pipe to the parent: nobody reads it any more
+        os._exit(3)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def run_service(settings: TrainerSettings, host: str, port: int, token: Optional[str]) -> None:
+    watch_parent()
     where = placement()
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     if not dist.is_initialized():

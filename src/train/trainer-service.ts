@@ -88,7 +88,8 @@ export async function startTrainerService(options: TrainerServiceOptions): Promi
     HF_HUB_DISABLE_PROGRESS_BARS: '1',
     HF_HUB_OFFLINE: '1',
     TRANSFORMERS_VERBOSITY: 'error',
-    TORCHELASTIC_ERROR_FILE: '',
+    // Every rank exits when this process is gone, kill -9 included (service.py's watch_parent).
+    AGENTMATH_PARENT_PID: String(process.pid),
   };
   if (options.token === undefined) delete environment.AGENTMATH_TRAINER_TOKEN;
   else environment.AGENTMATH_TRAINER_TOKEN = options.token;
