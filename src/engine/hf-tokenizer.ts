@@ -125,8 +125,14 @@ export class HfTokenizer implements Tokenizer {
     return ids;
   }
 
+  /** The words the BPE model encodes for `text`: normalized and pre-tokenized, added tokens not split out. */
+  preTokenize(text: string): string[] {
+    return this.#preTokenize(this.#normalize(text));
+  }
+
   decode(tokenIds: readonly number[]): string {
-    return new TextDecoder('utf-8').decode(this.tokenBytes(tokenIds));
+    // ignoreBOM: a U+FEFF the ids spell at the start is text, not a byte-order mark to drop.
+    return new TextDecoder('utf-8', { ignoreBOM: true }).decode(this.tokenBytes(tokenIds));
   }
 
   /** The raw bytes of a token sequence (for incremental decoding across token boundaries). */
@@ -160,7 +166,13 @@ export class HfTokenizer implements Tokenizer {
 
   /** The id of an added-token match, whose text may carry whitespace absorbed by lstrip/rstrip. */
   #addedId(matched: string): number {
-    for (const candidate of [matched, matched.trimStart(), matched.trimEnd(), matched.trim()]) {
+    const withoutLeft = matched.replace(LEADING_WHITESPACE, '');
+    for (const candidate of [
+      matched,
+      withoutLeft,
+      matched.replace(TRAILING_WHITESPACE, ''),
+      withoutLeft.replace(TRAILING_WHITESPACE, ''),
+    ]) {
       const id = this.#addedByContent.get(candidate);
       if (id !== undefined) return id;
     }
@@ -224,13 +236,21 @@ function pickTemplate(config: TokenizerConfig): string | null {
   return (template.find((entry) => entry.name === 'default') ?? template[0])?.template ?? null;
 }
 
+/**
+ * Whitespace that `lstrip`/`rstrip` absorb: Rust's `char::is_whitespace`, the White_Space
+ * property (U+0085 is in it, U+FEFF is not: JavaScript's `\s` and `trim` have it the other way).
+ */
+const WHITESPACE_RUN = '\\p{White_Space}*';
+const LEADING_WHITESPACE = /^\p{White_Space}+/u;
+const TRAILING_WHITESPACE = /\p{White_Space}+$/u;
+
 /** One regex matching every added token, longest first; `lstrip`/`rstrip` absorb whitespace. */
 function buildAddedPattern(json: TokenizerJson): RegExp | null {
   if (json.added_tokens.length === 0) return null;
   const tokens = [...json.added_tokens].sort((a, b) => b.content.length - a.content.length);
   const alternatives = tokens.map((token) => {
     const escaped = token.content.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    return `${token.lstrip ? '\\s*' : ''}${escaped}${token.rstrip ? '\\s*' : ''}`;
+    return `${token.lstrip ? WHITESPACE_RUN : ''}${escaped}${token.rstrip ? WHITESPACE_RUN : ''}`;
   });
   return new RegExp(alternatives.join('|'), 'gu');
 }

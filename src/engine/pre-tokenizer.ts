@@ -6,6 +6,7 @@
  */
 import { bytesToByteLevelString } from './byte-unicode-table.ts';
 import type { PreTokenizerConfig } from './hf-tokenizer-files.ts';
+import { compileHfRegex } from './pre-tokenizer-regex.ts';
 import { TokenizerError } from './tokenizer-errors.ts';
 
 /** GPT-2's split pattern, used by ByteLevel when `use_regex` is true. */
@@ -47,6 +48,8 @@ function createStage(step: PreTokenizerConfig, where: string): (piece: string) =
     const regex = step.use_regex === false ? null : compileHfRegex(GPT2_PATTERN, where);
     const addPrefixSpace = step.add_prefix_space === true;
     return (piece) => {
+      // An empty piece stays empty: the prefix space is added to text, not to nothing.
+      if (piece.length === 0) return [];
       const text = addPrefixSpace && !piece.startsWith(' ') ? ` ${piece}` : piece;
       const words = regex ? splitWith(text, regex, 'Isolated', where) : [text];
       return words.map((word) => bytesToByteLevelString(encoder.encode(word)));
@@ -95,56 +98,6 @@ function splitWith(text: string, regex: RegExp, behavior: string, where: string)
     default:
       throw new TokenizerError('TOKENIZER_UNSUPPORTED', `${where}: Split behavior ${behavior}`);
   }
-}
-
-/**
- * Compiles a tokenizer.json (Oniguruma-style) regex for JavaScript. Inline case-insensitive
- * groups `(?i:...)` are native in V8 ≥ 12.5; on older engines their ASCII letters are
- * rewritten as `[xX]` classes.
- */
-export function compileHfRegex(source: string, where: string): RegExp {
-  try {
-    return new RegExp(source, 'gu');
-  } catch (error) {
-    try {
-      return new RegExp(rewriteCaseInsensitiveGroups(source), 'gu');
-    } catch {
-      throw new TokenizerError(
-        'TOKENIZER_UNSUPPORTED',
-        `${where}: regex ${JSON.stringify(source)} does not compile`,
-        {
-          cause: error,
-        },
-      );
-    }
-  }
-}
-
-/** `(?i:...)` groups rewritten with `[xX]` classes for engines without inline modifiers. */
-export function rewriteCaseInsensitiveGroups(source: string): string {
-  let out = '';
-  let index = 0;
-  while (index < source.length) {
-    const start = source.indexOf('(?i:', index);
-    if (start < 0) break;
-    out += `${source.slice(index, start)}(?:`;
-    let depth = 1;
-    let cursor = start + 4;
-    while (cursor < source.length && depth > 0) {
-      const char = source[cursor]!;
-      if (char === '\\') {
-        out += source.slice(cursor, cursor + 2);
-        cursor += 2;
-        continue;
-      }
-      if (char === '(') depth++;
-      if (char === ')') depth--;
-      out += /[a-zA-Z]/.test(char) && depth > 0 ? `[${char.toLowerCase()}${char.toUpperCase()}]` : char;
-      cursor++;
-    }
-    index = cursor;
-  }
-  return out + source.slice(index);
 }
 
 function escapeRegex(text: string): string {

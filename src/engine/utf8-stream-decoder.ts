@@ -5,7 +5,8 @@
 
 /** Turns successive byte chunks into text, never emitting half a UTF-8 character. */
 export class Utf8StreamDecoder {
-  readonly #decoder = new TextDecoder('utf-8');
+  // ignoreBOM: a U+FEFF at the start of a generation is text, not a byte-order mark to drop.
+  readonly #decoder = new TextDecoder('utf-8', { ignoreBOM: true });
 
   /** Text completed by `bytes` (an incomplete trailing character waits for the next push). */
   push(bytes: Uint8Array): string {

@@ -3,6 +3,8 @@ import { registerAgentBench } from './bench-agent.ts';
 import { registerGraderBench } from './bench-grader.ts';
 import { registerRolloutBench } from './bench-rollout.ts';
 import { registerSandboxBench } from './bench-sandbox.ts';
+import { registerTokenizerBench } from './bench-tokenizer.ts';
+import { registerTrainerBench } from './bench-trainer.ts';
 import { registerEngineBench } from './engine.ts';
 
 /** `agentmath bench <thing>`: speed figures, printed as a table or JSON. */
@@ -13,4 +15,6 @@ export function registerBench(program: Command): void {
   registerAgentBench(bench);
   registerEngineBench(bench);
   registerRolloutBench(bench);
+  registerTokenizerBench(bench);
+  registerTrainerBench(bench);
 }
