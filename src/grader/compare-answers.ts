@@ -10,7 +10,7 @@
 import { exactValue } from './exact-value.ts';
 import { certainlyDifferent, floatValue } from './float-value.ts';
 import { freeSymbols, type MathNode, usesConstant } from './math-node.ts';
-import type { Answer } from './parse-answer.ts';
+import { type Answer, parseAnswer, splitTopLevel } from './parse-answer.ts';
 import { equals, parseDecimal, type Rational, subtract } from './rational.ts';
 import type { SymbolicQuery, SymbolicVerdict } from './symbolic-query.ts';
 import { toSympy } from './to-sympy.ts';
@@ -46,6 +46,19 @@ export async function compareAnswers(
   context: CompareContext,
 ): Promise<Decision> {
   if (prediction.source === reference.source) return EQUAL_EXACT;
+  // `x = 2, y = 3` against the pair `(2, 3)` (or `(x,y) = (2,3)`): the values, by label or in order.
+  // `y = 3, x = 2` against `x = 2, y = 3`: distinct labels pair the values, whatever the order.
+  const byLabel = sameLabels(prediction, reference);
+  if (byLabel !== null) return compareOrdered(byLabel[0], byLabel[1], context);
+  const forward = labelledPair(prediction, reference);
+  const backward = forward === null ? labelledPair(reference, prediction) : null;
+  if (forward !== null) return compareOrdered(forward[0], forward[1], { ...context, entries: true });
+  if (backward !== null) return compareOrdered(backward[1], backward[0], { ...context, entries: true });
+  // `(5, \infty)` against the inequality `x > 5`: the reference decides, as for `a < x \le b`.
+  if (reference.kind === 'relation' && prediction.kind === 'tuple') {
+    const interval = oneSidedInterval(reference);
+    if (interval !== null) return compareAnswers(prediction, interval, context);
+  }
   // `k = 45` against `45`, `(p,q)=(3,2)` against `(3,2)`: a labelled value is its value.
   if (reference.kind === 'relation' && prediction.kind !== 'relation') {
     const value = labelledValue(reference);
@@ -115,6 +128,118 @@ function labelledValue(answer: Extract<Answer, { kind: 'relation' }>): Answer | 
   if (answer.operators.length !== 1 || answer.operators[0] !== '=') return null;
   const [label, value] = answer.sides as [Answer, Answer];
   return LABEL.test(label.source) ? value : null;
+}
+
+/**
+ * `label = value` items of a list (`x = 2, y = 3`; parsing already reduced each to its value),
+ * or null when some item is not one.
+ */
+function labelledItems(answer: Answer): { label: string; value: Answer }[] | null {
+  if (answer.kind !== 'collection' || answer.items.length < 2) return null;
+  const parts = splitTopLevel(answer.source, (token) => token === ',' || token === ';');
+  const texts = parts?.filter((_, index) => index % 2 === 0) ?? [];
+  if (texts.length !== answer.items.length) return null;
+  const items: { label: string; value: Answer }[] = [];
+  for (const [index, text] of texts.entries()) {
+    const equals = text.indexOf('=');
+    const label = equals === -1 ? '' : text.slice(0, equals);
+    if (!LABEL.test(label)) return null;
+    const item = answer.items[index]!;
+    const value = item.kind === 'relation' ? labelledValue(item) : item;
+    if (value === null) return null;
+    items.push({ label, value });
+  }
+  return items;
+}
+
+/** Two lists labelled with the same distinct labels: `[prediction values, reference values]` by label. */
+function sameLabels(prediction: Answer, reference: Answer): [Answer[], Answer[]] | null {
+  const left = labelledItems(prediction);
+  const right = labelledItems(reference);
+  if (left === null || right === null || left.length !== right.length) return null;
+  const byLabel = new Map(left.map((item) => [item.label, item.value]));
+  if (byLabel.size !== left.length || !right.every((item) => byLabel.has(item.label))) return null;
+  return [right.map((item) => byLabel.get(item.label)!), right.map((item) => item.value)];
+}
+
+/**
+ * A labelled list against a pair: `[values, pair items]`, the values in the pair's label order
+ * when it has labels (`(x,y) = (2,3)`) and they are the same, else as written. Null otherwise.
+ */
+function labelledPair(list: Answer, pair: Answer): [Answer[], Answer[]] | null {
+  const items = labelledItems(list);
+  if (items === null) return null;
+  let labels: string[] | null = null;
+  let tuple = pair;
+  if (pair.kind === 'relation' && labelledValue(pair) !== null) {
+    const left = pair.sides[0]!;
+    labels = left.kind === 'tuple' ? left.items.map((item) => item.source) : null;
+    tuple = labelledValue(pair)!;
+  }
+  if (tuple.kind !== 'tuple' || tuple.open !== '(' || tuple.close !== ')') return null;
+  if (tuple.items.length !== items.length) return null;
+  const byLabel = new Map(items.map((item) => [item.label, item.value]));
+  const ordered =
+    labels?.every((label) => byLabel.has(label)) && byLabel.size === labels.length
+      ? labels.map((label) => byLabel.get(label)!)
+      : items.map((item) => item.value);
+  return [ordered, tuple.items];
+}
+
+/** `x > 5` → `(5, \infty)`, `x \le 2` → `(-\infty, 2]` (also `5 < x`); null for other relations. */
+function oneSidedInterval(relation: Extract<Answer, { kind: 'relation' }>): Answer | null {
+  if (relation.operators.length !== 1) return null;
+  const [left, right] = relation.sides as [Answer, Answer];
+  const isVariable = (side: Answer) => /^[A-Za-z](?:_\{?\w+\}?)?$/.test(side.source);
+  const operator = relation.operators[0]!;
+  // As `x OP bound`: a variable on the right mirrors the operator.
+  const [variableOperator, bound] = isVariable(left)
+    ? [operator, right]
+    : isVariable(right)
+      ? [FLIPPED[operator], left]
+      : [undefined, undefined];
+  if (bound === undefined || isVariable(bound)) return null;
+  const infinity = (sign: string) => parseAnswer(`${sign}\\infty`);
+  switch (variableOperator) {
+    case '>':
+      return {
+        kind: 'tuple',
+        source: relation.source,
+        open: '(',
+        close: ')',
+        items: [bound, infinity('')],
+        fromInequality: true,
+      };
+    case '\\ge':
+      return {
+        kind: 'tuple',
+        source: relation.source,
+        open: '[',
+        close: ')',
+        items: [bound, infinity('')],
+        fromInequality: true,
+      };
+    case '<':
+      return {
+        kind: 'tuple',
+        source: relation.source,
+        open: '(',
+        close: ')',
+        items: [infinity('-'), bound],
+        fromInequality: true,
+      };
+    case '\\le':
+      return {
+        kind: 'tuple',
+        source: relation.source,
+        open: '(',
+        close: ']',
+        items: [infinity('-'), bound],
+        fromInequality: true,
+      };
+    default:
+      return null;
+  }
 }
 
 function textKey(source: string): string {

@@ -17,6 +17,11 @@ const TRAILING_UNIT = new RegExp(
   String.raw`(?<=[\d}\s)])\s*(?:(?:${UNIT_WORDS})(?:\s*\^\s*\{?[23]\}?)?\s*)+$`,
 );
 
+const NUMBER_WITH_WORDS = /^([+-]?\d+(?:,\d{3})*(?:\.\d+)?) ([A-Za-z]{2,}(?: [A-Za-z]{2,}){0,2})$/;
+/** Words after a number that change its value or make it an expression, not a unit. */
+const NOT_UNIT_WORDS =
+  /\b(?:pi|sin|cos|tan|cot|sec|csc|log|ln|exp|sqrt|hundreds?|thousands?|millions?|billions?|trillions?|dozens?|choose|mod|and|or|times|over|plus|minus|squared|cubed|factorial|percent)\b/i;
+
 const UNICODE: [RegExp, string][] = [
   [/[−–—]/g, '-'],
   [/×/g, '\\times '],
@@ -82,6 +87,9 @@ export function normalizeAnswer(answer: string): string {
   text = text.replace(/\s+/g, ' ').trim();
   text = text.replace(/[.,;:\s]+$/, '').replace(/^[=:\s]+/, '');
   text = text.replace(TRAILING_UNIT, '').trim();
+  // `12 apples`, `12 \text{ red apples}`: a number followed only by a few words is that number.
+  const counted = NUMBER_WITH_WORDS.exec(text);
+  if (counted !== null && !NOT_UNIT_WORDS.test(counted[2]!)) text = counted[1]!;
   // Thousands separators, only when the whole answer is one number written that way.
   if (/^[+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?$/.test(text)) text = text.replace(/,/g, '');
   if (/^[+-]?\d{1,3}(?: \d{3})+(?:\.\d+)?$/.test(text)) text = text.replace(/ /g, '');
