@@ -9,6 +9,7 @@ Routes (JSON unless noted; a binary batch is `batch_io`'s format):
   POST /save_checkpoint     {"path"} → {"path", "policy_version"}
   POST /load_checkpoint     {"path"} → {"policy_version", "optimizer_restored"}
   POST /export              {"path"} → {"path"}: the current weights in Hugging Face layout
+  POST /transfer_probe      binary batch → every rank decodes it, nothing else (bench trainer)
   POST /shutdown            stops every rank
 HTTP runs in a thread; the main thread owns every collective: it takes one command at a time
 from a queue, broadcasts it (header as an object, the body as a byte tensor) and executes it
@@ -26,8 +27,10 @@ import json
 import math
 import os
 import queue
+import resource
 import sys
 import threading
+import time
 from concurrent.futures import Future
 from datetime import timedelta
 from typing import Any, Dict, Optional, Tuple
@@ -43,6 +46,15 @@ from .parallelize import freeze, parallelize
 from .step import StepRunner
 
 TOKEN_VARIABLE = "AGENTMATH_TRAINER_TOKEN"
+# Resident memory before the model exists: what the interpreter and libraries take.
+BASELINE_RSS_BYTES = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def peak_memory_bytes(device: torch.device) -> int:
+    """The most this rank has held: the accelerator's allocator peak, or the process's peak RSS."""
+    if device.type == "cuda":
+        return int(torch.cuda.max_memory_allocated(device))
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 IDLE_HEARTBEAT_SECONDS = 60.0
 
 
@@ -85,7 +97,8 @@ class TrainerCore:
             reference=lambda: freeze(load_model(reference_path, self.where), self.where),
         )
 
-    def state(self) -> Dict[str, Any]:
+    def describe(self) -> Dict[str, Any]:
+        """What this rank knows without asking the others."""
         return {
             "policy_version": self.runner.policy_version,
             "optimizer_steps": self.runner.optimizer_steps,
@@ -97,9 +110,27 @@ class TrainerCore:
             "parameters": sum(p.numel() for p in self.model.parameters()),
         }
 
+    def state(self) -> Dict[str, Any]:
+        """`describe` plus the peak memory over ranks (a collective: every rank runs it)."""
+        memory = torch.tensor(
+            [peak_memory_bytes(self.where.device), BASELINE_RSS_BYTES if self.where.device.type != "cuda" else 0],
+            dtype=torch.int64,
+            device=self.where.device,
+        )
+        dist.all_reduce(memory, op=dist.ReduceOp.MAX)
+        return {
+            "peak_memory_bytes": int(memory[0].item()),
+            "baseline_memory_bytes": int(memory[1].item()),
+            **self.describe(),
+        }
+
     def dispatch(self, route: str, payload: Dict[str, Any], body: bytes) -> Dict[str, Any]:
         if route == "/noop":
             return {}
+        if route == "/transfer_probe":
+            started = time.perf_counter()
+            batch = decode_batch(body)
+            return {"sequences": len(batch), "tokens": int(batch.lengths.sum()), "decode_ms": (time.perf_counter() - started) * 1000}
         if route == "/state":
             return self.state()
         if route in ("/sft_step", "/grpo_step", "/score"):
@@ -133,8 +164,8 @@ class TrainerCore:
         raise KeyError(route)
 
 
-ROUTES = {"/state", "/sft_step", "/grpo_step", "/score", "/save_checkpoint", "/load_checkpoint", "/export", "/shutdown"}
-BINARY_ROUTES = {"/sft_step", "/grpo_step", "/score"}
+ROUTES = {"/state", "/sft_step", "/grpo_step", "/score", "/save_checkpoint", "/load_checkpoint", "/export", "/transfer_probe", "/shutdown"}
+BINARY_ROUTES = {"/sft_step", "/grpo_step", "/score", "/transfer_probe"}
 
 
 def validate(route: str, payload: Dict[str, Any], body: bytes, reference: str) -> None:
@@ -143,7 +174,7 @@ def validate(route: str, payload: Dict[str, Any], body: bytes, reference: str) -
         batch = decode_batch(body)
         if len(batch) == 0:
             raise ValueError("the batch has no sequences")
-        if route != "/score":
+        if route in ("/sft_step", "/grpo_step"):
             options = parse_step_options(batch.options)
             if not math.isfinite(options.learning_rate) or options.learning_rate < 0:
                 raise ValueError("learningRate must be a finite number ≥ 0")
@@ -255,7 +286,7 @@ def serve(core: TrainerCore, host: str, port: int, token: Optional[str]) -> None
 
     server = http.server.ThreadingHTTPServer((host, port), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    print(json.dumps({"event": "ready", "host": host, "port": server.server_address[1], **core.state()}), flush=True)
+    print(json.dumps({"event": "ready", "host": host, "port": server.server_address[1], **core.describe()}), flush=True)
     while True:
         try:
             route, payload, body, future = commands.get(timeout=IDLE_HEARTBEAT_SECONDS)

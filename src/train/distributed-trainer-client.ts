@@ -57,6 +57,13 @@ const stateSchema = z.object({
   device: z.string(),
   compute_dtype: z.string(),
   parameters: z.number().int(),
+  peak_memory_bytes: z.number().int(),
+  baseline_memory_bytes: z.number().int(),
+});
+const transferSchema = z.object({
+  sequences: z.number().int(),
+  tokens: z.number().int(),
+  decode_ms: z.number(),
 });
 const checkpointSchema = z.object({
   path: z.string().optional(),
@@ -79,6 +86,10 @@ export type DistributedTrainerState = TrainerState & {
   device: string;
   computeDtype: string;
   parameters: number;
+  /** The largest peak over ranks: accelerator allocator peak, or peak resident memory on CPU. */
+  peakMemoryBytes: number;
+  /** Resident memory before the model was built (CPU; 0 on GPU), to subtract from the peak. */
+  baselineMemoryBytes: number;
 };
 
 function stepResult(parsed: z.infer<typeof stepSchema>): SftStepResult & DistributedStepExtras {
@@ -210,7 +221,15 @@ export class DistributedTrainerClient implements Trainer {
       device: parsed.device,
       computeDtype: parsed.compute_dtype,
       parameters: parsed.parameters,
+      peakMemoryBytes: parsed.peak_memory_bytes,
+      baselineMemoryBytes: parsed.baseline_memory_bytes,
     };
+  }
+
+  /** Sends an encoded batch that every rank only decodes: what moving a step's batch costs. */
+  async transferProbe(batch: Buffer): Promise<{ sequences: number; tokens: number; decodeMs: number }> {
+    const parsed = parse(transferSchema, await this.#post('/transfer_probe', batch), '/transfer_probe');
+    return { sequences: parsed.sequences, tokens: parsed.tokens, decodeMs: parsed.decode_ms };
   }
 
   /** Stops every rank of the service. */

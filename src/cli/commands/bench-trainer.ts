@@ -1,0 +1,72 @@
+/** `agentmath bench trainer`: the distributed trainer's speed, memory and batch transfer (src/bench/trainer-bench.ts). */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { renderTrainerBench, runTrainerBench } from '../../bench/trainer-bench.ts';
+import { initHfModel } from '../../train/index.ts';
+import { integerOption, listOption } from '../cli-options.ts';
+
+type TrainerBenchFlags = {
+  model?: string;
+  processes: number[];
+  steps: number;
+  sequences: number;
+  maxSequenceTokens: number;
+  microBatchTokens: number;
+  hidden: number;
+  layers: number;
+  json?: boolean;
+};
+
+export function registerTrainerBench(bench: Command): void {
+  bench
+    .command('trainer')
+    .description(
+      'distributed trainer: SFT and GRPO step tokens/s for 1 vs P processes, peak memory per parameter, packed vs padded real-token share, batch transfer at paper scale',
+    )
+    .option('--model <dir>', 'Hugging Face model folder (default: a random-init Qwen3 made for the run)')
+    .option('--hidden <h>', 'hidden size of the default model', integerOption({ min: 32, max: 4096 }), 256)
+    .option('--layers <n>', 'layers of the default model', integerOption({ min: 1, max: 64 }), 4)
+    .option(
+      '--processes <list>',
+      'process counts to compare (the first is the baseline)',
+      listOption(integerOption({ min: 1, max: 64 })),
+      [1, 2],
+    )
+    .option('--steps <n>', 'measured steps per kind (after one warmup step)', integerOption({ min: 1 }), 5)
+    .option('--sequences <n>', 'sequences per step', integerOption({ min: 1 }), 16)
+    .option(
+      '--max-sequence-tokens <n>',
+      'longest sequence (lengths are long-tailed)',
+      integerOption({ min: 16 }),
+      512,
+    )
+    .option('--micro-batch-tokens <n>', 'packed micro-batch budget', integerOption({ min: 16 }), 1024)
+    .option('--json', 'print the report as JSON')
+    .action(async (flags: TrainerBenchFlags) => {
+      const scratch =
+        flags.model === undefined ? await mkdtemp(join(tmpdir(), 'agentmath-bench-trainer-')) : null;
+      try {
+        const model = flags.model ?? join(scratch as string, 'qwen3');
+        if (flags.model === undefined) {
+          process.stderr.write(`model init --arch qwen3 --hidden ${flags.hidden} --layers ${flags.layers}\n`);
+          await initHfModel({ arch: 'qwen3', out: model, hidden: flags.hidden, layers: flags.layers });
+        }
+        const report = await runTrainerBench({
+          model,
+          processes: flags.processes,
+          steps: flags.steps,
+          sequences: flags.sequences,
+          maxSequenceTokens: flags.maxSequenceTokens,
+          microBatchTokens: flags.microBatchTokens,
+          onProgress: (message) => process.stderr.write(`${message}\n`),
+        });
+        process.stdout.write(
+          flags.json ? `${JSON.stringify(report, null, 2)}\n` : renderTrainerBench(report),
+        );
+      } finally {
+        if (scratch !== null) await rm(scratch, { recursive: true, force: true });
+      }
+    });
+}
