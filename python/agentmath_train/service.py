@@ -356,6 +356,9 @@ def run_service(settings: TrainerSettings, host: str, port: int, token: Optional
     if dist.get_rank() == 0:
         serve(core, host, port, token)
     else:
+        if int(os.environ.get("LOCAL_RANK", "0")) == 0:
+            # Another node's first rank: it serves nothing, but says it joined (for the launcher).
+            print(json.dumps({"event": "ready", "role": "follower", "rank": dist.get_rank()}), flush=True)
         follow(core)
     dist.destroy_process_group()
 

@@ -40,6 +40,7 @@ export type TrainerServiceOptions = {
 };
 
 export type TrainerService = {
+  /** Rank 0's address; empty on another node of a multi-node job (it serves nothing). */
   readonly url: string;
   readonly client: DistributedTrainerClient;
   readonly pid: number | undefined;
@@ -111,7 +112,9 @@ export async function startTrainerService(options: TrainerServiceOptions): Promi
     createInterface({ input: child.stdout }).on('line', (line) => {
       if (line.startsWith('{"event": "ready"')) {
         try {
-          resolve(Number((JSON.parse(line) as { port: number }).port));
+          const ready = JSON.parse(line) as { port?: number; role?: string };
+          // A node other than rank 0's serves nothing: it joined, and follows rank 0's commands.
+          resolve(ready.role === 'follower' ? -1 : Number(ready.port));
         } catch (error) {
           reject(new TrainerStartError(`unreadable ready line: ${line}`, { cause: error }));
         }
@@ -154,7 +157,10 @@ export async function startTrainerService(options: TrainerServiceOptions): Promi
     clearTimeout(timer);
   }
   const visibleHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
-  const url = `http://${visibleHost.includes(':') ? `[${visibleHost}]` : visibleHost}:${boundPort}`;
+  const url =
+    boundPort === -1
+      ? ''
+      : `http://${visibleHost.includes(':') ? `[${visibleHost}]` : visibleHost}:${boundPort}`;
   const client = new DistributedTrainerClient({
     baseUrl: url,
     ...(options.token ? { token: options.token } : {}),
@@ -169,10 +175,14 @@ export async function startTrainerService(options: TrainerServiceOptions): Promi
     async stop() {
       process.off('exit', exitOnParentExit);
       if (child.exitCode === null) {
+        let wait: NodeJS.Timeout | undefined;
         await Promise.race([
           client.shutdown().catch(() => {}),
-          new Promise((resolve) => setTimeout(resolve, 30_000)),
+          new Promise((resolve) => {
+            wait = setTimeout(resolve, 30_000);
+          }),
         ]);
+        clearTimeout(wait);
         const grace = setTimeout(killGroup, 15_000);
         await exited;
         clearTimeout(grace);

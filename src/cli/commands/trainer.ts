@@ -95,11 +95,15 @@ export function registerTrainer(program: Command): void {
         ...(multiNode === undefined ? {} : { torchrunArgs: multiNode }),
         onLog: (line) => process.stderr.write(`${line}\n`),
       });
-      const state = await service.client.state();
-      process.stderr.write(
-        `trainer listening on ${service.url}: ${state.model}, ${state.parameters.toLocaleString('en-US')} parameters, ` +
-          `${state.worldSize} process(es) on ${state.device} (${state.computeDtype})\n`,
-      );
+      if (service.url === '') {
+        process.stderr.write(`joined the job as node ${flags.nodeRank ?? '?'}; rank 0 serves the routes\n`);
+      } else {
+        const state = await service.client.state();
+        process.stderr.write(
+          `trainer listening on ${service.url}: ${state.model}, ${state.parameters.toLocaleString('en-US')} parameters, ` +
+            `${state.worldSize} process(es) on ${state.device} (${state.computeDtype})\n`,
+        );
+      }
       const stopped = new Promise<void>((resolve) =>
         interruptSignal().addEventListener('abort', () => resolve()),
       );
