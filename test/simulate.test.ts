@@ -134,6 +134,9 @@ describe('agentmath simulate (the real scheduler and router in virtual time)', (
       for (const seed of configuration.seeds)
         expect(seed.batchOverBound).toBeCloseTo(seed.batchSeconds / seed.boundBatchSeconds, 9);
       expect(configuration.batchOverBound).toBeGreaterThanOrEqual(1);
+      // Counting the dropped groups' work raises the bound, and the schedule still does not beat it.
+      expect(configuration.boundDecidedBatchSeconds).toBeGreaterThanOrEqual(configuration.boundBatchSeconds);
+      expect(configuration.batchSeconds).toBeGreaterThanOrEqual(configuration.boundDecidedBatchSeconds);
       // Every figure has its interval over the seeds, the median in between.
       expect(configuration.seeds).toHaveLength(2);
       const interval = configuration.intervals.batchSeconds;
@@ -148,12 +151,13 @@ describe('agentmath simulate (the real scheduler and router in virtual time)', (
       sync?.steps.some((step) => step.trajectoriesFinished > trained.stepPrompts * trained.groupSize),
     ).toBe(true);
     const json = simulationJson(report) as { configurations: Record<string, unknown>[] };
-    expect(Object.keys(json.configurations[0] ?? {}).slice(0, 8)).toEqual([
+    expect(Object.keys(json.configurations[0] ?? {}).slice(0, 9)).toEqual([
       'name',
       'batchSeconds',
       'batchSpeedup',
       'boundBatchSeconds',
       'batchOverBound',
+      'boundDecidedBatchSeconds',
       'stepSeconds',
       'speedup',
       'groupsKept',

@@ -91,6 +91,7 @@ export const SEED_FIGURES = [
   'batchSpeedup',
   'boundBatchSeconds',
   'batchOverBound',
+  'boundDecidedBatchSeconds',
   'stepSeconds',
   'speedup',
   'groupsKept',
@@ -116,6 +117,11 @@ export type ConfigurationResult = {
   boundBatchSeconds: number;
   /** `batchSeconds` over `boundBatchSeconds`. */
   batchOverBound: number;
+  /**
+   * The same bound with the dropped groups' trajectories in its work (still per batch of kept
+   * groups): what no schedule avoids once it must find out which groups drop by running them.
+   */
+  boundDecidedBatchSeconds: number;
   /** Kept groups per counted step (partial rollout keeps fewer while its pipeline fills). */
   groupsKept: number;
   /**
@@ -217,6 +223,7 @@ function combineSeeds(runs: readonly SeedRun[], baseline: readonly SeedRun[] | n
       batchSpeedup: base === null ? Number.NaN : base.batchSeconds / run.batchSeconds,
       boundBatchSeconds: run.boundBatchSeconds,
       batchOverBound: run.batchOverBound,
+      boundDecidedBatchSeconds: run.boundDecidedBatchSeconds,
       stepSeconds: run.stepSeconds,
       speedup: base === null ? Number.NaN : base.stepSeconds / run.stepSeconds,
       groupsKept: run.groupsKept,
@@ -236,6 +243,7 @@ function combineSeeds(runs: readonly SeedRun[], baseline: readonly SeedRun[] | n
     batchSeconds: intervals.batchSeconds.median,
     boundBatchSeconds: intervals.boundBatchSeconds.median,
     batchOverBound: intervals.batchOverBound.median,
+    boundDecidedBatchSeconds: intervals.boundDecidedBatchSeconds.median,
     speedup: baseline === null ? null : intervals.speedup.median,
     batchSpeedup: baseline === null ? null : intervals.batchSpeedup.median,
     stepParts: {
@@ -382,6 +390,7 @@ async function simulateConfiguration(
   const weightSyncSeconds = (workload.training?.weightSyncMs ?? 0) / 1000;
   const promptTokens = new Map<number, number>();
   const keptTrajectories: BoundTrajectory[][] = [];
+  const droppedTrajectories: BoundTrajectory[][] = [];
   const config = rolloutConfigSchema.parse({
     groupSize: workload.groupSize,
     batchSize: workload.stepPrompts,
@@ -435,20 +444,25 @@ async function simulateConfiguration(
       );
       state = result.state;
       const rolloutSeconds = (clock.now() - startedMs) / 1000;
-      const kept: BoundTrajectory[] = [];
-      for (const outcome of result.kept) {
-        const problem = Number(outcome.problem.id.replace('problem-', ''));
-        let tokens = promptTokens.get(problem);
-        if (tokens === undefined) {
-          tokens = promptTokensOf(tokenizer, plans.problemText(problem));
-          promptTokens.set(problem, tokens);
+      const boundTrajectories = (outcomes: typeof result.kept): BoundTrajectory[] => {
+        const list: BoundTrajectory[] = [];
+        for (const outcome of outcomes) {
+          const problem = Number(outcome.problem.id.replace('problem-', ''));
+          let tokens = promptTokens.get(problem);
+          if (tokens === undefined) {
+            tokens = promptTokensOf(tokenizer, plans.problemText(problem));
+            promptTokens.set(problem, tokens);
+          }
+          for (const trajectory of outcome.trajectories) {
+            const plan: TrajectoryPlan | undefined = policy.planOf(trajectory.id);
+            if (plan !== undefined) list.push({ promptTokens: tokens, problem, plan });
+          }
         }
-        for (const trajectory of outcome.trajectories) {
-          const plan: TrajectoryPlan | undefined = policy.planOf(trajectory.id);
-          if (plan !== undefined) kept.push({ promptTokens: tokens, problem, plan });
-        }
-      }
+        return list;
+      };
+      const kept = boundTrajectories(result.kept);
       keptTrajectories.push(kept);
+      droppedTrajectories.push(boundTrajectories(result.dropped));
       const trainSeconds =
         (kept.reduce((sum, trajectory) => sum + trainedTokens(workload, trajectory), 0) * msPerTrainToken) /
         1000;
@@ -515,6 +529,14 @@ async function simulateConfiguration(
   const boundBatchSeconds =
     Math.max(perBatch(keptBound.workSeconds), keptBound.criticalPathSeconds, perBatch(keptTrainSeconds)) +
     weightSyncSeconds;
+  const droppedCounted = (figures.length > 1 ? droppedTrajectories.slice(1) : droppedTrajectories).flat();
+  const decidedBound = stepBound(workload, [...keptCounted, ...droppedCounted]);
+  const boundDecidedBatchSeconds =
+    Math.max(
+      perBatch(decidedBound.workSeconds),
+      decidedBound.criticalPathSeconds,
+      perBatch(keptTrainSeconds),
+    ) + weightSyncSeconds;
   const rolloutTotal = counted.reduce((sum, step) => sum + step.rolloutSeconds, 0);
   return {
     name: configuration.name,
@@ -531,6 +553,7 @@ async function simulateConfiguration(
     batchSeconds,
     boundBatchSeconds,
     batchOverBound: batchSeconds / boundBatchSeconds,
+    boundDecidedBatchSeconds,
     speedup: null,
     batchSpeedup: null,
     tokensPerSecond:
