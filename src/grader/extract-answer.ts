@@ -31,13 +31,14 @@ export function extractAnswer(response: string): Extraction | null {
   const cut = response.length > MAX_RESPONSE_CHARS ? response.slice(-MAX_RESPONSE_CHARS) : response;
   const text = unescapeDoubled(cut);
   // A reasoning model states its answer after its thinking: an answer found after the last
-  // `</think>` counts, an intermediate one inside the thinking does not.
+  // `</think>` counts, an intermediate one inside the thinking does not. Only a number picked
+  // from prose after it ("it counts 3-digit numbers") gives way, to a box in the thinking.
   const thinkEnd = text.lastIndexOf('</think>');
-  if (thinkEnd !== -1) {
-    const final = extractFrom(text.slice(thinkEnd + '</think>'.length));
-    if (final !== null) return final;
-  }
-  return extractFrom(text);
+  if (thinkEnd === -1) return extractFrom(text);
+  const final = extractFrom(text.slice(thinkEnd + '</think>'.length));
+  if (final !== null && final.source !== 'number') return final;
+  const whole = extractFrom(text);
+  return final !== null && whole?.source !== 'boxed' ? final : whole;
 }
 
 /** The extraction steps on an un-escaped text. */
