@@ -12,8 +12,6 @@ import { jailPython, trainerPython } from './python-environments.ts';
 
 const run = promisify(execFile);
 
-export const SYSTEM_PYTHON = '/usr/bin/python3';
-
 export type CheckResult = {
   name: string;
   ok: boolean;
