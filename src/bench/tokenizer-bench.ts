@@ -2,12 +2,14 @@
  * `bench tokenizer`: our tokenizer (`HfTokenizer`) against `@huggingface/tokenizers`
  * (tokenizers.js, pure JavaScript, loaded only if installed: it is a devDependency) and the
  * Rust `tokenizers` library through Python, on the parity corpus of `tokenizer-corpus.ts`.
- * Each implementation encodes the whole corpus once (ids compared with the Rust library's:
- * "right"), then `rounds` timed passes over the corpus in order; a text's time is the median
- * of its rounds. Per corpus class: median tokens/s over texts, p99 of the per-text time, and
- * the class's total tokens ÷ total time; ratios are implementation ÷ ours (above 1: faster
- * than ours). The Python figure includes building the library's `Encoding` object but no
- * process crossing (timed inside Python).
+ * Each implementation builds `coldRepeats` fresh tokenizers from the parsed tokenizer.json
+ * (Python: from its text) and encodes the corpus once with each (load time and cold-cache
+ * tokens/s: medians over the repeats; the ids of the first are compared with the Rust
+ * library's: "right"), then makes `rounds` timed passes over the corpus in order; a text's time
+ * is the median of its rounds. Per corpus class: median tokens/s over texts, p99 of the
+ * per-text time, and the class's total tokens ÷ total time; ratios are implementation ÷ ours
+ * (above 1: faster than ours). The Python figures include building the library's `Encoding`
+ * object but no process crossing (timed inside Python).
  */
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -22,6 +24,7 @@ export type TokenizerBenchOptions = {
   /** Benchmark folder for the corpus's benchmark class, or null. */
   dataDir: string | null;
   rounds?: number;
+  coldRepeats?: number;
   onProgress?: (message: string) => void;
 };
 
@@ -39,6 +42,10 @@ export type ImplementationFigures = {
   version: string;
   /** Texts whose ids differ from the Rust `tokenizers` library's. */
   mismatchedTexts: number;
+  /** Median time to build a tokenizer. */
+  loadMilliseconds: number;
+  /** Corpus tokens ÷ median time of a fresh tokenizer's first pass (cold caches). */
+  coldTokensPerSecond: number;
   classes: ClassFigures[];
   /** Every text of the corpus together. */
   overall: ClassFigures;
@@ -51,6 +58,7 @@ export type TokenizerBenchReport = {
   texts: number;
   tokens: number;
   rounds: number;
+  coldRepeats: number;
   implementations: ImplementationFigures[];
   /** Implementations that could not run (not installed, failed to load), with the reason. */
   skipped: Array<{ implementation: string; reason: string }>;
@@ -58,9 +66,19 @@ export type TokenizerBenchReport = {
 
 type Encode = (text: string) => number[];
 
+type Timings = {
+  implementation: string;
+  version: string;
+  mismatched: number;
+  loadNanoseconds: number[];
+  firstPassNanoseconds: number[];
+  /** Median time of each text over the timed rounds. */
+  nanoseconds: number[];
+};
+
 /** Runs the comparison and returns the figures. */
 export async function benchTokenizer(options: TokenizerBenchOptions): Promise<TokenizerBenchReport> {
-  const { tokenizerDir, dataDir, rounds = 20, onProgress = () => {} } = options;
+  const { tokenizerDir, dataDir, rounds = 20, coldRepeats = 3, onProgress = () => {} } = options;
   const tokenizerFile = join(tokenizerDir, 'tokenizer.json');
   const tokenizerJson = JSON.parse(await readFile(tokenizerFile, 'utf8'));
   const tokenizerConfig = JSON.parse(await readFile(join(tokenizerDir, 'tokenizer_config.json'), 'utf8'));
@@ -69,58 +87,67 @@ export async function benchTokenizer(options: TokenizerBenchOptions): Promise<To
   );
   const corpus = buildTokenizerCorpus({ dataDir, ...(addedTokens ? { addedTokens } : {}) });
   const texts = corpus.map((entry) => entry.text);
+  const passes = `${texts.length} texts, ${coldRepeats} cold + ${rounds} timed passes`;
 
-  onProgress(`python tokenizers: ${texts.length} texts × ${rounds} rounds`);
-  const python = await runPythonTokenizers({ tokenizerFile, texts, timingRounds: rounds });
+  onProgress(`python tokenizers: ${passes}`);
+  const python = await runPythonTokenizers({ tokenizerFile, texts, timingRounds: rounds, coldRepeats });
   const referenceIds = python.results.map((result) => result.ids);
   const tokenCounts = referenceIds.map((ids) => ids.length);
-
-  const timed: Array<{ implementation: string; version: string; mismatched: number; nanoseconds: number[] }> =
-    [];
+  const timings: Timings[] = [];
   const skipped: TokenizerBenchReport['skipped'] = [];
-  const ours = new HfTokenizer({ tokenizerJson, tokenizerConfig, where: tokenizerDir });
-  onProgress(`ours: ${texts.length} texts × ${rounds} rounds`);
-  timed.push({
+
+  onProgress(`ours: ${passes}`);
+  const createOurs = (): Encode => {
+    const tokenizer = new HfTokenizer({ tokenizerJson, tokenizerConfig, where: tokenizerDir });
+    return (text) => tokenizer.encode(text);
+  };
+  timings.push({
     implementation: 'ours',
     version: 'HfTokenizer',
-    ...timeEncode((text) => ours.encode(text), texts, referenceIds, rounds),
+    ...timeEncode(createOurs, texts, referenceIds, rounds, coldRepeats),
   });
   const tokenizersJs = await loadTokenizersJs(tokenizerJson, tokenizerConfig);
   if (tokenizersJs.status === 'loaded') {
-    onProgress(`@huggingface/tokenizers: ${texts.length} texts × ${rounds} rounds`);
-    timed.push({
+    onProgress(`@huggingface/tokenizers: ${passes}`);
+    timings.push({
       implementation: '@huggingface/tokenizers',
       version: tokenizersJs.version,
-      ...timeEncode(tokenizersJs.encode, texts, referenceIds, rounds),
+      ...timeEncode(tokenizersJs.create, texts, referenceIds, rounds, coldRepeats),
     });
   } else {
     skipped.push({ implementation: '@huggingface/tokenizers', reason: tokenizersJs.reason });
   }
-  timed.push({
+  timings.push({
     implementation: 'python tokenizers',
     version: python.version,
     mismatched: 0,
+    loadNanoseconds: python.loadNanoseconds,
+    firstPassNanoseconds: python.firstPassNanoseconds,
     nanoseconds: python.nanoseconds ?? [],
   });
 
-  const figuresOf = (nanoseconds: number[]) => ({
+  const totalTokens = tokenCounts.reduce((sum, count) => sum + count, 0);
+  const figuresOf = (nanoseconds: readonly number[]) => ({
     classes: CORPUS_CLASSES.map((corpusClass) =>
       classFigures(corpusClass, corpus, nanoseconds, tokenCounts),
     ).filter((figures) => figures.texts > 0),
     overall: classFigures('all', corpus, nanoseconds, tokenCounts),
   });
-  const oursOverall = figuresOf(timed[0]!.nanoseconds).overall.medianTokensPerSecond;
+  const oursOverall = figuresOf(timings[0]!.nanoseconds).overall.medianTokensPerSecond;
   return {
     tokenizerDir,
     texts: texts.length,
-    tokens: tokenCounts.reduce((sum, count) => sum + count, 0),
+    tokens: totalTokens,
     rounds,
-    implementations: timed.map((entry) => {
+    coldRepeats,
+    implementations: timings.map((entry) => {
       const figures = figuresOf(entry.nanoseconds);
       return {
         implementation: entry.implementation,
         version: entry.version,
         mismatchedTexts: entry.mismatched,
+        loadMilliseconds: median(entry.loadNanoseconds) / 1e6,
+        coldTokensPerSecond: totalTokens / (Math.max(median(entry.firstPassNanoseconds), 1) / 1e9),
         ...figures,
         ratioToOurs: figures.overall.medianTokensPerSecond / oursOverall,
       };
@@ -129,19 +156,31 @@ export async function benchTokenizer(options: TokenizerBenchOptions): Promise<To
   };
 }
 
-/** One untimed pass (ids checked), then `rounds` timed passes; the median time of each text. */
+/** Cold repeats (build, one pass; ids of the first checked), then `rounds` timed passes. */
 function timeEncode(
-  encode: Encode,
+  create: () => Encode,
   texts: readonly string[],
   referenceIds: readonly number[][],
   rounds: number,
-): { mismatched: number; nanoseconds: number[] } {
+  coldRepeats: number,
+): Omit<Timings, 'implementation' | 'version'> {
   let mismatched = 0;
-  texts.forEach((text, index) => {
-    const ids = encode(text);
-    const expected = referenceIds[index]!;
-    if (ids.length !== expected.length || ids.some((id, position) => id !== expected[position])) mismatched++;
-  });
+  const loadNanoseconds: number[] = [];
+  const firstPassNanoseconds: number[] = [];
+  let encode: Encode = () => [];
+  for (let repeat = 0; repeat < Math.max(1, coldRepeats); repeat++) {
+    const loadStart = process.hrtime.bigint();
+    encode = create();
+    loadNanoseconds.push(Number(process.hrtime.bigint() - loadStart));
+    let firstPass = 0;
+    texts.forEach((text, index) => {
+      const start = process.hrtime.bigint();
+      const ids = encode(text);
+      firstPass += Number(process.hrtime.bigint() - start);
+      if (repeat === 0 && !sameIds(ids, referenceIds[index]!)) mismatched++;
+    });
+    firstPassNanoseconds.push(firstPass);
+  }
   const samples = texts.map(() => [] as number[]);
   for (let round = 0; round < rounds; round++) {
     texts.forEach((text, index) => {
@@ -150,7 +189,7 @@ function timeEncode(
       samples[index]!.push(Number(process.hrtime.bigint() - start));
     });
   }
-  return { mismatched, nanoseconds: samples.map((sample) => percentile(ascending(sample), 0.5)) };
+  return { mismatched, loadNanoseconds, firstPassNanoseconds, nanoseconds: samples.map(median) };
 }
 
 function classFigures(
@@ -172,14 +211,22 @@ function classFigures(
     corpusClass,
     texts: indices.length,
     tokens,
-    medianTokensPerSecond: percentile(ascending(rates), 0.5),
+    medianTokensPerSecond: median(rates),
     p99Microseconds: percentile(ascending(indices.map((index) => nanoseconds[index]! / 1000)), 0.99),
     totalTokensPerSecond: tokens / (Math.max(totalNanoseconds, 1) / 1e9),
   };
 }
 
+function median(values: readonly number[]): number {
+  return percentile(ascending(values), 0.5);
+}
+
+function sameIds(left: readonly number[], right: readonly number[]): boolean {
+  return left.length === right.length && left.every((id, index) => id === right[index]);
+}
+
 type TokenizersJs =
-  | { status: 'loaded'; version: string; encode: Encode }
+  | { status: 'loaded'; version: string; create: () => Encode }
   | { status: 'missing'; reason: string };
 
 /** `@huggingface/tokenizers` if it is installed (a devDependency: absent from a production install). */
@@ -192,13 +239,11 @@ async function loadTokenizersJs(tokenizerJson: unknown, tokenizerConfig: unknown
         config: unknown,
       ) => { encode(text: string, options: { add_special_tokens: boolean }): { ids: number[] } };
     };
-    const tokenizer = new library.Tokenizer(tokenizerJson, tokenizerConfig);
-    const version = await readPackageVersion(specifier);
-    return {
-      status: 'loaded',
-      version,
-      encode: (text) => tokenizer.encode(text, { add_special_tokens: false }).ids,
+    const create = (): Encode => {
+      const tokenizer = new library.Tokenizer(tokenizerJson, tokenizerConfig);
+      return (text) => tokenizer.encode(text, { add_special_tokens: false }).ids;
     };
+    return { status: 'loaded', version: await readPackageVersion(specifier), create };
   } catch (error) {
     return { status: 'missing', reason: (error as Error).message.split('\n')[0] ?? 'cannot load' };
   }

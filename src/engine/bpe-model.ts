@@ -1,7 +1,11 @@
 /**
- * The BPE model of a byte-level tokenizer: a word (byte-level characters) starts as single
- * characters, and the adjacent pair with the lowest merge rank is merged until no ranked pair
- * is left; the symbols are then looked up in the vocabulary. Results are cached per word.
+ * The BPE model of a byte-level tokenizer: a word (byte-level characters) starts as the ids of
+ * its single characters, and the adjacent pair with the lowest merge rank is merged (every
+ * occurrence, left to right) until no ranked pair is left. Pairs are keyed by number
+ * (left id × 2^21 + right id) and symbols are ids, so merging allocates no strings. Like the
+ * `tokenizers` library, a merge whose parts or result are not in the vocabulary is an error
+ * when the model is built. A character that is not in the vocabulary becomes the unknown
+ * token (or an error without one). Results are cached per word.
  */
 import { TokenizerError } from './tokenizer-errors.ts';
 
@@ -16,10 +20,16 @@ export type BpeModelOptions = {
 };
 
 const MAX_CACHE_ENTRIES = 50_000;
+/** Ids must stay below this for the numeric pair key to be exact. */
+const PAIR_KEY_FACTOR = 2 ** 21;
+/** A character outside the vocabulary: takes part in no merge. */
+const NOT_IN_VOCAB = -1;
 
 export class BpeModel {
   readonly #vocab: ReadonlyMap<string, number>;
-  readonly #ranks = new Map<string, number>();
+  /** Pair key → merge rank; the merged id of rank r is `#mergedIds[r]`. */
+  readonly #ranks = new Map<number, number>();
+  readonly #mergedIds: number[] = [];
   readonly #ignoreMerges: boolean;
   readonly #unknownTokenId: number | null;
   readonly #where: string;
@@ -27,13 +37,17 @@ export class BpeModel {
 
   constructor(options: BpeModelOptions) {
     this.#vocab = options.vocab;
+    this.#where = options.where;
     options.merges.forEach(([left, right], rank) => {
-      const key = pairKey(left, right);
+      const leftId = this.#mergePart(left, rank);
+      const rightId = this.#mergePart(right, rank);
+      const mergedId = this.#mergePart(left + right, rank);
+      const key = leftId * PAIR_KEY_FACTOR + rightId;
+      this.#mergedIds.push(mergedId);
       if (!this.#ranks.has(key)) this.#ranks.set(key, rank);
     });
     this.#ignoreMerges = options.ignoreMerges === true;
     this.#unknownTokenId = options.unknownTokenId ?? null;
-    this.#where = options.where;
   }
 
   /** Token ids of one pre-tokenized word. */
@@ -41,31 +55,27 @@ export class BpeModel {
     const cached = this.#cache.get(word);
     if (cached) return cached;
     const whole = this.#ignoreMerges ? this.#vocab.get(word) : undefined;
-    const ids =
-      whole !== undefined ? [whole] : this.#merge(Array.from(word)).map((symbol) => this.#lookup(symbol));
+    const ids = whole !== undefined ? [whole] : this.#merge(word);
     if (this.#cache.size >= MAX_CACHE_ENTRIES) this.#cache.clear();
     this.#cache.set(word, ids);
     return ids;
   }
 
-  #merge(symbols: string[]): string[] {
+  #merge(word: string): number[] {
+    let symbols: number[] = [];
+    for (const char of word) symbols.push(this.#vocab.get(char) ?? NOT_IN_VOCAB);
     while (symbols.length > 1) {
       let bestRank = Number.POSITIVE_INFINITY;
-      let bestIndex = -1;
       for (let index = 0; index < symbols.length - 1; index++) {
-        const rank = this.#ranks.get(pairKey(symbols[index]!, symbols[index + 1]!));
-        if (rank !== undefined && rank < bestRank) {
-          bestRank = rank;
-          bestIndex = index;
-        }
+        const rank = this.#rankOf(symbols[index]!, symbols[index + 1]!);
+        if (rank !== undefined && rank < bestRank) bestRank = rank;
       }
-      if (bestIndex < 0) break;
-      const left = symbols[bestIndex]!;
-      const right = symbols[bestIndex + 1]!;
-      const merged: string[] = [];
+      if (bestRank === Number.POSITIVE_INFINITY) break;
+      const merged: number[] = [];
+      const mergedId = this.#mergedIds[bestRank]!;
       for (let index = 0; index < symbols.length; index++) {
-        if (index < symbols.length - 1 && symbols[index] === left && symbols[index + 1] === right) {
-          merged.push(left + right);
+        if (index < symbols.length - 1 && this.#rankOf(symbols[index]!, symbols[index + 1]!) === bestRank) {
+          merged.push(mergedId);
           index++;
         } else {
           merged.push(symbols[index]!);
@@ -73,20 +83,30 @@ export class BpeModel {
       }
       symbols = merged;
     }
-    return symbols;
+    return symbols.map((id, index) => (id === NOT_IN_VOCAB ? this.#unknown(word, index) : id));
   }
 
-  #lookup(symbol: string): number {
-    const id = this.#vocab.get(symbol);
-    if (id !== undefined) return id;
+  #rankOf(left: number, right: number): number | undefined {
+    if (left === NOT_IN_VOCAB || right === NOT_IN_VOCAB) return undefined;
+    return this.#ranks.get(left * PAIR_KEY_FACTOR + right);
+  }
+
+  #mergePart(token: string, rank: number): number {
+    const id = this.#vocab.get(token);
+    if (id !== undefined && id < PAIR_KEY_FACTOR) return id;
+    throw new TokenizerError(
+      'TOKENIZER_INVALID',
+      id === undefined
+        ? `${this.#where}: model.merges.${rank}: ${JSON.stringify(token)} is not in model.vocab`
+        : `${this.#where}: model.vocab: id ${id} is too large (at most ${PAIR_KEY_FACTOR - 1})`,
+    );
+  }
+
+  #unknown(word: string, index: number): number {
     if (this.#unknownTokenId !== null) return this.#unknownTokenId;
     throw new TokenizerError(
       'TOKENIZER_UNKNOWN_TOKEN',
-      `${this.#where}: symbol ${JSON.stringify(symbol)} is not in model.vocab and there is no unk_token`,
+      `${this.#where}: symbol ${index} of ${JSON.stringify(word)} is not in model.vocab and there is no unk_token`,
     );
   }
-}
-
-function pairKey(left: string, right: string): string {
-  return `${left}\u0000${right}`;
 }

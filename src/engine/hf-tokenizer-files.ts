@@ -44,6 +44,30 @@ export const preTokenizerSchema: z.ZodType<PreTokenizerConfig> = z.lazy(() =>
   }),
 );
 
+/**
+ * model.vocab and model.merges are checked with plain loops: they hold ~150k entries each,
+ * and element-wise zod schemas took about a second on Qwen3's file. The vocabulary's ids are
+ * checked where the tokenizer reads them (one pass over the 150k entries, not two).
+ */
+const vocabSchema = z.custom<Record<string, unknown>>(
+  (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
+  { message: 'expected an object of token → id' },
+);
+
+const mergesSchema = z.custom<Array<string | [string, string]>>(
+  (value) =>
+    Array.isArray(value) &&
+    value.every(
+      (merge) =>
+        typeof merge === 'string' ||
+        (Array.isArray(merge) &&
+          merge.length === 2 &&
+          typeof merge[0] === 'string' &&
+          typeof merge[1] === 'string'),
+    ),
+  { message: 'expected an array of "a b" strings or [a, b] pairs' },
+);
+
 export const tokenizerJsonSchema = z.looseObject({
   added_tokens: z.array(addedTokenSchema).default([]),
   normalizer: normalizerSchema.nullable().default(null),
@@ -51,8 +75,8 @@ export const tokenizerJsonSchema = z.looseObject({
   decoder: z.looseObject({ type: z.string() }).nullable().default(null),
   model: z.looseObject({
     type: z.literal('BPE'),
-    vocab: z.record(z.string(), z.number().int().nonnegative()),
-    merges: z.array(z.union([z.string(), z.tuple([z.string(), z.string()])])).default([]),
+    vocab: vocabSchema,
+    merges: mergesSchema.default([]),
     unk_token: z.string().nullable().optional(),
     ignore_merges: z.boolean().optional(),
     continuing_subword_prefix: z.string().nullable().optional(),

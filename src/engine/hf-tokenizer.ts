@@ -58,8 +58,17 @@ export class HfTokenizer implements Tokenizer {
     );
     this.name = source.name ?? where;
     checkModel(json, `${where}/tokenizer.json`);
-    const vocab = new Map(Object.entries(json.model.vocab));
-    for (const [token, id] of vocab) this.#idToToken[id] = token;
+    const vocab = new Map<string, number>();
+    for (const [token, id] of Object.entries(json.model.vocab)) {
+      if (typeof id !== 'number' || !Number.isInteger(id) || id < 0) {
+        throw new TokenizerError(
+          'TOKENIZER_INVALID',
+          `${where}/tokenizer.json: field model.vocab.${token}: expected a non-negative integer id`,
+        );
+      }
+      vocab.set(token, id);
+      this.#idToToken[id] = token;
+    }
     const merges = json.model.merges.map((merge, index): [string, string] => {
       if (Array.isArray(merge)) return merge;
       const parts = merge.split(' ');

@@ -12,7 +12,7 @@ import { benchTokenizer, type TokenizerBenchReport } from '../../bench/tokenizer
 import { resolveDataDir } from '../../eval/benchmark-data-dir.ts';
 import { integerOption, usageError } from '../cli-options.ts';
 
-type Flags = { tokenizer?: string; rounds: number; dataDir?: string; json?: boolean };
+type Flags = { tokenizer?: string; rounds: number; coldRepeats: number; dataDir?: string; json?: boolean };
 
 export function registerTokenizerBench(bench: Command): void {
   bench
@@ -35,6 +35,7 @@ export function registerTokenizerBench(bench: Command): void {
         tokenizerDir: flags.tokenizer ?? defaultTokenizerDir(),
         dataDir: resolveDataDir({ dataDir: flags.dataDir }),
         rounds: flags.rounds,
+        coldRepeats: flags.coldRepeats,
         onProgress: (message) => process.stderr.write(`${message}\n`),
       });
       process.stdout.write(flags.json === true ? `${JSON.stringify(report, null, 2)}\n` : table(report));
@@ -51,7 +52,7 @@ function defaultTokenizerDir(): string {
 
 function table(report: TokenizerBenchReport): string {
   const lines = [
-    `${report.tokenizerDir}: ${report.texts} texts, ${report.tokens} tokens, ${report.rounds} rounds`,
+    `${report.tokenizerDir}: ${report.texts} texts, ${report.tokens} tokens, ${report.rounds} timed rounds`,
     '',
     `${'implementation'.padEnd(28)}${'class'.padEnd(20)}${'texts'.padStart(6)}${'median tok/s'.padStart(14)}${'p99 µs'.padStart(10)}${'total tok/s'.padStart(13)}${'ratio'.padStart(8)}`,
   ];
@@ -69,6 +70,7 @@ function table(report: TokenizerBenchReport): string {
     }
     lines.push(
       `${label.slice(0, 27).padEnd(28)}texts whose ids differ from the Rust tokenizers library: ${implementation.mismatchedTexts}`,
+      `${label.slice(0, 27).padEnd(28)}cold first pass ${implementation.coldTokensPerSecond.toFixed(0)} tok/s, load ${implementation.loadMilliseconds.toFixed(0)} ms (medians of ${report.coldRepeats})`,
       '',
     );
   }
