@@ -212,6 +212,21 @@ class CheckpointTest(TrainerTestCase):
         for name in expected:
             torch.testing.assert_close(actual[name], expected[name], atol=1e-6, rtol=1e-6, msg=name)
 
+    def test_ppo_mini_batches_and_epochs_take_one_update_each_with_the_proximal_policy_scored_once(self):
+        core = self.core(self.models["qwen3-moe"])
+        ids, masks, _, advantages = fixed_batch(core.model.config.vocab_size, 5)
+        scored = core.runner.score_sequences(decode_batch(encode_batch(ids, masks)))
+        olds = [row.tolist() for row in scored]
+        options = {"learningRate": 1e-2, "miniBatches": 2, "epochs": 2, "proximal": "recompute", "temperature": 0.8}
+        batch = decode_batch(encode_batch(ids, masks, advantages, olds, options=options))
+        result = core.runner.grpo_step(batch, parse_step_options(batch.options))
+        self.assertEqual(result["updates"], 4)
+        self.assertEqual(result["policy_version"], 1)
+        self.assertEqual(core.runner.optimizer_steps, 4)
+        # Later updates see moved weights: the ratio leaves 1 and clipping can act.
+        self.assertGreater(abs(result["mean_ratio"] - 1.0), 1e-4)
+        self.assertIn("off_policy_weight", result)
+
     def test_an_uncommitted_checkpoint_is_not_loaded(self):
         from agentmath_train.checkpoint import load_checkpoint
 
