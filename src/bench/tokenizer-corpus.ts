@@ -176,6 +176,8 @@ function specialTokenTexts(addedTokens: readonly string[]): string[] {
     texts.push(token, `before${token}after`, ` ${token} `, `${token}${token}`, `\n${token}\n`);
     // Whitespace that Rust strips around lstrip/rstrip tokens and JavaScript's trim does not, and back.
     texts.push(`a\u0085${token}\u0085b`, `a \ufeff${token}\ufeff b`, `a\t\n ${token} \n\tb`);
+    // Fullwidth forms: NFKC turns them into the token (matched there only if it is `normalized`).
+    texts.push(`x ${toFullwidth(token)} y`, `x${toFullwidth(token)}y`);
     if (token.length > 2) texts.push(token.slice(0, -1), `${token.slice(0, -1)} ${token.slice(-1)}`);
   }
   texts.push(
@@ -184,6 +186,11 @@ function specialTokenTexts(addedTokens: readonly string[]): string[] {
     '< |endoftext| > <|endoftext <endoftext|> <|unknown_token|> <|',
   );
   return texts;
+}
+
+/** ASCII printable characters written as their fullwidth forms (U+FF01..U+FF5E). */
+function toFullwidth(text: string): string {
+  return text.replace(/[!-~]/g, (char) => String.fromCodePoint(char.codePointAt(0)! + 0xfee0));
 }
 
 /** A random concatenation of slices of the pool (mixes classes and cuts mid-word). */

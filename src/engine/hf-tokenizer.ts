@@ -1,13 +1,15 @@
 /**
  * A byte-level BPE tokenizer built from the contents of Hugging Face `tokenizer.json` and
- * `tokenizer_config.json`: added tokens are matched first (longest first, on the raw text),
- * the rest is normalized, pre-tokenized and BPE-encoded. Decoding joins the bytes of all
+ * `tokenizer_config.json`: added tokens are matched first (`hf-tokenizer-added-tokens.ts`: on
+ * the raw text, then `normalized` ones on the normalized text), the rest is normalized,
+ * pre-tokenized and BPE-encoded. Decoding joins the bytes of all
  * tokens before UTF-8 decoding, so a character split across tokens decodes whole.
  */
 import type { z } from 'zod';
 import { BpeModel } from './bpe-model.ts';
 import { unicodeToByte } from './byte-unicode-table.ts';
 import { ChatTemplate } from './chat-template.ts';
+import { type AddedToken, AddedTokenMatcher } from './hf-tokenizer-added-tokens.ts';
 import {
   configTokenContent,
   type NormalizerConfig,
@@ -44,7 +46,9 @@ export class HfTokenizer implements Tokenizer {
   readonly #normalize: (text: string) => string;
   readonly #addedById = new Map<number, string>();
   readonly #addedByContent = new Map<string, number>();
-  readonly #addedPattern: RegExp | null;
+  /** Added tokens matched in the raw text, and (`normalized: true`) in the normalized text. */
+  readonly #rawAddedTokens: AddedTokenMatcher | null;
+  readonly #normalizedAddedTokens: AddedTokenMatcher | null;
   readonly #idToToken: string[] = [];
   readonly #template: ChatTemplate | null;
 
@@ -92,8 +96,18 @@ export class HfTokenizer implements Tokenizer {
       this.#addedById.set(token.id, token.content);
       this.#addedByContent.set(token.content, token.id);
     }
-    this.#addedPattern = buildAddedPattern(json);
     this.#normalize = createNormalizer(json.normalizer, `${where}/tokenizer.json normalizer`);
+    // Without a normalizer, `normalized` changes nothing: every token is matched in the raw text.
+    const onNormalized = (token: AddedToken) => token.normalized === true && json.normalizer !== null;
+    this.#rawAddedTokens = AddedTokenMatcher.create(
+      json.added_tokens.filter((token) => !onNormalized(token)),
+    );
+    this.#normalizedAddedTokens = AddedTokenMatcher.create(json.added_tokens.filter(onNormalized), (token) =>
+      this.#normalize(token.content),
+    );
+    for (const token of json.added_tokens.filter(onNormalized)) {
+      this.#addedByContent.set(this.#normalize(token.content), token.id);
+    }
     this.#preTokenize = createPreTokenizer(json.pre_tokenizer, `${where}/tokenizer.json pre_tokenizer`);
     this.vocabSize = Math.max(this.#idToToken.length, ...[...this.#addedById.keys()].map((id) => id + 1));
     this.eosTokenId = this.#resolveEos(config);
@@ -114,23 +128,25 @@ export class HfTokenizer implements Tokenizer {
 
   encode(text: string, options: EncodeOptions = {}): number[] {
     const ids: number[] = [];
-    const encodePlain = (segment: string) => {
-      if (segment.length === 0) return;
-      for (const word of this.#preTokenize(this.#normalize(segment))) {
+    const pushId = (id: number) => ids.push(id);
+    const encodeNormalized = (normalized: string) => {
+      if (normalized.length === 0) return;
+      for (const word of this.#preTokenize(normalized)) {
         for (const id of this.#model.encodeWord(word)) ids.push(id);
       }
     };
-    if (this.#addedPattern === null || options.specialTokens === false) {
-      encodePlain(text);
-      return ids;
-    }
-    let last = 0;
-    for (const match of text.matchAll(this.#addedPattern)) {
-      encodePlain(text.slice(last, match.index));
-      ids.push(this.#addedId(match[0]));
-      last = match.index + match[0].length;
-    }
-    encodePlain(text.slice(last));
+    const matchAdded = options.specialTokens !== false;
+    const encodeRaw = (segment: string) => {
+      if (segment.length === 0) return;
+      const normalized = this.#normalize(segment);
+      if (matchAdded && this.#normalizedAddedTokens !== null) {
+        this.#normalizedAddedTokens.split(normalized, encodeNormalized, pushId);
+      } else {
+        encodeNormalized(normalized);
+      }
+    };
+    if (matchAdded && this.#rawAddedTokens !== null) this.#rawAddedTokens.split(text, encodeRaw, pushId);
+    else encodeRaw(text);
     return ids;
   }
 
@@ -171,24 +187,6 @@ export class HfTokenizer implements Tokenizer {
     if (added !== undefined) return added;
     const index = this.#idToToken.indexOf(token);
     return index >= 0 ? index : null;
-  }
-
-  /** The id of an added-token match, whose text may carry whitespace absorbed by lstrip/rstrip. */
-  #addedId(matched: string): number {
-    const withoutLeft = matched.replace(LEADING_WHITESPACE, '');
-    for (const candidate of [
-      matched,
-      withoutLeft,
-      matched.replace(TRAILING_WHITESPACE, ''),
-      withoutLeft.replace(TRAILING_WHITESPACE, ''),
-    ]) {
-      const id = this.#addedByContent.get(candidate);
-      if (id !== undefined) return id;
-    }
-    throw new TokenizerError(
-      'TOKENIZER_UNKNOWN_TOKEN',
-      `${this.name}: added token ${JSON.stringify(matched)}`,
-    );
   }
 
   applyChatTemplate(messages: readonly ChatMessage[]): string {
@@ -243,25 +241,6 @@ function pickTemplate(config: TokenizerConfig): string | null {
   if (template === null || template === undefined) return null;
   if (typeof template === 'string') return template;
   return (template.find((entry) => entry.name === 'default') ?? template[0])?.template ?? null;
-}
-
-/**
- * Whitespace that `lstrip`/`rstrip` absorb: Rust's `char::is_whitespace`, the White_Space
- * property (U+0085 is in it, U+FEFF is not: JavaScript's `\s` and `trim` have it the other way).
- */
-const WHITESPACE_RUN = '\\p{White_Space}*';
-const LEADING_WHITESPACE = /^\p{White_Space}+/u;
-const TRAILING_WHITESPACE = /\p{White_Space}+$/u;
-
-/** One regex matching every added token, longest first; `lstrip`/`rstrip` absorb whitespace. */
-function buildAddedPattern(json: TokenizerJson): RegExp | null {
-  if (json.added_tokens.length === 0) return null;
-  const tokens = [...json.added_tokens].sort((a, b) => b.content.length - a.content.length);
-  const alternatives = tokens.map((token) => {
-    const escaped = token.content.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    return `${token.lstrip ? WHITESPACE_RUN : ''}${escaped}${token.rstrip ? WHITESPACE_RUN : ''}`;
-  });
-  return new RegExp(alternatives.join('|'), 'gu');
 }
 
 function createNormalizer(config: NormalizerConfig | null, where: string): (text: string) => string {
