@@ -26,6 +26,12 @@ export function registerTokenizerBench(bench: Command): void {
     )
     .option('--rounds <n>', 'timed passes over the corpus', integerOption({ min: 1, max: 10_000 }), 20)
     .option(
+      '--cold-repeats <n>',
+      'fresh tokenizers built and timed on their first pass (load time, cold tokens/s: medians)',
+      integerOption({ min: 1, max: 100 }),
+      3,
+    )
+    .option(
       '--data-dir <folder>',
       'benchmark folder (default: AGENTMATH_DATA_DIR, then ../shared/data/benchmarks)',
     )
