@@ -7,10 +7,12 @@
  * moves itself into the worker's cgroups so every process of the jail is accounted there.
  */
 import { existsSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, relative } from 'node:path';
 
 /** Where the runner's folder appears inside the jail. */
 export const JAIL_RUNNER_DIR = '/opt/agentmath-sandbox';
+/** Where a virtual environment's folder appears inside the jail (its host path stays hidden). */
+export const JAIL_ENVIRONMENT_DIR = '/opt/agentmath-python';
 
 /** System paths the interpreter needs, bound read-only when they exist on the host. */
 const READ_ONLY_PATHS = ['/usr', '/etc/alternatives', '/etc/ld.so.cache', '/etc/python3', '/etc/python3.11'];
@@ -43,8 +45,10 @@ function systemBindArgs(): string[] {
 
 /**
  * A virtual environment's root when `pythonPath` is its `bin/python` (it has `pyvenv.cfg`):
- * the jail binds it read-only at the same path, so the interpreter finds its packages. Its
- * base interpreter lives under /usr, which is bound already.
+ * the jail binds it read-only at `JAIL_ENVIRONMENT_DIR` and runs the interpreter from there,
+ * so Python finds the environment's packages (a venv is found from the interpreter's own
+ * path) while the host's folders stay out of sight. Its base interpreter lives under /usr,
+ * which is bound already.
  */
 export function virtualEnvironmentRoot(pythonPath: string): string | null {
   const root = dirname(dirname(pythonPath));
@@ -56,7 +60,9 @@ export function buildJailCommand(options: JailCommandOptions): { command: string
   const { pythonPath, runnerDir, uid, tmpBytes, cgroupProcsFiles, runnerConfig } = options;
   const bind = systemBindArgs();
   const environmentRoot = virtualEnvironmentRoot(pythonPath);
-  const environmentBind = environmentRoot === null ? [] : ['--ro-bind', environmentRoot, environmentRoot];
+  const environmentBind = environmentRoot === null ? [] : ['--ro-bind', environmentRoot, JAIL_ENVIRONMENT_DIR];
+  const interpreter =
+    environmentRoot === null ? pythonPath : `${JAIL_ENVIRONMENT_DIR}/${relative(environmentRoot, pythonPath)}`;
   const bwrap = [
     '/usr/bin/bwrap',
     '--unshare-all',
@@ -103,13 +109,12 @@ export function buildJailCommand(options: JailCommandOptions): { command: string
     String(tmpBytes),
     '--tmpfs',
     '/tmp',
-    // After /tmp's tmpfs, so an environment in a checkout under /tmp is not hidden by it.
     ...environmentBind,
     '--remount-ro',
     '/',
     '--chdir',
     '/tmp',
-    pythonPath,
+    interpreter,
     '-I',
     '-B',
     `${JAIL_RUNNER_DIR}/runner.py`,
