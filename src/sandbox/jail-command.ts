@@ -60,9 +60,12 @@ export function buildJailCommand(options: JailCommandOptions): { command: string
   const { pythonPath, runnerDir, uid, tmpBytes, cgroupProcsFiles, runnerConfig } = options;
   const bind = systemBindArgs();
   const environmentRoot = virtualEnvironmentRoot(pythonPath);
-  const environmentBind = environmentRoot === null ? [] : ['--ro-bind', environmentRoot, JAIL_ENVIRONMENT_DIR];
+  const environmentBind =
+    environmentRoot === null ? [] : ['--ro-bind', environmentRoot, JAIL_ENVIRONMENT_DIR];
   const interpreter =
-    environmentRoot === null ? pythonPath : `${JAIL_ENVIRONMENT_DIR}/${relative(environmentRoot, pythonPath)}`;
+    environmentRoot === null
+      ? pythonPath
+      : `${JAIL_ENVIRONMENT_DIR}/${relative(environmentRoot, pythonPath)}`;
   const bwrap = [
     '/usr/bin/bwrap',
     '--unshare-all',
