@@ -11,6 +11,17 @@ Weight changes (training steps, loading weights) run through `exclusive()`: they
 the running sequences finish, new requests wait behind them, so every response comes from
 exactly one policy version (reported as meta_info.weight_version) and no KV cache mixes
 weights. This matches SGLang, whose weight updates also wait for in-flight requests.
+
+Pausing (SGLang's `pause_generation` / `continue_generation`): while paused no step runs and
+new requests wait; a weight change runs at once, without waiting for the paused sequences
+(as SGLang skips its update lock when paused). The modes are SGLang's:
+  abort     every request in flight or waiting finishes now with finish_reason abort and the
+            tokens it has (the client resubmits `prompt + tokens so far`, as AReaL does);
+  in_place  running sequences keep their slot, tokens and KV cache, and go on at continue
+            (their cache then mixes the old weights' keys with the new weights' queries);
+  retract   running sequences keep their slot and tokens but drop their KV cache; at
+            continue it is recomputed from prompt + tokens so far (under the new weights).
+A paused request's response reports the policy version at its finish.
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ from .sampling import sample_tokens
 from .stop import StopChecker, trim_text
 
 T = TypeVar("T")
+PAUSE_MODES = ("abort", "in_place", "retract")
 logger = logging.getLogger("agentmath_worker.engine")
 _seed_source = itertools.count(0x5EED)
 
@@ -83,6 +95,8 @@ class Engine:
         self._writer_active = False
         self._in_step = False
         self._stopped = False
+        self._paused = False
+        self._retracted: Set[int] = set()
         n = backend.n_slots
         self._tokens = torch.zeros(n, dtype=torch.long)
         self._positions = torch.zeros(n, dtype=torch.long)
@@ -120,20 +134,55 @@ class Engine:
         return sequence
 
     def abort(self, request_id: Optional[str] = None) -> int:
-        """Aborts one request by id, or every request when id is None. Returns how many."""
+        """Aborts one request by id, or every request when id is None. Returns how many. A
+        request aborted while the engine is paused finishes at once."""
         with self._condition:
             targets = [s for s in self._waiting + list(self._running.values()) if request_id in (None, s.request_id)]
-            for sequence in targets:
-                self._aborted.add(sequence.request_id)
+            if self._paused and not self._in_step:
+                for sequence in targets:
+                    self._finish_aborted(sequence)
+            else:
+                for sequence in targets:
+                    self._aborted.add(sequence.request_id)
             self._condition.notify_all()
         return len(targets)
 
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    def pause(self, mode: str) -> int:
+        """Stops generating after the step in flight (see module comment for the modes).
+        Returns how many running sequences are kept (0 for abort)."""
+        if mode not in PAUSE_MODES:
+            raise RequestError(f"mode must be one of {', '.join(PAUSE_MODES)}, got {mode!r}")
+        with self._condition:
+            self._paused = True
+            while self._in_step:
+                self._condition.wait()
+            if mode == "abort":
+                for sequence in self._waiting + list(self._running.values()):
+                    self._finish_aborted(sequence)
+            elif mode == "retract":
+                for slot in self._running:
+                    if slot not in self._retracted:
+                        self.backend.release(slot)
+                        self._retracted.add(slot)
+            self._condition.notify_all()
+            return len(self._running)
+
+    def resume(self) -> None:
+        """SGLang's continue_generation: steps run again (retracted caches are recomputed first)."""
+        with self._condition:
+            self._paused = False
+            self._condition.notify_all()
+
     def exclusive(self, action: Callable[[], T]) -> T:
-        """Runs `action` with no sequence in flight (see module comment)."""
+        """Runs `action` with no sequence in flight, or at once while paused (see module comment)."""
         with self._condition:
             self._writers_waiting += 1
             try:
-                while self._writer_active or self._running or self._in_step:
+                while self._writer_active or self._in_step or (self._running and not self._paused):
                     self._condition.wait()
                 self._writer_active = True
             finally:
@@ -147,12 +196,14 @@ class Engine:
 
     def stats(self) -> Dict[str, int]:
         with self._condition:
-            return {"running": len(self._running), "waiting": len(self._waiting), "decode_steps": self.steps}
+            return {"running": len(self._running), "waiting": len(self._waiting), "decode_steps": self.steps,
+                    "paused": self._paused}
 
     def shutdown(self) -> None:
         self.abort()
         with self._condition:
             self._stopped = True
+            self._paused = False
             self._condition.notify_all()
         self._thread.join(timeout=30)
 
@@ -162,6 +213,7 @@ class Engine:
             with self._condition:
                 while not self._stopped and (
                     self._writer_active
+                    or self._paused
                     or (not self._running and (not self._waiting or self._writers_waiting))
                 ):
                     self._condition.wait()
@@ -198,6 +250,12 @@ class Engine:
             for sequence in [s for s in self._waiting if s.request_id in aborted]:
                 self._waiting.remove(sequence)
                 self._finish(sequence, {"type": "abort"})
+        with self._condition:
+            retracted, self._retracted = self._retracted, set()
+        for slot in sorted(retracted):
+            sequence = self._running.get(slot)
+            if sequence is not None:  # the cache holds every token but the last sampled one
+                self.backend.prefill(slot, sequence.prompt + sequence.output[:-1])
         for sequence in admit:
             if sequence.finish is None:
                 self._admit(sequence)
@@ -264,6 +322,13 @@ class Engine:
     def _finish_locked(self, sequence: Sequence, reason: Dict[str, Any]) -> None:
         with self._condition:
             self._finish(sequence, reason)
+
+    def _finish_aborted(self, sequence: Sequence) -> None:
+        """Finishes an aborted sequence outside a step. Holds the lock; no step is in flight."""
+        if sequence in self._waiting:
+            self._waiting.remove(sequence)
+        self._retracted.discard(sequence.slot)
+        self._finish(sequence, {"type": "abort", "message": "aborted"})
 
     def _finish(self, sequence: Sequence, reason: Dict[str, Any]) -> None:
         """Builds the SGLang-shaped result, frees the slot, wakes the waiting request. Holds the lock."""

@@ -1,9 +1,12 @@
 """Backend for a local Hugging Face causal LM (needs `transformers`; on a GPU when there is one).
 
-Same engine and trainer as the byte model, same routes. Generation keeps each sequence's own
-`past_key_values` and decodes the running sequences one after another within a step (no
-padded batching), which is correct for any architecture and fine for the small models this
-path is meant for; production serving at scale belongs to SGLang or vLLM.
+Same engine and trainer as the byte model, same routes. Each decode step runs ONE forward pass
+over every running sequence: their KV caches are stacked into a left-padded batch (see
+`packed_batch.py`) with an attention mask hiding the padding and each row's own position ids,
+so a sequence's tokens are computed once (a real KV cache) and requests share the matmuls.
+Prefill runs per request. Caches that are not plain growing tensors (sliding-window or
+recurrent layers) fall back to decoding those sequences one by one. Production serving at
+scale belongs to SGLang or vLLM.
 
 Weights are held in fp32 (the master weights the optimizer updates, and AdamW's state with
 them); on a GPU the forward passes run under bf16 autocast. Updating bf16 weights directly
@@ -14,10 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import glob
+import inspect
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
+
+from .packed_batch import PackedBatch
 
 try:  # optional dependency
     import transformers
@@ -55,7 +62,15 @@ class HuggingFaceBackend:
         if eos is None:
             eos = tokenizer.eos_token_id
         self.eos_token_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
-        self._past: Dict[int, Any] = {}
+        # Each slot's KV cache lives either alone (a per-layer list of (keys, values) of shape
+        # [1, kv_heads, length, head_dim], right after its prefill) or as one row of the packed
+        # batch the decode steps run on; caches that cannot be packed decode one by one.
+        self._alone: Dict[int, List[Tuple[torch.Tensor, torch.Tensor]]] = {}
+        self._unpackable: Dict[int, Any] = {}
+        self._batch = PackedBatch()
+        parameters = inspect.signature(self.model.forward).parameters
+        self._cache_argument = "cache" if "cache" in parameters else "past_key_values"
+        self._last_logits_only = {"logits_to_keep": 1} if "logits_to_keep" in parameters else {}
 
     @staticmethod
     def create(
@@ -71,7 +86,7 @@ class HuggingFaceBackend:
         if compute_dtype is None and chosen.type == "cuda":
             compute_dtype = torch.bfloat16
         tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-        model = transformers.AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32).to(chosen)
+        model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(chosen)
         return HuggingFaceBackend(model, tokenizer, path, n_slots, chosen, compute_dtype)
 
     def _autocast(self):
@@ -94,31 +109,69 @@ class HuggingFaceBackend:
     # Generation -------------------------------------------------------------------------------
     @torch.no_grad()
     def prefill(self, slot: int, token_ids: List[int]) -> torch.Tensor:
+        self._forget(slot)
         ids = torch.tensor([token_ids], dtype=torch.long, device=self.device)
+        cache = self._new_cache()
         with self._autocast():
-            output = self.model(input_ids=ids, use_cache=True)
-        self._past[slot] = output.past_key_values
+            output = self.model(input_ids=ids, use_cache=True, **self._last_logits_only, **{self._cache_argument: cache})
+        if self._packable(cache):
+            self._alone[slot] = [(layer.keys, layer.values) for layer in cache.layers]
+        else:
+            self._unpackable[slot] = cache
         return output.logits[0, -1].float().cpu()
 
     @torch.no_grad()
     def decode_step(self, tokens: torch.Tensor, positions: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
-        rows = []
-        for slot in range(tokens.shape[0]):
-            past = self._past.get(slot)
-            if past is None or not bool(active[slot]):  # an idle row inside the decoded range
-                rows.append(torch.zeros(self.vocab_size))
-                continue
-            position = int(positions[slot])
-            ids = tokens[slot : slot + 1, None].to(self.device)
-            attention = torch.ones(1, position + 1, dtype=torch.long, device=self.device)
+        """One token for every active slot, in one forward pass over the packed batch."""
+        logits = torch.zeros(tokens.shape[0], self.vocab_size)
+        slots = [slot for slot in range(tokens.shape[0]) if bool(active[slot]) and self.holds(slot)]
+        packable = [slot for slot in slots if slot not in self._unpackable]
+        for slot in slots:
+            if slot in self._unpackable:
+                logits[slot] = self._decode_alone(slot, int(tokens[slot]), int(positions[slot]))
+        if packable:
+            batch = self._batch.repack(packable, self._alone, self._new_cache)
+            rows = torch.tensor(batch.slots)
             with self._autocast():
-                output = self.model(input_ids=ids, past_key_values=past, attention_mask=attention, use_cache=True)
-            self._past[slot] = output.past_key_values
-            rows.append(output.logits[0, -1].float().cpu())
-        return torch.stack(rows)
+                output = self.model(
+                    input_ids=tokens[rows][:, None].to(self.device),
+                    position_ids=positions[rows][:, None].to(self.device),
+                    attention_mask=batch.extend_mask(),
+                    use_cache=True,
+                    **{self._cache_argument: batch.cache},
+                )
+            logits[rows] = output.logits[:, -1].float().cpu()
+        return logits
+
+    def holds(self, slot: int) -> bool:
+        """Whether the slot has a KV cache (prefilled and not released)."""
+        return slot in self._alone or slot in self._unpackable or slot in self._batch.slots
 
     def release(self, slot: int) -> None:
-        self._past.pop(slot, None)
+        self._forget(slot)
+
+    def _forget(self, slot: int) -> None:
+        self._alone.pop(slot, None)
+        self._unpackable.pop(slot, None)
+        self._batch.remove(slot)
+
+    def _new_cache(self):
+        return transformers.DynamicCache(config=self.model.config)
+
+    @staticmethod
+    def _packable(cache) -> bool:
+        """Only caches that are plain growing key/value tensors can be padded and stacked; a
+        sliding-window or recurrent layer keeps the slow path."""
+        layers = getattr(cache, "layers", None)
+        return bool(layers) and all(type(layer).__name__ == "DynamicLayer" for layer in layers)
+
+    def _decode_alone(self, slot: int, token: int, position: int) -> torch.Tensor:
+        cache = self._unpackable[slot]
+        ids = torch.tensor([[token]], dtype=torch.long, device=self.device)
+        attention = torch.ones(1, position + 1, dtype=torch.long, device=self.device)
+        with self._autocast():
+            output = self.model(input_ids=ids, attention_mask=attention, use_cache=True, **{self._cache_argument: cache})
+        return output.logits[0, -1].float().cpu()
 
     # Training ---------------------------------------------------------------------------------
     def trainable(self) -> torch.nn.Module:
@@ -134,7 +187,7 @@ class HuggingFaceBackend:
         if folder is None:
             reference = copy.deepcopy(self.model)
         else:
-            reference = transformers.AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32)
+            reference = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
         return reference.to(self.device).eval().requires_grad_(False)
 
     def reference_logits(self, reference, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -149,8 +202,35 @@ class HuggingFaceBackend:
         self.tokenizer.save_pretrained(folder)
 
     def load_weights(self, folder: str) -> None:
-        loaded = transformers.AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32)
-        self.model.load_state_dict(loaded.state_dict())
+        """Copies a Hugging Face folder's weights into the served model in place (the folder's
+        *.safetensors files straight into the parameters; other formats through
+        `from_pretrained`). Every parameter must be in the folder, a tied one through its twin;
+        a tensor the model does not have, or of another shape, is refused before any is copied."""
+        files = sorted(glob.glob(os.path.join(folder, "*.safetensors")))
+        if not files:
+            loaded = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+            self.model.load_state_dict(loaded.state_dict())
+            self.model_path = folder
+            return
+        from safetensors.torch import load_file
+
+        state: Dict[str, torch.Tensor] = {}
+        for path in files:
+            state.update(load_file(path))
+        own = self.model.state_dict()
+        unknown = sorted(set(state) - set(own))
+        if unknown:
+            raise ValueError(f"{folder}: tensors the served model does not have: {', '.join(unknown[:5])}")
+        wrong = [name for name, tensor in state.items() if tuple(tensor.shape) != tuple(own[name].shape)]
+        if wrong:
+            raise ValueError(f"{folder}: tensors of another shape than the served model's: {', '.join(wrong[:5])}")
+        storage = {own[name].data_ptr() for name in state}
+        missing = [name for name in own if name not in state and own[name].data_ptr() not in storage]
+        if missing:
+            raise ValueError(f"{folder}: tensors missing from the folder: {', '.join(missing[:5])}")
+        with torch.no_grad():
+            for name, tensor in state.items():
+                own[name].copy_(tensor.to(own[name].device, own[name].dtype))
         self.model_path = folder
 
     def describe(self) -> Dict[str, Any]:

@@ -190,6 +190,17 @@ def parse_grpo_options(body: Dict[str, Any]) -> GrpoOptions:
     )
 
 
+def optional_weight_version(body: Dict[str, Any]) -> Optional[int]:
+    """SGLang's `weight_version` (a string there); this worker's versions are integers."""
+    value = body.get("weight_version")
+    if value is None:
+        return None
+    text = str(value)
+    if isinstance(value, bool) or not text.isdigit():
+        raise BadRequest(f"weight_version must be a non-negative integer (as a string or number), got {value!r}")
+    return int(text)
+
+
 def required_path(body: Any, key: str) -> str:
     body = _object(body, "request body")
     value = body.get(key)

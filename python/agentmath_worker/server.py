@@ -1,11 +1,16 @@
 """The worker's HTTP server: SGLang's native routes plus the training routes.
 
-Inference (SGLang names and shapes):
+Inference (SGLang's names, fields and answers, followed from SGLang 0.5.x's http_server.py,
+io_struct.py and tokenizer_manager.py; docs/embedded-model.md lists them):
   GET  /health                  200 when the engine thread is alive
   GET  /get_model_info          model_path, tokenizer_path, is_generation, weight_version, …
   POST /generate                input_ids (or text), sampling_params, return_logprob, rid
-  POST /update_weights_from_disk {model_path}
-  POST /abort_request           {rid} (or {} for all)
+  POST /update_weights_from_disk {model_path, load_format?, abort_all_requests?, weight_version?}
+                                waits for running requests unless paused, as SGLang does
+  POST /pause_generation        {mode: abort | in_place | retract} (default abort)
+  POST /continue_generation     {}
+  POST /abort_request           {rid} or {abort_all: true}; an aborted request answers its
+                                partial output with finish_reason {type: abort}
 Training (this worker's own; bodies in docs/embedded-model.md):
   POST /train/sft_step  /train/grpo_step  /train/score
   POST /train/save_checkpoint {path}  /train/load_checkpoint {path}
@@ -31,7 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import requests as parse
-from .engine import Engine, RequestError
+from .engine import PAUSE_MODES, Engine, RequestError
 from .trainer import Trainer
 
 logger = logging.getLogger("agentmath_worker.server")
@@ -78,18 +83,42 @@ class Worker:
 
     def update_weights_from_disk(self, body: Any) -> Dict[str, Any]:
         path = parse.required_path(body, "model_path")
+        given_version = parse.optional_weight_version(body)
+        if body.get("abort_all_requests"):
+            self.engine.abort()
 
         def load() -> Dict[str, Any]:
             self.backend.load_weights(path)
-            version = _read_version(path)
+            version = given_version if given_version is not None else _read_version(path)
             self.engine.policy_version = version if version is not None else self.engine.policy_version + 1
-            return {"success": True, "message": f"loaded weights from {path}", "num_paused_requests": 0,
+            paused = self.engine.stats()["running"] if self.engine.paused else 0
+            return {"success": True, "message": f"loaded weights from {path}", "num_paused_requests": paused,
                     "weight_version": str(self.engine.policy_version)}
 
         try:
             return self.engine.exclusive(load)
         except (OSError, ValueError, RuntimeError) as error:
             return {"success": False, "message": f"failed to load weights from {path}: {error}", "num_paused_requests": 0}
+
+    def pause_generation(self, body: Any) -> Dict[str, Any]:
+        mode = parse.optional_choice(parse._object(body if body is not None else {}, "request body"), "mode", PAUSE_MODES)
+        self.engine.pause(mode)
+        return {"message": "Generation paused successfully.", "status": "ok"}
+
+    def continue_generation(self, body: Any) -> Dict[str, Any]:
+        del body  # SGLang's ContinueGenerationReqInput has no field this worker uses
+        self.engine.resume()
+        return {"message": "Generation continued successfully.", "status": "ok"}
+
+    def abort_request(self, body: Any) -> Dict[str, Any]:
+        """SGLang's AbortReq: `rid` aborts that request, `abort_all` every one; neither: nothing."""
+        body = parse._object(body if body is not None else {}, "request body")
+        rid = body.get("rid")
+        if rid is not None and not isinstance(rid, str):
+            raise parse.BadRequest("rid must be a string")
+        if body.get("abort_all"):
+            return {"aborted": self.engine.abort()}
+        return {"aborted": self.engine.abort(rid) if rid else 0}
 
     def train(self, kind: str, body: Any) -> Dict[str, Any]:
         body = parse._object(body, "request body")
@@ -207,7 +236,9 @@ def make_handler(worker: Worker, api_key: Optional[str] = None):
     post_routes: Dict[str, Callable[[Any], Any]] = {
         "/generate": worker.generate,
         "/update_weights_from_disk": worker.update_weights_from_disk,
-        "/abort_request": lambda body: {"aborted": worker.engine.abort((body or {}).get("rid"))},
+        "/abort_request": lambda body: worker.abort_request(body),
+        "/pause_generation": lambda body: worker.pause_generation(body),
+        "/continue_generation": lambda body: worker.continue_generation(body),
         "/train/sft_step": lambda body: worker.train("sft", body),
         "/train/grpo_step": lambda body: worker.train("grpo", body),
         "/train/score": worker.score,

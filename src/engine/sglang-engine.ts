@@ -6,7 +6,16 @@
  * when present, and `meta_info.finish_reason` ({type:'stop', matched: str|int} |
  * {type:'length', length} | {type:'abort', message}). Token ids always include the tokens of
  * a matched stop string; `no_stop_trim` only decides whether `text` keeps it.
+ *
+ * Each request carries its own `rid`; when the caller's AbortSignal fires, the client drops the
+ * connection and posts `/abort_request {rid}` so the server stops generating for nobody.
+ * Pausing around a weight update (SGLang 0.5.x's routes, the same on the embedded worker):
+ * `pauseGeneration(mode)` (`/pause_generation {mode}`), `continueGeneration()`
+ * (`/continue_generation`), `abortAll()` (`/abort_request {abort_all: true}`). With mode
+ * `abort` the paused requests answer their partial output with finish reason `abort`, which
+ * the caller resubmits as `prompt + tokens so far`.
  */
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { EngineBadResponseError } from './engine-errors.ts';
 import type { JsonHttpClient } from './json-http-client.ts';
@@ -14,6 +23,13 @@ import { abortedResult, parseResponseBody, policyVersionFrom } from './response-
 import type { GenerateRequest, GenerateResult, WeightUpdatableEngine, WeightUpdateResult } from './types.ts';
 
 const weightUpdateSchema = z.object({ success: z.boolean(), message: z.string() });
+
+/**
+ * SGLang's pause modes: `abort` ends every request now with its partial output; `in_place`
+ * keeps requests and their KV cache; `retract` keeps requests and recomputes their KV cache
+ * at continue.
+ */
+export type PauseMode = 'abort' | 'in_place' | 'retract';
 
 export type SglangEngineOptions = {
   client: JsonHttpClient;
@@ -74,6 +90,26 @@ export class SglangEngine implements WeightUpdatableEngine {
     return parsed.data;
   }
 
+  /** Stops generation (`/pause_generation {mode}`); resolves once the server has paused. */
+  async pauseGeneration(mode: PauseMode): Promise<void> {
+    await this.#client.postJson('/pause_generation', { mode });
+  }
+
+  /** Resumes paused generation (`/continue_generation`). */
+  async continueGeneration(): Promise<void> {
+    await this.#client.postJson('/continue_generation', {});
+  }
+
+  /** Aborts one request by its `rid` (`/abort_request`); it answers its partial output. */
+  async abortRequest(rid: string): Promise<void> {
+    await this.#client.postJson('/abort_request', { rid });
+  }
+
+  /** Aborts every request in flight or waiting (`/abort_request {abort_all: true}`). */
+  async abortAll(): Promise<void> {
+    await this.#client.postJson('/abort_request', { abort_all: true });
+  }
+
   async generate(request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
     const samplingParams: Record<string, unknown> = {
       max_new_tokens: request.maxNewTokens,
@@ -84,6 +120,7 @@ export class SglangEngine implements WeightUpdatableEngine {
       skip_special_tokens: false,
     };
     if (request.seed !== undefined) samplingParams.sampling_seed = request.seed;
+    const rid = randomUUID();
     const answer = await this.#client.postJson(
       '/generate',
       {
@@ -91,10 +128,16 @@ export class SglangEngine implements WeightUpdatableEngine {
         sampling_params: samplingParams,
         return_logprob: true,
         stream: false,
+        rid,
       },
       signal,
     );
-    if (answer.status === 'aborted') return abortedResult(true);
+    if (answer.status === 'aborted') {
+      // The server does not notice a dropped connection; tell it. Best effort: an abort that
+      // fails (the server is gone) changes nothing for the caller.
+      this.abortRequest(rid).catch(() => {});
+      return abortedResult(true);
+    }
     const where = `${this.#client.baseUrl}/generate`;
     const body = parseResponseBody(sglangResponseSchema, answer.body, where);
     return toGenerateResult(body, this.#includeStop, where);
