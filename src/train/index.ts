@@ -121,3 +121,10 @@ export {
   writeTrainingReport,
 } from './training-report.ts';
 export type { Trainer } from './types.ts';
+export {
+  type PausableEngine,
+  type PolicyExporter,
+  syncWeightsFromDisk,
+  WeightSyncError,
+  type WeightSyncResult,
+} from './weight-sync.ts';
