@@ -124,5 +124,35 @@ class PauseRoutesTest(unittest.TestCase):
             self.assertTrue(tensor.equal(before[name]), name)
 
 
+class BytePauseTest(unittest.TestCase):
+    """The pause modes live in the engine: the embedded byte model keeps its requests too."""
+
+    def test_paused_requests_continue_to_the_answer_they_would_have_given(self) -> None:
+        for mode in ("in_place", "retract"):
+            with self.subTest(mode=mode):
+                worker = build_worker(WorkerOptions(model="test", seed=3, max_running_requests=4))
+                self.addCleanup(worker.engine.shutdown)
+                params = SamplingParams(max_new_tokens=NEW_TOKENS, temperature=0.0, ignore_eos=True)
+                unpaused = [worker.engine.submit(p, params, False, None) for p in PROMPTS]
+                for sequence in unpaused:
+                    self.assertTrue(sequence.done.wait(60))
+                gate = StepGate(worker.backend, GATE_STEP)
+                worker.engine.pause("in_place")
+                sequences = [worker.engine.submit(p, params, False, None) for p in PROMPTS]
+                worker.engine.resume()
+                self.assertTrue(gate.reached.wait(60))
+                pausing = threading.Thread(target=worker.engine.pause, args=(mode,))
+                pausing.start()
+                while not worker.engine.paused:
+                    time.sleep(0.001)
+                gate.release.set()
+                pausing.join(60)
+                self.assertEqual([len(s.output) for s in sequences], [1 + GATE_STEP] * len(PROMPTS))
+                worker.engine.resume()
+                for before, sequence in zip(unpaused, sequences):
+                    self.assertTrue(sequence.done.wait(60))
+                    self.assertEqual(sequence.result["output_ids"], before.result["output_ids"])
+
+
 if __name__ == "__main__":
     unittest.main()
