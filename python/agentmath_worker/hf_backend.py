@@ -163,7 +163,8 @@ class HuggingFaceBackend:
         """Only caches that are plain growing key/value tensors can be padded and stacked; a
         sliding-window or recurrent layer keeps the slow path."""
         layers = getattr(cache, "layers", None)
-        return bool(layers) and all(type(layer).__name__ == "DynamicLayer" for layer in layers)
+        plain = transformers.cache_utils.DynamicLayer  # a sliding-window layer is a subclass
+        return bool(layers) and all(type(layer) is plain and not layer.is_sliding for layer in layers)
 
     def _decode_alone(self, slot: int, token: int, position: int) -> torch.Tensor:
         cache = self._unpackable[slot]

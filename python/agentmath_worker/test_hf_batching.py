@@ -3,6 +3,8 @@ sequence over a packed KV cache, with the same greedy tokens as each sequence de
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import tempfile
 import unittest
@@ -68,6 +70,24 @@ class BatchedDecodeTest(unittest.TestCase):
                 outputs = self.run_schedule(backend, schedule)
                 for slot, prompt, _, count in schedule:
                     self.assertEqual(outputs[slot], greedy_without_cache(backend.model, prompt, count), f"slot {slot}")
+
+    def test_a_sliding_window_model_decodes_its_sequences_one_by_one_correctly(self) -> None:
+        folder = os.path.join(self.folder, "qwen3-sliding")
+        shutil.copytree(self.models["qwen3-1"], folder)
+        with open(os.path.join(folder, "config.json"), encoding="utf-8") as handle:
+            config = json.load(handle)
+        config.update(use_sliding_window=True, sliding_window=4, max_window_layers=0,
+                      layer_types=["sliding_attention", "full_attention"])
+        with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as handle:
+            json.dump(config, handle)
+        backend = HuggingFaceBackend.create(folder, 8, "cpu")
+        backend.prefill(7, PROMPTS[0])
+        self.assertEqual(set(backend._unpackable), {7})  # a sliding cache is not packed
+        backend.release(7)
+        schedule = [(0, PROMPTS[1], 0, 10), (2, PROMPTS[3], 1, 8)]
+        outputs = self.run_schedule(backend, schedule)
+        for slot, prompt, _, count in schedule:
+            self.assertEqual(outputs[slot], greedy_without_cache(backend.model, prompt, count), f"slot {slot}")
 
     def test_one_forward_pass_per_step_whatever_the_batch(self) -> None:
         backend = self.backend("qwen3")
