@@ -43,6 +43,8 @@ beforeAll(async () => {
   });
   heldOut = await evaluateHeldOut({
     engineUrl: server.url,
+    // The scripted server speaks /generate only; the model's tokenizer is named, not asked for.
+    tokenizer: createByteLevelTokenizer(),
     problems,
     contextTokens: 768,
     outDir: join(folder, 'held-out'),
@@ -78,6 +80,7 @@ describe('held-out evaluation and agentmath eval', () => {
     try {
       const result = await evaluateHeldOut({
         engineUrl: silent.url,
+        tokenizer: createByteLevelTokenizer(),
         problems: problems.slice(0, 1),
         contextTokens: 768,
         outDir: join(folder, 'silent'),
