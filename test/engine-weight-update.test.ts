@@ -42,6 +42,14 @@ describe('updateWeightsFromDisk on the SGLang client', () => {
     expect(bodies).toEqual([{ model_path: '/ckpt/step-3' }]);
   });
 
+  it("sends the policy version as SGLang's weight_version (a string) when given", async () => {
+    const { url, bodies } = await weightServer({ success: true, message: 'ok' });
+    const engine = createEngine({ api: 'sglang', url }) as WeightUpdatableEngine & { close(): void };
+    closers.push(() => engine.close());
+    await engine.updateWeightsFromDisk('/ckpt/step-4', { weightVersion: 4 });
+    expect(bodies).toEqual([{ model_path: '/ckpt/step-4', weight_version: '4' }]);
+  });
+
   it('refuses an answer of the wrong shape, naming the route', async () => {
     const { url } = await weightServer({ ok: 1 });
     const engine = createEngine({ api: 'sglang', url }) as WeightUpdatableEngine & { close(): void };

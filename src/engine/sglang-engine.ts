@@ -73,11 +73,17 @@ export class SglangEngine implements WeightUpdatableEngine {
   }
 
   /** Loads new weights from a checkpoint folder the server can read (`/update_weights_from_disk`). */
-  async updateWeightsFromDisk(modelPath: string, signal?: AbortSignal): Promise<WeightUpdateResult> {
+  async updateWeightsFromDisk(
+    modelPath: string,
+    options: { signal?: AbortSignal; weightVersion?: number } = {},
+  ): Promise<WeightUpdateResult> {
     const answer = await this.#client.postJson(
       '/update_weights_from_disk',
-      { model_path: modelPath },
-      signal,
+      {
+        model_path: modelPath,
+        ...(options.weightVersion === undefined ? {} : { weight_version: String(options.weightVersion) }),
+      },
+      options.signal,
     );
     if (answer.status === 'aborted') return { success: false, message: 'aborted' };
     const parsed = weightUpdateSchema.safeParse(answer.body);

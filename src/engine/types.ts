@@ -59,5 +59,12 @@ export type WeightUpdateResult = { success: boolean; message: string };
  * same route). The policy version the engine reports changes with the weights.
  */
 export interface WeightUpdatableEngine extends Engine {
-  updateWeightsFromDisk(modelPath: string, signal?: AbortSignal): Promise<WeightUpdateResult>;
+  /**
+   * Loads new weights from a model folder. `weightVersion` is SGLang's `weight_version`: the
+   * version the engine reports in each response's `meta_info` from then on.
+   */
+  updateWeightsFromDisk(
+    modelPath: string,
+    options?: { signal?: AbortSignal; weightVersion?: number },
+  ): Promise<WeightUpdateResult>;
 }

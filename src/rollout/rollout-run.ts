@@ -48,6 +48,14 @@ export type RolloutRunOptions = {
    * updates the policy here. A kill before the commit redoes the whole step on resume.
    */
   afterStep?: (result: RolloutStepResult, step: number) => Promise<void>;
+  /**
+   * Overlap of rollout with training (`afterStep`): the rollout of step j starts once step
+   * j − 1 − `overlap` is committed, so with 1 the next step's rollout runs while this step
+   * trains. Steps are still committed in order, one at a time. Default 0: synchronous.
+   */
+  overlap?: number;
+  /** Called when a step's rollout ends, before it waits for earlier steps to commit. */
+  onRolloutEnd?: (result: RolloutStepResult, step: number) => void;
   /** Checked before each step; false ends the run at that step boundary (a time budget). */
   shouldContinue?: () => boolean;
   parts: Omit<RolloutParts, 'onEvent'>;
@@ -111,7 +119,17 @@ export async function runRollout(options: RolloutRunOptions): Promise<RolloutRun
     checkpoint === null ? initialRolloutState() : stateFrom(checkpoint, known, folder);
   let taken = checkpoint?.problemsTaken ?? 0;
   const steps: StepStats[] = [];
+  const overlap = options.overlap ?? 0;
+  // Steps rolled out whose training and commit are still running, oldest first.
+  const committing: Promise<void>[] = [];
+  let failure: { error: unknown } | null = null;
+  // A failed commit stops the rollout running beside it.
+  const stop = new AbortController();
+  const signal =
+    options.parts.signal === undefined ? stop.signal : AbortSignal.any([options.parts.signal, stop.signal]);
   for (let step = nextStep; step < options.steps; step++) {
+    while (committing.length > overlap) await committing.shift();
+    if (failure !== null) break;
     if (options.shouldContinue !== undefined && !options.shouldContinue()) break;
     let takenThisStep = 0;
     const source = {
@@ -121,34 +139,57 @@ export async function runRollout(options: RolloutRunOptions): Promise<RolloutRun
         return problems[taken++ % problems.length] ?? null;
       },
     };
-    const result = await runRolloutStep(
-      {
-        step,
-        policyVersion:
-          typeof options.policyVersion === 'function'
-            ? options.policyVersion()
-            : (options.policyVersion ?? 0),
-        state,
-        problems: source,
-        config,
-        ...(options.agent === undefined ? {} : { agent: options.agent }),
-      },
-      {
-        ...options.parts,
-        onEvent: (event) => {
-          if (event.type === 'group-decide') records.appendGroup(event.group);
-          else records.appendTrajectory(event.trajectory, event.step);
-          options.onEvent?.(event);
+    let result: RolloutStepResult;
+    try {
+      result = await runRolloutStep(
+        {
+          step,
+          policyVersion:
+            typeof options.policyVersion === 'function'
+              ? options.policyVersion()
+              : (options.policyVersion ?? 0),
+          state,
+          problems: source,
+          config,
+          ...(options.agent === undefined ? {} : { agent: options.agent }),
         },
-      },
-    );
-    if (options.afterStep !== undefined) await options.afterStep(result, step);
+        {
+          ...options.parts,
+          signal,
+          onEvent: (event) => {
+            if (event.type === 'group-decide') records.appendGroup(event.group);
+            else records.appendTrajectory(event.trajectory, event.step);
+            options.onEvent?.(event);
+          },
+        },
+      );
+    } catch (error) {
+      // Steps already rolled out still commit (less to redo); a commit's failure comes first.
+      await Promise.all(committing);
+      throw failure === null ? error : (failure as { error: unknown }).error;
+    }
+    if (failure !== null) break;
+    options.onRolloutEnd?.(result, step);
     state = result.state;
-    records.appendStep(result.stats);
-    await records.commit(checkpointOf(step + 1, state, taken));
-    steps.push(result.stats);
-    options.onStep?.(result.stats);
+    const commit = checkpointOf(step + 1, state, taken);
+    const previous = committing.at(-1) ?? Promise.resolve();
+    const committed = previous.then(async () => {
+      if (failure !== null) return;
+      try {
+        if (options.afterStep !== undefined) await options.afterStep(result, step);
+        records.appendStep(result.stats);
+        await records.commit(commit);
+        steps.push(result.stats);
+        options.onStep?.(result.stats);
+      } catch (error) {
+        failure = { error };
+        stop.abort(error);
+      }
+    });
+    committing.push(committed);
   }
+  await Promise.all(committing);
+  if (failure !== null) throw (failure as { error: unknown }).error;
   return { steps, resumedFrom: nextStep };
 }
 

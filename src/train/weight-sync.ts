@@ -53,7 +53,9 @@ export async function syncWeightsFromDisk({
   const exportedAt = now();
   await Promise.all(engines.map((engine) => engine.pauseGeneration(pauseMode)));
   try {
-    const results = await Promise.all(engines.map((engine) => engine.updateWeightsFromDisk(path)));
+    const results = await Promise.all(
+      engines.map((engine) => engine.updateWeightsFromDisk(path, { weightVersion: exported.policyVersion })),
+    );
     const failed = results
       .map((result, index) => ({ result, engine: engines[index]! }))
       .filter(({ result }) => !result.success);
