@@ -40,6 +40,7 @@ export {
   randomBigInt,
   randomDigits,
   randomInteger,
+  shuffleInPlace,
 } from './seeded-random.ts';
 export { taskProblemSchema, taskSolutionSchema } from './task-solution-schema.ts';
 export type { SolutionSegment, TaskProblem, TaskSolution } from './types.ts';

@@ -56,3 +56,12 @@ export function randomChoice<T>(random: Random, items: readonly T[]): T {
   if (item === undefined) throw new RangeError('randomChoice: empty list');
   return item;
 }
+
+/** Shuffles `items` in place (Fisher-Yates) and returns it; the order depends only on `random`. */
+export function shuffleInPlace<T>(random: Random, items: T[]): T[] {
+  for (let index = items.length - 1; index > 0; index--) {
+    const other = Math.floor(random() * (index + 1));
+    [items[index], items[other]] = [items[other]!, items[index]!];
+  }
+  return items;
+}

@@ -50,6 +50,18 @@ export {
   rlDefiningConfig,
 } from './rl-config.ts';
 export { type RlMetrics, type RlMetricsInput, rlMetrics, selfCorrected } from './rl-metrics.ts';
+export {
+  DECONTAMINATION_FILE,
+  type LoadRlProblemsOptions,
+  loadRlProblems,
+  type RlDecontamination,
+  type RlProblemSet,
+  type RlProblemSource,
+  RlProblemsError,
+  type RlRemovedProblem,
+  rlProblemOrder,
+  writeDecontaminationRecord,
+} from './rl-problems.ts';
 export { RL_FILES, type RlEvalRecord } from './rl-records.ts';
 export {
   isRlRunFolder,
