@@ -42,6 +42,15 @@ export {
 } from './init-hf-model.ts';
 export { type LearningRateSchedule, learningRateAt } from './learning-rate-schedule.ts';
 export {
+  METRICS_LOGGER_KINDS,
+  type MetricsLogger,
+  type MetricsLoggerKind,
+  type MetricsLoggerOptions,
+  metricScalars,
+  openMetricsLogger,
+  redactSecrets,
+} from './metrics-logger.ts';
+export {
   type RlConfig,
   RlConfigError,
   type RlConfigInput,
@@ -133,6 +142,7 @@ export {
   writeTrainingReport,
 } from './training-report.ts';
 export type { Trainer } from './types.ts';
+export { WandbLoggerError, WandbUnavailableError } from './wandb-logger.ts';
 export {
   type PausableEngine,
   type PolicyExporter,
