@@ -17,8 +17,14 @@
  * A session that refuses a call before running it (`codeDidNotRun`: it expired while parked or
  * idle, or its node forgot it) is replaced by a new one into which every earlier call of the
  * trajectory is replayed, and the call runs there: the model never reads `killed` for code that
- * did not run. When the provider is full and a park was given, the longest-parked session is
- * evicted to make room.
+ * did not run.
+ *
+ * A full provider (`SANDBOX_POOL_FULL`) is a queue, not an outage: the longest-parked session is
+ * evicted to make room when a park was given, and otherwise the trajectory waits for a slot and
+ * asks again — as it waits on the engine — until it gets one or its signal aborts. Sessions are
+ * held by trajectories that go on and by parks, so a slot frees; failing the trajectory instead
+ * would throw away a sample for a wait (and, since only trajectories that run code wait, bias
+ * a group towards those that do not).
  */
 import { codeDidNotRun } from '../sandbox/code-did-not-run.ts';
 import type { ExecutionOutcome, SandboxProvider, SandboxSession } from '../sandbox/types.ts';
@@ -28,6 +34,9 @@ import type { ToolCall } from '../trajectory/trajectory.ts';
 import { SandboxSessionError } from './agent-errors.ts';
 import { untilAborted } from './engine-call.ts';
 import type { SessionPark } from './session-park.ts';
+
+/** Pause between asks to a full provider that refused at once (the local pool waits on its own). */
+const POOL_FULL_RETRY_MS = 100;
 
 export type TrajectorySessionOptions = {
   provider: SandboxProvider;
@@ -82,7 +91,7 @@ export class TrajectorySession {
   async execute(code: string, signal: AbortSignal | undefined): Promise<ExecutionOutcome> {
     // Empty code runs nothing: Python would print nothing, so no round trip is made.
     if (code.trim() === '') return { status: 'ok', stdout: '', stderr: '', ms: 0 };
-    let session = await this.#ready();
+    let session = await this.#ready(signal);
     try {
       let outcome = await this.#run(session, code, signal);
       if (codeDidNotRun(outcome)) {
@@ -90,7 +99,7 @@ export class TrajectorySession {
         this.#session = null;
         await closeQuietly(session);
         this.#pendingReplay = callsToReplay(this.#calls);
-        session = await this.#ready();
+        session = await this.#ready(signal);
         outcome = await this.#run(session, code, signal);
       }
       return outcome;
@@ -117,11 +126,11 @@ export class TrajectorySession {
     else await closeQuietly(session);
   }
 
-  async #ready(): Promise<SandboxSession> {
+  async #ready(signal: AbortSignal | undefined): Promise<SandboxSession> {
     if (this.#session !== null) return this.#session;
     let session: SandboxSession;
     try {
-      session = await this.#open();
+      session = await this.#open(signal);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       throw new SandboxSessionError(`could not open a sandbox session: ${message}`, { cause: error });
@@ -137,14 +146,19 @@ export class TrajectorySession {
     return session;
   }
 
-  /** A new session; when the provider is full, parked sessions make room, oldest first. */
-  async #open(): Promise<SandboxSession> {
+  /**
+   * A new session. When the provider is full, parked sessions make room, oldest first; with
+   * none to evict, the trajectory waits for a slot (see the module comment).
+   */
+  async #open(signal: AbortSignal | undefined): Promise<SandboxSession> {
     for (;;) {
       try {
         return await this.#provider.openSession();
       } catch (error) {
         const full = error instanceof AgentMathError && error.code === 'SANDBOX_POOL_FULL';
-        if (!full || this.#park === undefined || !(await this.#park.evictOldest())) throw error;
+        if (!full || signal?.aborted) throw error;
+        if (this.#park !== undefined && (await this.#park.evictOldest())) continue;
+        await this.#clock.sleep(POOL_FULL_RETRY_MS, signal);
       }
     }
   }
