@@ -2,9 +2,10 @@
 # Sets up everything AgentMath needs on a Debian machine; safe to run again (it skips what is there).
 #   - Debian packages: Python 3 (the interpreter only) with venv, bubblewrap, Chromium (report checks)
 #   - uv from PyPI (hash-checked, python/env/uv-bootstrap.txt) into .python-tools/
-#   - two Python environments from PyPI, locked with hashes in uv.lock (pyproject.toml):
+#   - three Python environments from PyPI, locked with hashes in uv.lock (pyproject.toml):
 #       .venv       PyTorch, transformers, safetensors, NumPy: the worker and the trainer
 #       .venv-jail  SymPy, NumPy, SciPy, Math-Verify: what code sees inside the sandbox's jail
+#       .venv-deploy  kubernetes-validate: the offline dry-run check of deploy/k8s
 #   - npm packages, including Node 24 from the npm registry (the `node` package)
 # When it cannot install something it says exactly what to install and stops with exit code 1.
 set -euo pipefail
@@ -94,7 +95,7 @@ install_python_environments() {
   fi
   export UV_PYTHON_DOWNLOADS=never UV_PYTHON=/usr/bin/python3
   local environment group
-  for environment in .venv:trainer .venv-jail:jail; do
+  for environment in .venv:trainer .venv-jail:jail .venv-deploy:deploy-check; do
     group=${environment#*:}
     environment=${environment%%:*}
     if ! UV_PROJECT_ENVIRONMENT="$environment" "$uv" sync --locked --only-group "$group" --quiet >/tmp/agentmath-uv.log 2>&1; then
