@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../test/manual-clock.ts';
+import { SandboxPoolFullError } from '../sandbox/sandbox-errors.ts';
 import type { ExecutionOutcome, SandboxProvider } from '../sandbox/types.ts';
 import { PrimedSessionPool } from './primed-session-pool.ts';
 
@@ -43,5 +45,86 @@ describe('PrimedSessionPool', () => {
       'prelude',
     );
     expect((await down.run('check("1")', 1000)).status).toBe('unavailable');
+  });
+});
+
+/** A provider with `slots` sessions at most: beyond them `openSession` is refused as a full pool is. */
+function slottedProvider(slots: number) {
+  let open = 0;
+  const provider: SandboxProvider = {
+    async openSession() {
+      if (open >= slots) throw new SandboxPoolFullError(`${slots} sessions open`);
+      open++;
+      let closed = false;
+      return {
+        id: `session-${open}`,
+        async execute(): Promise<ExecutionOutcome> {
+          return { status: 'ok', stdout: 'True\n', stderr: '', ms: 1 };
+        },
+        async close() {
+          if (!closed) open--;
+          closed = true;
+        },
+      };
+    },
+    async close() {},
+  };
+  return { provider, open: () => open };
+}
+
+describe('PrimedSessionPool idle sessions', () => {
+  it('gives an idle session back to the provider after idleCloseMs, so it cannot hold a slot for good', async () => {
+    const clock = new ManualClock();
+    const { provider, open } = slottedProvider(1);
+    const pool = new PrimedSessionPool(provider, 'prelude', { idleCloseMs: 1_000, clock });
+    expect(await pool.run('check("1")', 1000)).toEqual({ status: 'ok', line: 'True' });
+    // Kept primed for the next check: the one slot is taken, a trajectory would find the pool full.
+    expect(open()).toBe(1);
+    await expect(provider.openSession()).rejects.toMatchObject({ code: 'SANDBOX_POOL_FULL' });
+    // Reused while busy (the idle clock restarts at each release)...
+    clock.advance(600);
+    expect(await pool.run('check("2")', 1000)).toEqual({ status: 'ok', line: 'True' });
+    clock.advance(600);
+    expect(open()).toBe(1);
+    // ...and closed once unused for idleCloseMs: the slot is free for a trajectory.
+    clock.advance(1_000);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(open()).toBe(0);
+    const trajectorySession = await provider.openSession();
+    await trajectorySession.close();
+    // The next check primes a fresh session.
+    expect(await pool.run('check("3")', 1000)).toEqual({ status: 'ok', line: 'True' });
+    expect(open()).toBe(1);
+    await pool.close();
+    expect(open()).toBe(0);
+  });
+});
+
+describe('PrimedSessionPool on a full provider', () => {
+  it('waits for a slot instead of answering unavailable: a full pool is not an outage', async () => {
+    const clock = new ManualClock();
+    const { provider, open } = slottedProvider(1);
+    // A trajectory holds the only slot while the check starts.
+    const trajectorySession = await provider.openSession();
+    const pool = new PrimedSessionPool(provider, 'prelude', { clock });
+    const check = pool.run('check("1")', 1000);
+    clock.advance(5_000);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(open()).toBe(1);
+    await trajectorySession.close();
+    expect(await clock.run(check)).toEqual({ status: 'ok', line: 'True' });
+    await pool.close();
+  });
+
+  it('takes its own next free session when the provider has no slot left for another', async () => {
+    const { provider, open } = slottedProvider(1);
+    const pool = new PrimedSessionPool(provider, 'prelude');
+    const results = await Promise.all([pool.run('check("1")', 1000), pool.run('check("2")', 1000)]);
+    expect(results).toEqual([
+      { status: 'ok', line: 'True' },
+      { status: 'ok', line: 'True' },
+    ]);
+    expect(open()).toBe(1);
+    await pool.close();
   });
 });

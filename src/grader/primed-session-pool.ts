@@ -6,12 +6,25 @@
  * unless the checker itself still answers: when a fresh session runs a probe cell, the input
  * killed two sessions while the checker was reachable, and the call is an `error` (the input
  * breaks the checker: a verdict, graded wrong) — else a policy could learn to dodge grading.
+ *
+ * Grading shares the provider with the trajectories. A full provider (`SANDBOX_POOL_FULL`) is
+ * a queue, not an outage, for both: a session is asked for again until one is free (a grade
+ * missing for a wait would lose the trajectory's reward). And a session left idle for
+ * `idleCloseMs` is closed, so sessions kept idle for good cannot hold every slot of a small
+ * pool while trajectories wait for one.
  */
 import type { ExecutionOutcome, SandboxProvider, SandboxSession } from '../sandbox/types.ts';
+import { AgentMathError } from '../shared/agentmath-error.ts';
+import { type Clock, systemClock } from '../shared/clock.ts';
+import { everyInterval } from '../shared/clock-interval.ts';
 
 /** Time allowed for priming a fresh session (importing SymPy, Math-Verify). */
 const PRELUDE_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_SESSIONS = 4;
+/** Unused this long, an idle session is closed (a busy grader keeps its sessions primed). */
+const DEFAULT_IDLE_CLOSE_MS = 10_000;
+/** Pause between asks to a full provider that refused at once (the local pool waits on its own). */
+const POOL_FULL_RETRY_MS = 100;
 /** Tries per call when the sandbox fails under it (the first, then one fresh session). */
 const ATTEMPTS = 2;
 const KILLED = 'session killed: ';
@@ -28,19 +41,34 @@ export type PrimedCallResult =
   | { status: 'error'; message: string }
   | { status: 'unavailable'; cause: string };
 
+export type PrimedSessionPoolOptions = {
+  /** Sessions open at most (busy and idle); default 4. */
+  maxSessions?: number;
+  /** An idle session unused this long is closed; default 10 s. */
+  idleCloseMs?: number;
+  /** Measures idleness and paces the sweep; default `systemClock`. */
+  clock?: Clock;
+};
+
 export class PrimedSessionPool {
   private readonly provider: SandboxProvider;
   private readonly prelude: string;
   private readonly maxSessions: number;
-  private readonly idle: SandboxSession[] = [];
+  private readonly idleCloseMs: number;
+  private readonly clock: Clock;
+  /** Idle sessions with the time each was last released; the last entry is the most recent. */
+  private readonly idle: { session: SandboxSession; since: number }[] = [];
   private readonly waiting: ((session: SandboxSession | null) => void)[] = [];
+  private stopSweep: (() => void) | null = null;
   private open = 0;
   private closed = false;
 
-  constructor(provider: SandboxProvider, prelude: string, options: { maxSessions?: number } = {}) {
+  constructor(provider: SandboxProvider, prelude: string, options: PrimedSessionPoolOptions = {}) {
     this.provider = provider;
     this.prelude = prelude;
     this.maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
+    this.idleCloseMs = options.idleCloseMs ?? DEFAULT_IDLE_CLOSE_MS;
+    this.clock = options.clock ?? systemClock;
   }
 
   /** Runs one code cell within timeoutMs (a fresh session's prelude is not counted). */
@@ -92,21 +120,33 @@ export class PrimedSessionPool {
   /** Closes every session this pool opened. */
   async close(): Promise<void> {
     this.closed = true;
+    this.stopSweep?.();
+    this.stopSweep = null;
     for (const waiter of this.waiting.splice(0)) waiter(null);
-    await Promise.all(this.idle.splice(0).map((session) => session.close().catch(() => undefined)));
+    await Promise.all(this.idle.splice(0).map(({ session }) => session.close().catch(() => undefined)));
   }
 
   private async acquire(): Promise<SandboxSession | null> {
     if (this.closed) return null;
     const idle = this.idle.pop();
-    if (idle !== undefined) return idle;
-    if (this.open >= this.maxSessions) return new Promise((resolve) => this.waiting.push(resolve));
+    if (idle !== undefined) return idle.session;
+    if (this.open >= this.maxSessions) return this.nextReleased();
     this.open++;
+    let session: SandboxSession;
     try {
-      const session = await this.provider.openSession();
+      session = await this.provider.openSession();
+    } catch (error) {
+      this.open--;
+      const full = error instanceof AgentMathError && error.code === 'SANDBOX_POOL_FULL';
+      if (!full || this.closed) throw error;
+      // A full provider is a queue: the next of our own sessions to free up, else ask again.
+      if (this.open > 0) return this.nextReleased();
+      await this.clock.sleep(POOL_FULL_RETRY_MS);
+      return this.acquire();
+    }
+    try {
       const primed = await session.execute(this.prelude, { timeoutMs: PRELUDE_TIMEOUT_MS });
       if (primed.status !== 'ok') {
-        await session.close().catch(() => undefined);
         throw new Error(
           `checker prelude failed: ${primed.status === 'error' ? primed.exception : primed.status}`,
         );
@@ -114,15 +154,38 @@ export class PrimedSessionPool {
       return session;
     } catch (error) {
       this.open--;
+      await session.close().catch(() => undefined);
       throw error;
     }
+  }
+
+  /** Resolves with the next session a call releases (null when the pool closes first). */
+  private nextReleased(): Promise<SandboxSession | null> {
+    return new Promise((resolve) => this.waiting.push(resolve));
   }
 
   private release(session: SandboxSession): void {
     const waiter = this.waiting.shift();
     if (waiter !== undefined) waiter(session);
     else if (this.closed) void this.discard(session);
-    else this.idle.push(session);
+    else {
+      this.idle.push({ session, since: this.clock.now() });
+      // Swept only while sessions are idle: an unused pool runs no timer.
+      this.stopSweep ??= everyInterval(this.clock, Math.max(1, this.idleCloseMs / 2), () => this.closeIdle());
+    }
+  }
+
+  /** Closes the sessions idle for `idleCloseMs` or longer. */
+  private closeIdle(): void {
+    const now = this.clock.now();
+    for (const entry of this.idle.filter(({ since }) => now - since >= this.idleCloseMs)) {
+      this.idle.splice(this.idle.indexOf(entry), 1);
+      void this.discard(entry.session);
+    }
+    if (this.idle.length === 0) {
+      this.stopSweep?.();
+      this.stopSweep = null;
+    }
   }
 
   private async discard(session: SandboxSession): Promise<void> {
