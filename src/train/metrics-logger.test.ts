@@ -295,6 +295,29 @@ describe('openMetricsLogger wandb (the sidecar with a stand-in wandb module)', (
     expect(lines.join('\n')).not.toContain('secret');
   });
 
+  const pythonWithWandb =
+    spawnSync(trainerPython(), ['-c', 'import wandb'], { stdio: 'ignore' }).status === 0;
+  it.skipIf(!pythonWithWandb)(
+    "writes an offline run with the real wandb (skipped when the trainer's Python cannot import wandb, as after setup)",
+    async () => {
+      const folder = join(scratch, 'wandb-real');
+      const logger = await openMetricsLogger({
+        kind: 'wandb',
+        folder,
+        runName: 'real',
+        config: { apiKey: 'sk-real-secret' },
+        environment: { ...process.env, WANDB_MODE: '', WANDB_API_KEY: 'sk-real-secret' },
+      });
+      expect(logger.location).toMatch(/wandb[/\\]offline-run-/);
+      await logger.log(0, { reward: 0.5, 'time/trainMs': 7 });
+      await logger.close();
+      const runFile = readdirSync(logger.location).find((name) => name.endsWith('.wandb'));
+      const bytes = readFileSync(join(logger.location, runFile as string)).toString('latin1');
+      expect(bytes).toContain('time/trainMs');
+      expect(bytes).not.toContain('sk-real-secret');
+    },
+  );
+
   it("keeps the user's WANDB_MODE", async () => {
     const { calls } = await runWithFake('wandb-online', { WANDB_MODE: 'online' });
     expect(calls[0]?.mode).toBe('online');
