@@ -94,11 +94,15 @@ install_python_environments() {
     fi
   fi
   export UV_PYTHON_DOWNLOADS=never UV_PYTHON=/usr/bin/python3
-  local environment group
+  local environment group compile
   for environment in .venv:trainer .venv-jail:jail .venv-deploy:deploy-check; do
     group=${environment#*:}
     environment=${environment%%:*}
-    if ! UV_PROJECT_ENVIRONMENT="$environment" "$uv" sync --locked --only-group "$group" --quiet >/tmp/agentmath-uv.log 2>&1; then
+    # The jail runs Python with -B on a read-only bind, so it never writes bytecode: compiled here,
+    # or every sandbox worker compiles SymPy, NumPy and SciPy again as it starts (1.3 s, not 0.3 s).
+    compile=()
+    [ "$environment" = .venv-jail ] && compile=(--compile-bytecode)
+    if ! UV_PROJECT_ENVIRONMENT="$environment" "$uv" sync --locked --only-group "$group" "${compile[@]}" --quiet >/tmp/agentmath-uv.log 2>&1; then
       tail -n 20 /tmp/agentmath-uv.log 2>/dev/null || true
       say "uv sync of $environment (group $group of uv.lock) failed (log: /tmp/agentmath-uv.log). It needs access to PyPI."
       exit 1
