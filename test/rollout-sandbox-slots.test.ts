@@ -168,6 +168,32 @@ describe('rollout with more trajectories than sandbox slots', () => {
     expect(park.size).toBe(0);
   });
 
+  it('a synchronous round with more code-running trajectories than slots finishes (the waiters leave the turn barrier)', async () => {
+    // Without that, the two holding a slot wait at the barrier for the two waiting for a slot.
+    const { pool, provider } = await smallPool(2);
+    const engine = await scriptedEngine();
+    const park = new SessionPark();
+    const config = rolloutConfigSchema.parse({
+      groupSize: 4,
+      batchSize: 1,
+      mode: 'sync',
+      partialRollout: false,
+    });
+    const result = await runRolloutStep(
+      {
+        step: 0,
+        policyVersion: 0,
+        config,
+        state: initialRolloutState(),
+        problems: problems(1),
+        agent: { sampling: { temperature: 1, topP: 1 } },
+      },
+      stepParts(engine, provider, park),
+    );
+    expect(result.stats).toMatchObject({ trajectoriesFinished: 4, rewardsMissing: 0, groupsKept: 1 });
+    expect(openBeyondPark(pool, park)).toBe(0);
+  }, 60_000);
+
   it.each(['restart', 'drop'] as const)(
     'stale groups (%s) give back every parked session: no slot leaks from step to step',
     async (stalePolicy) => {

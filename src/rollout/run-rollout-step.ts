@@ -24,6 +24,7 @@ import type { AgentOptions } from '../agent/agent-options.ts';
 import { resumeAgent, runAgent } from '../agent/run-agent.ts';
 import { ConcurrencyLimiter } from '../engine/concurrency-limiter.ts';
 import type { Engine } from '../engine/types.ts';
+import type { SandboxProvider } from '../sandbox/types.ts';
 import type { Trajectory } from '../trajectory/trajectory.ts';
 import { nextStageIndex, segmentLimits, truncationRate } from './budget-stages.ts';
 import { type AdvantageScale, groupAdvantages } from './group-advantages.ts';
@@ -32,7 +33,7 @@ import { KvBudget, type KvHold } from './kv-budget.ts';
 import type { RolloutConfig } from './rollout-config.ts';
 import { isStale, oldestPolicyVersion } from './staleness.ts';
 import { rewardOrMissing } from './trajectory-reward.ts';
-import { barrierEngine, TurnBarrier } from './turn-barrier.ts';
+import { barrierEngine, barrierSandbox, TurnBarrier } from './turn-barrier.ts';
 import type {
   GroupOutcome,
   ParkedGroup,
@@ -132,7 +133,7 @@ export async function runRolloutStep(
     }
   };
 
-  const agentOptions = (engine: Engine, sample: number, group: GroupRun): AgentOptions => ({
+  const agentOptions = (lane: Lane, sample: number, group: GroupRun): AgentOptions => ({
     ...input.agent,
     ...(input.agent?.sampling?.seed === undefined
       ? {}
@@ -143,9 +144,9 @@ export async function runRolloutStep(
           },
         }),
     budgets,
-    engine,
+    engine: lane.engine,
     tokenizer: parts.tokenizer,
-    sandbox: parts.sandbox,
+    sandbox: lane.sandbox ?? parts.sandbox,
     dialect: parts.dialect,
     park: parts.park,
     sample,
@@ -163,14 +164,13 @@ export async function runRolloutStep(
       // Not begun when the batch filled up: the slot stays as it is and carries over.
       if (group.stale || batchFull || tailCut || interrupted()) return;
       const before = group.slots[index] ?? null;
-      const { engine } = lane;
       const problemForAgent = { id: group.problem.id, text: group.problem.text };
       let trajectory: Trajectory;
       if (before === null) {
-        trajectory = await runAgent(problemForAgent, agentOptions(engine, index, group));
+        trajectory = await runAgent(problemForAgent, agentOptions(lane, index, group));
       } else {
         counters.resumed++;
-        trajectory = await resumeAgent(before, agentOptions(engine, before.sample, group));
+        trajectory = await resumeAgent(before, agentOptions(lane, before.sample, group));
       }
       // Cut by the caller's interrupt (Ctrl-C): not a result. Nothing is recorded or graded and
       // the slot keeps what it had; the step is not committed, so a resume redoes it.
@@ -266,7 +266,7 @@ export async function runRolloutStep(
 
   /** The lane's engine, with the slot's KV hold resized after every call to the context it reached. */
   const meteredLane = (lane: Lane, hold: KvHold): Lane => ({
-    leave: lane.leave,
+    ...lane,
     engine: {
       name: lane.engine.name,
       generate: async (request, signal) => {
@@ -416,7 +416,11 @@ export async function runRolloutStep(
       barrier.join(
         round.reduce((sum, group) => sum + group.slots.filter((slot) => !isFinished(slot)).length, 0),
       );
-      const lane: Lane = { engine: barrierEngine(parts.engine, barrier), leave: () => barrier.leave() };
+      const lane: Lane = {
+        engine: barrierEngine(parts.engine, barrier),
+        sandbox: barrierSandbox(parts.sandbox, barrier),
+        leave: () => barrier.leave(),
+      };
       await Promise.all(round.map((group) => runGroup(group, lane)));
       first = false;
       round = [];
@@ -456,7 +460,8 @@ export async function runRolloutStep(
 }
 
 /** The engine a slot's segment uses, and what it does when the segment is over. */
-type Lane = { engine: Engine; leave: () => void };
+/** What a trajectory runs on: the engine and sandbox as its scheduling sees them. */
+type Lane = { engine: Engine; sandbox?: SandboxProvider; leave: () => void };
 
 function closeQuietly(parts: RolloutParts, trajectoryId: string): void {
   parts.park

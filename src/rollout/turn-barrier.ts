@@ -5,6 +5,7 @@
  * parked). The engine wrapper `barrierEngine` makes each generate call wait at the barrier.
  */
 import type { Engine, GenerateRequest, GenerateResult } from '../engine/types.ts';
+import type { SandboxProvider, SandboxSession } from '../sandbox/types.ts';
 
 export class TurnBarrier {
   #participants = 0;
@@ -12,7 +13,7 @@ export class TurnBarrier {
   /** Turns released so far. */
   turns = 0;
 
-  /** Adds participants (before any of them arrives). */
+  /** Adds participants (also after others arrived: they wait for the newcomers too). */
   join(count = 1): void {
     this.#participants += count;
   }
@@ -48,4 +49,27 @@ export function barrierEngine(engine: Engine, barrier: TurnBarrier): Engine {
       return engine.generate(request, signal);
     },
   };
+}
+
+/**
+ * The sandbox as one trajectory of a synchronous round sees it: while it waits for a session
+ * (a full pool queues it) it is out of the round, so the trajectories holding the sessions can
+ * go on to their next turn and, finishing, free a slot; it rejoins once it has its session.
+ * Without this, a round with more code-running trajectories than sandbox slots deadlocks: the
+ * holders wait at the barrier for the waiters, the waiters for the holders' slots.
+ */
+export function barrierSandbox(sandbox: SandboxProvider, barrier: TurnBarrier): SandboxProvider {
+  return new Proxy(sandbox, {
+    get(target, property, receiver) {
+      if (property !== 'openSession') return Reflect.get(target, property, receiver);
+      return async (...args: unknown[]): Promise<SandboxSession> => {
+        barrier.leave();
+        try {
+          return await (target.openSession as (...a: unknown[]) => Promise<SandboxSession>)(...args);
+        } finally {
+          barrier.join();
+        }
+      };
+    },
+  });
 }
