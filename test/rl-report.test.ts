@@ -37,6 +37,12 @@ function metricsLine(step: number, shift: number): RlMetrics {
     updates: 1,
     rolloutMs: 30_000,
     trainMs: 3_000,
+    weightSyncMs: 0,
+    engineIdleMs: 3_000,
+    trainerIdleMs: 30_000,
+    stalenessMax: 1,
+    stalenessMean: 0.5,
+    stalenessHistogram: { '0': 100, '1': 100 },
     stage: 0,
   };
 }

@@ -1,12 +1,12 @@
 /** The synthesis module: text chain-of-thought to refined tool-augmented trajectories, and the ablation. */
 
+export { buildDecontaminationIndex, DEFAULT_NGRAM, NgramIndex, wordNgrams } from '../eval/decontamination.ts';
 export {
   type ArithNoise,
   arithRewrite,
   DEFAULT_ARITH_NOISE,
   startArithTeacherServer,
 } from './arith-teacher.ts';
-export { buildDecontaminationIndex, DEFAULT_NGRAM, NgramIndex, wordNgrams } from './decontamination.ts';
 export { repairFormat } from './format-repair.ts';
 export { OpenAiTeacher, retryAfterMs } from './openai-teacher.ts';
 export {

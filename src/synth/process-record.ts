@@ -4,10 +4,11 @@
  * blocks that failed. Returns what became of it; never throws for an expected failure (an
  * outage of the teacher or the sandbox is a drop with that reason, counted apart from wrong data).
  */
+
+import type { NgramIndex } from '../eval/decontamination.ts';
 import { answersEquivalent } from '../grader/grade-answer.ts';
 import { getDialect } from '../protocol/dialects.ts';
 import { parseResponse } from '../protocol/response-parser.ts';
-import type { NgramIndex } from './decontamination.ts';
 import { repairFormat } from './format-repair.ts';
 import { askTeacher, type RefineContext, refineDraft } from './refine-draft.ts';
 import { injectSelfCorrection } from './self-correction.ts';

@@ -5,8 +5,8 @@
  * belong to other requests.
  */
 import { z } from 'zod';
+import { DEFAULT_NGRAM } from '../eval/decontamination.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
-import { DEFAULT_NGRAM } from './decontamination.ts';
 import { SYNTH_STAGES } from './synth-record.ts';
 
 export const synthConfigSchema = z

@@ -16,6 +16,7 @@
 import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createByteLevelTokenizer } from '../engine/byte-level-tokenizer.ts';
+import { buildDecontaminationIndex } from '../eval/decontamination.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { type Clock, systemClock } from '../shared/clock.ts';
@@ -23,7 +24,6 @@ import { checkRunFolder, RUN_FOLDER_REFUSED } from '../shared/run-folder-check.t
 import { assertSameRun, type RunIdentity } from '../shared/run-identity.ts';
 import type { Trajectory } from '../trajectory/trajectory.ts';
 import { parseTrajectoryLine } from '../trajectory/trajectory-jsonl.ts';
-import { buildDecontaminationIndex } from './decontamination.ts';
 import { processRecord } from './process-record.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { readSynthInput } from './read-synth-input.ts';

@@ -120,8 +120,8 @@ describe('grpoBatch and rlMetrics of a hand-made group', () => {
         replicas: {},
       },
       train: null,
-      rolloutMs: 5,
-      trainMs: 0,
+      trainedAtVersion: 2,
+      timing: { rolloutMs: 5, trainMs: 0, weightSyncMs: 3, engineIdleMs: 4, trainerIdleMs: 6 },
     });
     expect(metrics.accuracy).toBe(0.5);
     expect(metrics.rewardMean).toBeCloseTo(0.57);
@@ -131,5 +131,10 @@ describe('grpoBatch and rlMetrics of a hand-made group', () => {
     expect(metrics.responseTokensMean).toBe(5);
     expect(metrics.clipFraction).toBeNull();
     expect(selfCorrected(wrong)).toBe(false);
+    // Two trajectories, each 2 tokens from v0 and 3 from v1, trained at v2.
+    expect(metrics.stalenessHistogram).toEqual({ '2': 4, '1': 6 });
+    expect(metrics.stalenessMax).toBe(2);
+    expect(metrics.stalenessMean).toBeCloseTo(14 / 10);
+    expect(metrics).toMatchObject({ rolloutMs: 5, weightSyncMs: 3, engineIdleMs: 4, trainerIdleMs: 6 });
   });
 });

@@ -14,6 +14,7 @@ import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { problemOnlyPrompt, runAgent } from '../agent/index.ts';
+import type { PromptBuilder } from '../agent/prompt-builder.ts';
 import { createByteLevelTokenizer, createEngine, loadTokenizer } from '../engine/index.ts';
 import type { Tokenizer } from '../engine/tokenizer.ts';
 import { runEval } from '../eval/eval-runner.ts';
@@ -23,7 +24,6 @@ import { answersEquivalent, gradeAnswer } from '../grader/index.ts';
 import { getDialect } from '../protocol/index.ts';
 import { createLocalSandbox } from '../sandbox/index.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
-import type { ArithProblem } from '../tasks/index.ts';
 import type { TrajectoryFinishReason } from '../trajectory/trajectory.ts';
 
 /** Accuracy of one difficulty level (or of all of them). */
@@ -59,8 +59,10 @@ export type HeldOutEvalResult = {
 export type HeldOutEvalOptions = {
   /** Base URL of a worker serving the model (SGLang `/generate`). */
   engineUrl: string;
-  problems: readonly ArithProblem[];
+  problems: readonly HeldOutProblem[];
   contextTokens: number;
+  /** How a problem becomes the first message(s) (default: the problem alone, as the byte model was trained). */
+  prompt?: PromptBuilder;
   /** The served model's tokenizer (default: read from the served model's folder). */
   tokenizer?: Tokenizer;
   /** Folder of the evaluation run (created; see `fresh`). */
@@ -76,6 +78,9 @@ export type HeldOutEvalOptions = {
   onProgress?: (done: number, total: number, correct: number) => void;
   signal?: AbortSignal;
 };
+
+/** A held-out problem: an arith problem, or a benchmark's (level 0 unless it has one). */
+export type HeldOutProblem = { id: string; problem: string; answer: string; level: number };
 
 /** The benchmark name held-out runs are saved under. */
 export const HELD_OUT_BENCHMARK = 'arith-held-out';
@@ -123,7 +128,7 @@ export async function evaluateHeldOut(options: HeldOutEvalOptions): Promise<Held
             tokenizer,
             sandbox,
             dialect,
-            prompt: problemOnlyPrompt,
+            prompt: options.prompt ?? problemOnlyPrompt,
             budgets,
             sampling,
             sample,
@@ -143,7 +148,7 @@ export async function evaluateHeldOut(options: HeldOutEvalOptions): Promise<Held
     const outcomes = trajectories
       .map((trajectory) => ({ trajectory, problem: byId.get(trajectory.problemId as string) }))
       .filter(
-        (entry): entry is { trajectory: (typeof trajectories)[number]; problem: ArithProblem } =>
+        (entry): entry is { trajectory: (typeof trajectories)[number]; problem: HeldOutProblem } =>
           entry.problem !== undefined && readGrade(entry.trajectory)?.correct !== null,
       )
       .map(({ trajectory, problem }) => ({

@@ -50,6 +50,8 @@ export {
   openMetricsLogger,
   redactSecrets,
 } from './metrics-logger.ts';
+export { type ClusterPartsOptions, RlPartsError, startClusterParts } from './rl-cluster-parts.ts';
+export { type ColocatedPartsOptions, startColocatedParts } from './rl-colocated-parts.ts';
 export {
   type RlConfig,
   RlConfigError,
@@ -59,6 +61,7 @@ export {
   rlDefiningConfig,
 } from './rl-config.ts';
 export { type RlMetrics, type RlMetricsInput, rlMetrics, selfCorrected } from './rl-metrics.ts';
+export type { RlParts, RlWeightSync } from './rl-parts.ts';
 export {
   DECONTAMINATION_FILE,
   type LoadRlProblemsOptions,
@@ -87,6 +90,7 @@ export {
   type RlRunOptions,
   runRl,
 } from './rl-run.ts';
+export { startRlParts } from './rl-start-parts.ts';
 export { planSftBatches, type SftBatchPlan, type SftBatchPlanOptions } from './sft-batch-plan.ts';
 export {
   resolveSftConfig,

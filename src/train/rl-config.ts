@@ -10,8 +10,40 @@ const positive = z.number().int().positive();
 export const rlConfigSchema = z
   .object({
     task: z.literal('arith').default('arith'),
-    /** The model folder RL starts from (an SFT output, e.g. .agentmath/models/arith-tool). */
+    /**
+     * The model folder RL starts from: the embedded byte model (an SFT output, e.g.
+     * .agentmath/models/arith-tool; trained colocated) or a Hugging Face folder (`--model`;
+     * engine replicas + the distributed trainer).
+     */
     init: z.string().min(1),
+    /** Training problems from a file (JSONL / Parquet, eval's loader), or a benchmark by name; null: the arith task. */
+    data: z.string().min(1).nullable().default(null),
+    bench: z.string().min(1).nullable().default(null),
+    /** Leave out training problems that share an n-gram with the benchmark sets. */
+    decontaminate: z.boolean().default(true),
+    /** Held-out evaluation set (eval's loader); null: arith held-out problems. */
+    evalBench: z.string().min(1).nullable().default(null),
+    /** How a problem becomes the prompt (null: problem-only for the byte model, instructed for a Hugging Face one). */
+    prompt: z.enum(['instructed', 'problem-only']).nullable().default(null),
+    /** Prompt + response token budget of a trajectory (null: the model's context length). */
+    maxTokens: positive.nullable().default(null),
+    /** Engine replicas: URLs of SGLang servers (empty: start `replicas` embedded ones). */
+    engines: z.array(z.string().url()).default([]),
+    api: z.enum(['sglang', 'vllm']).default('sglang'),
+    router: z.enum(['round-robin', 'least-requests', 'prefix-aware', 'cache-aware']).default('prefix-aware'),
+    replicas: positive.default(1),
+    /** Requests in flight per replica. */
+    maxInFlight: positive.default(32),
+    /** The distributed trainer's URL (null: start it here with `trainerProcs` processes). */
+    trainerUrl: z.string().url().nullable().default(null),
+    trainerProcs: positive.default(1),
+    microBatchTokens: positive.default(4096),
+    /** Sandbox node URLs (empty: a local jailed sandbox). */
+    sandboxes: z.array(z.string().url()).default([]),
+    /** Trainer steps the rollout may run ahead (0: synchronous; 1: the next batch is generated while this one trains). */
+    maxStaleness: z.number().int().nonnegative().default(0),
+    /** How new weights reach the engines. */
+    weightSync: z.enum(['disk', 'distributed']).default('disk'),
     /** Text RL: the policy cannot run code (tool-call budget 0; a code block ends the trajectory). */
     textOnly: z.boolean().default(false),
     steps: positive.default(40),
@@ -87,6 +119,18 @@ export function resolveRlConfig(input: unknown): RlConfig {
 
 /** What defines a run: a resume with anything else different is refused (steps may grow). */
 export function rlDefiningConfig(config: RlConfig): Record<string, unknown> {
-  const { steps: _steps, ...defining } = config;
+  // Where things run may change between a stop and a resume; what is trained may not.
+  const {
+    steps: _steps,
+    engines: _engines,
+    replicas: _replicas,
+    maxInFlight: _maxInFlight,
+    trainerUrl: _trainerUrl,
+    trainerProcs: _trainerProcs,
+    sandboxes: _sandboxes,
+    sandboxWorkers: _sandboxWorkers,
+    trainThreads: _trainThreads,
+    ...defining
+  } = config;
   return { command: 'train rl', ...defining };
 }

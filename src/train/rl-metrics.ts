@@ -31,8 +31,20 @@ export type RlMetrics = {
   klRef: number | null;
   /** Optimizer updates applied this step (mini-batches × epochs; 0 when skipped or untrained). */
   updates: number;
+  /** Wall time of the step's rollout, and of its training (GRPO step + checkpoint). */
   rolloutMs: number;
   trainMs: number;
+  /** Export + pause + load + continue on every engine; 0 when the engines share the trainer's weights. */
+  weightSyncMs: number;
+  /** Engines waiting for this step's rollout to be allowed to start (after the previous rollout ended). */
+  engineIdleMs: number;
+  /** The trainer waiting for this step's batch (after its previous step and sync ended). */
+  trainerIdleMs: number;
+  /** Versions between the trainer and the policy that produced each trained model token. */
+  stalenessMax: number | null;
+  stalenessMean: number | null;
+  /** Trained model tokens by staleness (versions behind the trainer → tokens). */
+  stalenessHistogram: Record<string, number>;
   stage: number;
 };
 
@@ -43,8 +55,15 @@ export type RlMetricsInput = {
   rollout: StepStats;
   /** Null when the step trained nothing (every group dropped). */
   train: GrpoStepResult | null;
-  rolloutMs: number;
-  trainMs: number;
+  /** The trainer's policy version when the batch was trained (before the step's updates). */
+  trainedAtVersion: number;
+  timing: {
+    rolloutMs: number;
+    trainMs: number;
+    weightSyncMs: number;
+    engineIdleMs: number;
+    trainerIdleMs: number;
+  };
 };
 
 export function rlMetrics(input: RlMetricsInput): RlMetrics {
@@ -85,9 +104,42 @@ export function rlMetrics(input: RlMetricsInput): RlMetrics {
     offPolicyCapped: train?.offPolicyCapped ?? null,
     klRef: train?.klRef ?? null,
     updates: train?.updates ?? 0,
-    rolloutMs: input.rolloutMs,
-    trainMs: input.trainMs,
+    ...input.timing,
+    ...stalenessOf(
+      input.groups.filter((group) => group.kept),
+      input.trainedAtVersion,
+    ),
     stage: input.rollout.stage,
+  };
+}
+
+/** Staleness of the trained model tokens: the trainer's version minus the segment's version. */
+export function stalenessOf(
+  kept: readonly GroupOutcome[],
+  trainedAtVersion: number,
+): Pick<RlMetrics, 'stalenessMax' | 'stalenessMean' | 'stalenessHistogram'> {
+  const histogram: Record<string, number> = {};
+  let tokens = 0;
+  let weighted = 0;
+  let max: number | null = null;
+  for (const group of kept) {
+    for (const trajectory of group.trajectories) {
+      for (const segment of trajectory.segments) {
+        if (segment.kind !== 'model' || segment.policyVersion === null) continue;
+        const count = segment.tokenIds?.length ?? 0;
+        if (count === 0) continue;
+        const lag = trainedAtVersion - segment.policyVersion;
+        histogram[String(lag)] = (histogram[String(lag)] ?? 0) + count;
+        tokens += count;
+        weighted += lag * count;
+        max = max === null ? lag : Math.max(max, lag);
+      }
+    }
+  }
+  return {
+    stalenessMax: max,
+    stalenessMean: tokens === 0 ? null : weighted / tokens,
+    stalenessHistogram: histogram,
   };
 }
 

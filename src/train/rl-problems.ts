@@ -15,10 +15,10 @@ import { extname, join, resolve } from 'node:path';
 import { resolveDataDir } from '../eval/benchmark-data-dir.ts';
 import type { FieldMapping } from '../eval/benchmark-problem.ts';
 import { BUILTIN_BENCHMARKS } from '../eval/builtin-benchmarks.ts';
+import { DEFAULT_NGRAM, NgramIndex } from '../eval/decontamination.ts';
 import { type LoadedBenchmark, loadBenchmark } from '../eval/load-benchmark.ts';
 import type { RolloutProblem } from '../rollout/types.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
-import { DEFAULT_NGRAM, NgramIndex } from '../synth/decontamination.ts';
 import { createSeededRandom, shuffleInPlace } from '../tasks/seeded-random.ts';
 
 /** The record's name in the run folder. */

@@ -1,66 +1,91 @@
 /**
- * `train rl`: agentic RL on the embedded model, colocated in one PyTorch worker. Each step:
- * a rollout step (request-level async or sync, partial rollout, adaptive batch — the rollout
- * module) → rewards (composite or accuracy) and group advantages (decided there) → one GRPO
- * step on the kept groups (mini-batches × epochs optimizer updates, 1 × 1 by default) with
- * interpreter tokens masked, logprobs at the sampling temperature, importance ratios against
- * each segment's recorded logprobs and the KL reference loaded from `--init` → the worker
- * serves the new weights at once, its policy version incremented (not for a skipped update)
- * → a checkpoint → held-out evaluation every K steps, with the model's own tokenizer.
+ * `train rl`: agentic RL over the rollout system. The parts (engines behind a router, a
+ * `Trainer`, weight sync, a sandbox, the model's tokenizer and prompt; `rl-parts.ts`) come in
+ * from the caller, or are started from the configuration (`startRlParts`). Each step:
  *
- * Records (append-only, in the run folder beside the rollout's `trajectories.jsonl`,
- * `groups.jsonl`, `steps.jsonl`): `metrics.jsonl` (one line per step), `evals.jsonl`,
- * `checkpoints/step-N` (model and optimizer as they were before step N). A step is committed by
- * the rollout's `checkpoint.json`; after a kill, every file is cut back to the committed steps,
- * the model and optimizer are loaded from the checkpoint of the next step and that step is
- * redone, so no step is lost or applied twice. Not restored: the worker's sampling RNG (a
- * redone step samples afresh).
+ * 1. rollout: request-level async or sync scheduling, partial rollout, adaptive batch (the
+ *    rollout module), rewards and group advantages decided there;
+ * 2. one GRPO step on the kept groups (mini-batches × epochs optimizer updates) with
+ *    interpreter tokens masked, logprobs at the sampling temperature, importance ratios
+ *    against each segment's recorded logprobs, the KL reference the initial policy;
+ * 3. the trainer's checkpoint of the step, then the new weights to every engine (nothing to
+ *    send when they share the trainer's weights), timed;
+ * 4. `metrics.jsonl`, and held-out evaluation every K steps on an engine holding the new weights;
+ * 5. the rollout's `checkpoint.json` commits the step.
+ *
+ * With `maxStaleness` S ≥ 1 the rollout of step k+1 runs while step k trains (steps commit in
+ * order): the rollout of step j starts once step j−1−S is trained and synced, so no trajectory
+ * starts more than S versions before the version that trains it; a trajectory continued across
+ * a step boundary (partial rollout) may be one more behind, the rollout's `maxPolicyLag` (S + 1)
+ * bounds that, and the decoupled objective (`proximal: recompute`) corrects what is off-policy.
+ *
+ * Records (append-only, beside the rollout's `trajectories.jsonl`, `groups.jsonl`,
+ * `steps.jsonl`): `metrics.jsonl` (one line per step, with rollout/train/sync/idle times and the
+ * staleness of the trained tokens), `evals.jsonl`, `checkpoints/step-N` (the trainer as it was
+ * before step N), `model/` (the latest policy, for `solve`, `eval`, `engine serve`). After a kill,
+ * every file is cut back to the committed steps, the trainer loads the checkpoint of the next
+ * step, the engines are brought to those weights, and that step is redone: no step is lost or
+ * applied twice. Not restored: the engines' sampling RNG (a redone step samples afresh).
  */
 import { existsSync } from 'node:fs';
 import { appendFile, mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { problemOnlyPrompt, SessionPark } from '../agent/index.ts';
-import { createEngine } from '../engine/create-engine.ts';
-import { startEmbeddedWorker } from '../engine/embedded/worker-supervisor.ts';
-import { loadTokenizer } from '../engine/load-tokenizer.ts';
-import type { Tokenizer } from '../engine/tokenizer.ts';
+import { BUILTIN_BENCHMARKS } from '../eval/builtin-benchmarks.ts';
+import { loadBenchmark } from '../eval/load-benchmark.ts';
 import { gradeTrajectory } from '../eval/trajectory-grade.ts';
 import { gradeAnswer } from '../grader/index.ts';
-import { getDialect } from '../protocol/index.ts';
 import {
+  type RolloutProblem,
   readCheckpoint,
   rolloutConfigSchema,
   runRollout,
   type StepStats,
   truncateStepFile,
 } from '../rollout/index.ts';
-import { createLocalSandbox } from '../sandbox/index.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { systemClock } from '../shared/clock.ts';
 import { arithEvalProblems, arithTrainProblems, createSeededRandom } from '../tasks/index.ts';
 import { grpoBatch } from './grpo-sequences.ts';
-import { evaluateHeldOut } from './held-out-eval.ts';
+import { evaluateHeldOut, type HeldOutProblem } from './held-out-eval.ts';
 import { type RlConfig, rlDefiningConfig } from './rl-config.ts';
 import { type RlMetrics, rlMetrics } from './rl-metrics.ts';
+import type { RlParts, RlWeightSync } from './rl-parts.ts';
+import { loadRlProblems, rlProblemOrder, writeDecontaminationRecord } from './rl-problems.ts';
 import { RL_FILES, type RlEvalRecord } from './rl-records.ts';
 import { writeRlReport } from './rl-report.ts';
-import { type GrpoStepResult, TrainerClient } from './trainer-client.ts';
+import { startRlParts } from './rl-start-parts.ts';
+import type { GrpoStepResult } from './types.ts';
 
 export type RlEvent =
-  | { type: 'rl-start'; folder: string; config: RlConfig; resumedFromStep: number; parameters: number | null }
+  | {
+      type: 'rl-start';
+      folder: string;
+      config: RlConfig;
+      resumedFromStep: number;
+      parameters: number | null;
+      parts: RlParts['kind'];
+    }
   | { type: 'rl-step'; metrics: RlMetrics; rollout: StepStats; skipped: Record<string, number> }
   | { type: 'rl-eval'; record: RlEvalRecord }
+  | { type: 'rl-sync'; sync: RlWeightSync }
   | { type: 'rl-end'; steps: number; reason: 'completed' | 'time-budget' | 'interrupted'; folder: string };
 
 export type RlRunOptions = {
   folder: string;
   config: RlConfig;
   resume: boolean;
+  /** Training problems, taken in order and cycled (default: the arith task's pool). */
+  problems?: readonly RolloutProblem[];
+  /** Held-out problems (default: arith held-out problems of the configured levels). */
+  evalProblems?: readonly HeldOutProblem[];
+  /** What to run on (default: started from the configuration, and stopped at the end). */
+  parts?: RlParts;
   /** Stop at a step boundary after this many minutes (the run stays resumable). */
   minutes?: number;
   signal?: AbortSignal;
   onEvent?: (event: RlEvent) => void;
-  workerLog?: (line: string) => void;
+  /** Progress lines of the parts (starting engines and the trainer) and the worker's log. */
+  log?: (line: string) => void;
 };
 
 export class RlRunError extends AgentMathError {
@@ -74,180 +99,209 @@ export async function runRl(options: RlRunOptions): Promise<RlMetrics[]> {
   const { folder, config } = options;
   if (!existsSync(join(config.init, 'config.json'))) {
     throw new RlRunError(
-      `--init ${config.init}: not a model folder (no config.json); train one with \`agentmath train sft\``,
+      `${config.init}: not a model folder (no config.json); train one with \`agentmath train sft\``,
     );
   }
   await mkdir(folder, { recursive: true });
+  const parts = options.parts ?? (await startRlParts(config, folder, options.log));
+  try {
+    return await runRlOn(parts, options);
+  } finally {
+    if (options.parts === undefined) await parts.close();
+  }
+}
+
+async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics[]> {
+  const { folder, config } = options;
+  if (config.maxStaleness > 0 && !parts.canOverlap) {
+    throw new RlRunError(
+      `--max-staleness ${config.maxStaleness}: the ${parts.kind} engine generates with the weights it trains, so rollout cannot run beside training; use 0`,
+    );
+  }
   const checkpoint = options.resume ? await readCheckpoint(folder) : null;
   const nextStep = checkpoint?.nextStep ?? 0;
   for (const name of [RL_FILES.metrics, RL_FILES.evals]) await truncateStepFile(join(folder, name), nextStep);
-  const worker = await startEmbeddedWorker({
-    model: config.init,
-    seed: config.seed,
-    restart: false,
-    ...(config.trainThreads > 0 ? { trainThreads: config.trainThreads } : {}),
-    ...(options.workerLog ? { onLog: (line: string) => options.workerLog?.(line) } : {}),
+  const { trainer } = parts;
+  if (nextStep > 0) await trainer.loadCheckpoint(checkpointPath(folder, nextStep));
+  let policyVersion = (await trainer.state()).policyVersion;
+  // The engines generate with the committed weights before anything else (after a resume too).
+  const initialSync = await parts.syncWeights(policyVersion);
+  if (initialSync !== null) {
+    options.onEvent?.({ type: 'rl-sync', sync: initialSync });
+    await parts.publishModel(folder, { final: false });
+  }
+  options.onEvent?.({
+    type: 'rl-start',
+    folder,
+    config,
+    resumedFromStep: nextStep,
+    parameters: parts.parameters,
+    parts: parts.kind,
   });
-  const sandbox = createLocalSandbox({ maxWorkers: config.sandboxWorkers, warmWorkers: 2 });
-  const park = new SessionPark();
-  const engine = createEngine({ api: 'sglang', url: worker.url, name: 'embedded', maxConcurrency: 64 });
+  if (nextStep === 0) await trainer.saveCheckpoint(checkpointPath(folder, 0));
+  const maxTokens = Math.min(config.maxTokens ?? parts.contextTokens, parts.contextTokens);
+  const rollout = rolloutConfigSchema.parse({
+    groupSize: config.groupSize,
+    batchSize: config.batchSize,
+    mode: config.mode,
+    stages: [
+      {
+        maxTokens,
+        maxToolCalls: config.textOnly ? 0 : config.maxToolCalls,
+        partialRollouts: config.partialRollouts,
+      },
+    ],
+    maxNewTokensPerTurn: maxTokens,
+    // S versions from the overlap, one more for a trajectory continued across a step boundary.
+    maxPolicyLag: config.maxStaleness + 1,
+    advantageScale: config.advantage,
+    rewardKind: config.reward,
+    reward: { alpha: config.toolRewardAlpha, beta: config.toolRewardBeta, rMax: config.toolRewardMax },
+  });
+  const problems = options.problems ?? (await trainingProblems(config, folder));
+  if (problems.length === 0) throw new RlRunError('no training problems');
+  const evalProblems = options.evalProblems ?? (await heldOutProblems(config));
+  const started = Date.now();
+  const deadline =
+    options.minutes === undefined ? Number.POSITIVE_INFINITY : started + options.minutes * 60_000;
+  const done: RlMetrics[] = [];
+  let stoppedForTime = false;
+  const interrupted = () => options.signal?.aborted === true;
+  // Wall-clock marks for the per-step times (rollout, train, sync, idle).
+  const rolloutStarted = new Map<number, number>();
+  const rolloutEnded = new Map<number, number>();
+  let lastRolloutEnd: number | null = null;
+  let lastTrainEnd = Date.now();
+  let stepsInFlight = 0;
   try {
-    const trainer = new TrainerClient({ baseUrl: worker.url });
-    const info = await trainer.modelInfo();
-    if (nextStep > 0) await trainer.loadCheckpoint(checkpointPath(folder, nextStep));
-    let policyVersion = (await trainer.state()).policyVersion;
-    const tokenizer = await loadTokenizer(config.init);
-    options.onEvent?.({
-      type: 'rl-start',
+    await runRollout({
       folder,
-      config,
-      resumedFromStep: nextStep,
-      parameters: info.parameters,
-    });
-    if (nextStep === 0) await trainer.saveCheckpoint(checkpointPath(folder, 0));
-    const rollout = rolloutConfigSchema.parse({
-      groupSize: config.groupSize,
-      batchSize: config.batchSize,
-      mode: config.mode,
-      stages: [
-        {
-          maxTokens: info.contextLength,
-          maxToolCalls: config.textOnly ? 0 : config.maxToolCalls,
-          partialRollouts: config.partialRollouts,
-        },
-      ],
-      maxNewTokensPerTurn: info.contextLength,
-      advantageScale: config.advantage,
-      rewardKind: config.reward,
-      reward: { alpha: config.toolRewardAlpha, beta: config.toolRewardBeta, rMax: config.toolRewardMax },
-    });
-    const problems = arithTrainProblems({
-      count: config.problemPool,
-      levels: config.levels,
-      seed: `rl:${config.seed}`,
-    }).map((problem) => ({ id: problem.id, text: problem.problem, answer: problem.answer }));
-    const started = Date.now();
-    const deadline =
-      options.minutes === undefined ? Number.POSITIVE_INFINITY : started + options.minutes * 60_000;
-    let stepStarted = Date.now();
-    const done: RlMetrics[] = [];
-    let stoppedForTime = false;
-    const interrupted = () => options.signal?.aborted === true;
-    try {
-      await runRollout({
-        folder,
-        resume: options.resume,
-        definingConfig: rlDefiningConfig(config),
-        steps: config.steps,
-        problems,
-        config: rollout,
-        agent: { sampling: { temperature: config.temperature, topP: 1, seed: config.seed } },
-        policyVersion: () => policyVersion,
-        shouldContinue: () => {
-          stepStarted = Date.now();
-          if (options.signal?.aborted) return false;
-          stoppedForTime = Date.now() >= deadline;
-          return !stoppedForTime;
-        },
-        parts: {
-          engine,
-          routerName: 'single',
-          tokenizer,
-          dialect: getDialect('tags'),
-          sandbox,
-          park,
-          grade: (trajectory, problem) =>
-            gradeTrajectory(trajectory, problem.answer, gradeAnswer, { sandbox }),
-          clock: systemClock,
-          random: createSeededRandom(`rl-rollout:${config.seed}:${nextStep}`),
-          prompt: problemOnlyPrompt,
-          ...(options.signal === undefined ? {} : { signal: options.signal }),
-        },
-        afterStep: async (result, step) => {
-          if (options.signal?.aborted) throw new RlRunError('interrupted');
-          const rolloutMs = Date.now() - stepStarted;
-          const trainStarted = Date.now();
-          const batch = grpoBatch(result.kept, {
-            maskTruncated: config.maskTruncated,
-            maskVoid: config.maskVoid,
-            maxTokens: info.contextLength,
+      resume: options.resume,
+      definingConfig: rlDefiningConfig(config),
+      steps: config.steps,
+      problems,
+      config: rollout,
+      overlap: config.maxStaleness,
+      agent: { sampling: { temperature: config.temperature, topP: 1, seed: config.seed } },
+      // The version this step's groups will be trained at: the steps before it train first.
+      policyVersion: () => policyVersion + stepsInFlight,
+      shouldContinue: () => {
+        if (interrupted()) return false;
+        stoppedForTime = Date.now() >= deadline;
+        if (stoppedForTime) return false;
+        rolloutStarted.set(nextStep + rolloutStarted.size, Date.now());
+        return true;
+      },
+      onRolloutEnd: (_result, step) => {
+        stepsInFlight++;
+        rolloutEnded.set(step, Date.now());
+      },
+      parts: {
+        engine: parts.engine,
+        routerName: parts.routerName,
+        tokenizer: parts.tokenizer,
+        dialect: parts.dialect,
+        sandbox: parts.sandbox,
+        park: parts.park,
+        grade: (trajectory, problem) =>
+          gradeTrajectory(trajectory, problem.answer, gradeAnswer, { sandbox: parts.sandbox }),
+        clock: systemClock,
+        random: createSeededRandom(`rl-rollout:${config.seed}:${nextStep}`),
+        prompt: parts.prompt,
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+      },
+      afterStep: async (result, step) => {
+        if (interrupted()) throw new RlRunError('interrupted');
+        const trainStarted = Date.now();
+        const trainerIdleMs = trainStarted - lastTrainEnd;
+        const trainedAtVersion = policyVersion;
+        const batch = grpoBatch(result.kept, {
+          maskTruncated: config.maskTruncated,
+          maskVoid: config.maskVoid,
+          maxTokens: parts.contextTokens,
+        });
+        let train: GrpoStepResult | null = null;
+        if (batch.sequences.length > 0) {
+          train = await trainer.grpoStep({
+            sequences: batch.sequences,
+            learningRate: config.learningRate,
+            clipEpsilonLow: config.clipEpsilonLow,
+            clipEpsilonHigh: config.clipEpsilonHigh,
+            klCoef: config.klCoef,
+            klEstimator: config.klEstimator,
+            aggregation: config.aggregation,
+            ...(config.dualClip === null ? {} : { dualClip: config.dualClip }),
+            proximal: config.proximal,
+            offPolicyCap: config.offPolicyCap,
+            offPolicyMode: config.offPolicyMode,
+            temperature: config.temperature,
+            miniBatches: config.miniBatches,
+            epochs: config.epochs,
+            // The KL reference is the initial policy, also after a resume from step k.
+            referencePath: config.init,
           });
-          let train: GrpoStepResult | null = null;
-          if (batch.sequences.length > 0) {
-            train = await trainer.grpoStep({
-              sequences: batch.sequences,
-              learningRate: config.learningRate,
-              clipEpsilonLow: config.clipEpsilonLow,
-              clipEpsilonHigh: config.clipEpsilonHigh,
-              klCoef: config.klCoef,
-              klEstimator: config.klEstimator,
-              aggregation: config.aggregation,
-              ...(config.dualClip === null ? {} : { dualClip: config.dualClip }),
-              proximal: config.proximal,
-              offPolicyCap: config.offPolicyCap,
-              offPolicyMode: config.offPolicyMode,
-              temperature: config.temperature,
-              miniBatches: config.miniBatches,
-              epochs: config.epochs,
-              // The KL reference is the initial policy, also after a resume from step k.
-              referencePath: config.init,
-            });
-            // A skipped update (non-finite gradient) leaves the version as it was.
-            policyVersion = train.policyVersion;
-          }
-          await trainer.saveCheckpoint(checkpointPath(folder, step + 1));
-          const trainMs = Date.now() - trainStarted;
-          const metrics = rlMetrics({
-            step,
-            policyVersion,
-            groups: [...result.kept, ...result.dropped],
-            rollout: result.stats,
-            train,
-            rolloutMs,
+        }
+        await trainer.saveCheckpoint(checkpointPath(folder, step + 1));
+        const trainMs = Date.now() - trainStarted;
+        // A skipped update (non-finite gradient) leaves the version, and the engines, as they were.
+        const trainedVersion = train?.policyVersion ?? policyVersion;
+        const sync = trainedVersion === policyVersion ? null : await parts.syncWeights(trainedVersion);
+        policyVersion = trainedVersion;
+        if (sync !== null) {
+          options.onEvent?.({ type: 'rl-sync', sync });
+          await parts.publishModel(folder, { final: false });
+        }
+        lastTrainEnd = Date.now();
+        stepsInFlight--;
+        const rolloutStart = rolloutStarted.get(step) ?? trainStarted;
+        const rolloutEnd = rolloutEnded.get(step) ?? trainStarted;
+        const metrics = rlMetrics({
+          step,
+          policyVersion,
+          groups: [...result.kept, ...result.dropped],
+          rollout: result.stats,
+          train,
+          trainedAtVersion,
+          timing: {
+            rolloutMs: rolloutEnd - rolloutStart,
             trainMs,
-          });
-          await appendLine(join(folder, RL_FILES.metrics), metrics);
-          await writeRlReport([folder]);
-          done.push(metrics);
-          options.onEvent?.({ type: 'rl-step', metrics, rollout: result.stats, skipped: batch.skipped });
-          const last = step + 1 === config.steps;
-          if ((config.evalEvery > 0 && (step + 1) % config.evalEvery === 0) || last) {
-            const record = await heldOutEval(
-              worker.url,
-              folder,
-              config,
-              { contextTokens: info.contextLength, tokenizer },
-              step,
-              policyVersion,
-            );
+            weightSyncMs: sync?.totalMs ?? 0,
+            engineIdleMs: step === nextStep || lastRolloutEnd === null ? 0 : rolloutStart - lastRolloutEnd,
+            trainerIdleMs,
+          },
+        });
+        lastRolloutEnd = rolloutEnd;
+        await appendLine(join(folder, RL_FILES.metrics), metrics);
+        await writeRlReport([folder]);
+        done.push(metrics);
+        options.onEvent?.({ type: 'rl-step', metrics, rollout: result.stats, skipped: batch.skipped });
+        const last = step + 1 === config.steps;
+        if ((config.evalEvery > 0 && (step + 1) % config.evalEvery === 0) || last) {
+          const record = await heldOutEval(parts, folder, config, evalProblems, step, policyVersion);
+          if (record !== null) {
             await appendLine(join(folder, RL_FILES.evals), record);
             await writeRlReport([folder]);
             options.onEvent?.({ type: 'rl-eval', record });
           }
-          // Checkpoint `step` is what a resume needs until this step is committed; the one
-          // before it is not needed any more, unless it marks an evaluation point.
-          const previous = step - 1;
-          if (previous > 0 && !(config.evalEvery > 0 && previous % config.evalEvery === 0)) {
-            await rm(checkpointPath(folder, previous), { recursive: true, force: true });
-          }
-        },
-      });
-    } catch (error) {
-      // A stop mid-step leaves that step uncommitted: a resume redoes it.
-      if (!interrupted()) throw error;
-    }
-    const reason = options.signal?.aborted ? 'interrupted' : stoppedForTime ? 'time-budget' : 'completed';
-    // The policy so far as a model folder (`solve`, `eval`, `engine serve` use it); a run stopped
-    // by its time budget saves it too, and a resume carries on from the step checkpoint.
-    if (reason !== 'interrupted' && done.length > 0) await trainer.saveCheckpoint(join(folder, 'model'));
-    options.onEvent?.({ type: 'rl-end', steps: done.length, reason, folder });
-    return done;
-  } finally {
-    engine.close();
-    await park.closeAll();
-    await sandbox.close();
-    await worker.stop();
+        }
+        // Checkpoint `step` is what a resume needs until this step is committed; the one
+        // before it is not needed any more, unless it marks an evaluation point.
+        const previous = step - 1;
+        if (previous > 0 && !(config.evalEvery > 0 && previous % config.evalEvery === 0)) {
+          await rm(checkpointPath(folder, previous), { recursive: true, force: true });
+        }
+      },
+    });
+  } catch (error) {
+    // A stop mid-step leaves that step uncommitted: a resume redoes it.
+    if (!interrupted()) throw error;
   }
+  const reason = interrupted() ? 'interrupted' : stoppedForTime ? 'time-budget' : 'completed';
+  // The policy so far as a model folder (`solve`, `eval`, `engine serve` use it); a run stopped
+  // by its time budget saves it too, and a resume carries on from the step checkpoint.
+  if (reason !== 'interrupted' && done.length > 0) await parts.publishModel(folder, { final: true });
+  options.onEvent?.({ type: 'rl-end', steps: done.length, reason, folder });
+  return done;
 }
 
 export function checkpointPath(folder: string, step: number): string {
@@ -255,17 +309,20 @@ export function checkpointPath(folder: string, step: number): string {
 }
 
 async function heldOutEval(
-  url: string,
+  parts: RlParts,
   folder: string,
   config: RlConfig,
-  model: { contextTokens: number; tokenizer: Tokenizer },
+  problems: readonly HeldOutProblem[],
   step: number,
   policyVersion: number,
-): Promise<RlEvalRecord> {
+): Promise<RlEvalRecord | null> {
+  if (problems.length === 0) return null;
   const result = await evaluateHeldOut({
-    engineUrl: url,
-    problems: arithEvalProblems({ count: config.evalProblems, levels: config.levels }),
-    ...model,
+    engineUrl: parts.evalUrl,
+    problems,
+    contextTokens: Math.min(config.maxTokens ?? parts.contextTokens, parts.contextTokens),
+    tokenizer: parts.tokenizer,
+    prompt: parts.prompt,
     // A step redone after a kill may have other weights: its evaluation starts afresh.
     outDir: join(folder, RL_FILES.evalRuns, `step-${String(step).padStart(5, '0')}`),
     fresh: true,
@@ -283,6 +340,42 @@ async function heldOutEval(
     problems: result.problems,
     wallMs: result.wallMs,
   };
+}
+
+/**
+ * The training problems in the order they are taken: a file or benchmark (decontaminated,
+ * `decontamination.json` in the run folder, shuffled afresh each epoch by the seed), or the
+ * arith task's pool.
+ */
+async function trainingProblems(config: RlConfig, folder: string): Promise<RolloutProblem[]> {
+  if (config.data === null && config.bench === null) {
+    return arithTrainProblems({
+      count: config.problemPool,
+      levels: config.levels,
+      seed: `rl:${config.seed}`,
+    }).map((problem) => ({ id: problem.id, text: problem.problem, answer: problem.answer }));
+  }
+  const set = await loadRlProblems({
+    data: config.data ?? undefined,
+    bench: config.bench ?? undefined,
+    seed: config.seed,
+    decontaminate: config.decontaminate,
+  });
+  await writeDecontaminationRecord(folder, set);
+  // Enough epochs for every step to take a full batch of fresh groups four times over.
+  const wanted = config.steps * config.batchSize * 4;
+  const epochs = Math.max(1, Math.ceil(wanted / set.problems.length));
+  return rlProblemOrder(set.problems, { seed: config.seed, count: epochs * set.problems.length });
+}
+
+/** Held-out problems: a benchmark (`evalBench`, its first `evalProblems`), or arith ones. */
+async function heldOutProblems(config: RlConfig): Promise<HeldOutProblem[]> {
+  if (config.evalBench === null)
+    return arithEvalProblems({ count: config.evalProblems, levels: config.levels });
+  const benchmark = await loadBenchmark(config.evalBench, { builtins: BUILTIN_BENCHMARKS });
+  return benchmark.problems
+    .slice(0, config.evalProblems)
+    .map((problem) => ({ id: problem.id, problem: problem.problem, answer: problem.answer, level: 0 }));
 }
 
 async function appendLine(path: string, value: unknown): Promise<void> {

@@ -27,6 +27,11 @@ export type WeightSyncResult = {
   /** From the first pause to the last continue: how long generation stood still. */
   pausedMs: number;
   totalMs: number;
+  /**
+   * Engines that could not be reached (pause or load failed to connect): they keep their old
+   * weights and are tried again at the next sync. Empty unless `tolerateUnreachable`.
+   */
+  unreachable: string[];
 };
 
 export class WeightSyncError extends AgentMathError {
@@ -40,35 +45,56 @@ export async function syncWeightsFromDisk({
   engines,
   path,
   pauseMode = 'in_place',
+  tolerateUnreachable = false,
   now = () => performance.now(),
 }: {
   trainer: PolicyExporter;
   engines: readonly PausableEngine[];
   path: string;
   pauseMode?: PauseMode;
+  /**
+   * Go on when some (not all) engines cannot be reached, e.g. a replica killed mid-run (the
+   * router already sends its work elsewhere). An engine that answers and refuses the weights is
+   * always an error: it would keep serving another policy.
+   */
+  tolerateUnreachable?: boolean;
   now?: () => number;
 }): Promise<WeightSyncResult> {
   const started = now();
   const exported = await trainer.exportModel(path);
   const exportedAt = now();
-  await Promise.all(engines.map((engine) => engine.pauseGeneration(pauseMode)));
+  const unreachable = new Map<PausableEngine, unknown>();
+  const paused = await Promise.allSettled(engines.map((engine) => engine.pauseGeneration(pauseMode)));
+  paused.forEach((outcome, index) => {
+    if (outcome.status === 'rejected') unreachable.set(engines[index]!, outcome.reason);
+  });
+  const reachable = () => engines.filter((engine) => !unreachable.has(engine));
   try {
-    const results = await Promise.all(
-      engines.map((engine) => engine.updateWeightsFromDisk(path, { weightVersion: exported.policyVersion })),
+    const live = reachable();
+    const results = await Promise.allSettled(
+      live.map((engine) => engine.updateWeightsFromDisk(path, { weightVersion: exported.policyVersion })),
     );
-    const failed = results
-      .map((result, index) => ({ result, engine: engines[index]! }))
-      .filter(({ result }) => !result.success);
-    if (failed.length > 0) {
+    const refused: string[] = [];
+    results.forEach((outcome, index) => {
+      const engine = live[index]!;
+      if (outcome.status === 'rejected') unreachable.set(engine, outcome.reason);
+      else if (!outcome.value.success) refused.push(`${engine.name} (${outcome.value.message})`);
+    });
+    if (refused.length > 0) {
       throw new WeightSyncError(
-        `weights v${exported.policyVersion} from ${path} were refused by ${failed
-          .map(({ engine, result }) => `${engine.name} (${result.message})`)
-          .join(', ')}`,
+        `weights v${exported.policyVersion} from ${path} were refused by ${refused.join(', ')}`,
+      );
+    }
+    if (unreachable.size > 0 && (!tolerateUnreachable || reachable().length === 0)) {
+      const cause = [...unreachable.values()][0];
+      throw new WeightSyncError(
+        `weights v${exported.policyVersion}: ${[...unreachable.keys()].map((lost) => lost.name).join(', ')} could not be reached (${describe(cause)})${reachable().length === 0 ? '; no engine left' : ''}`,
+        { cause },
       );
     }
   } finally {
     // Continue even after a failure: a paused engine would hold every request forever.
-    await Promise.allSettled(engines.map((engine) => engine.continueGeneration()));
+    await Promise.allSettled(reachable().map((engine) => engine.continueGeneration()));
   }
   const finished = now();
   return {
@@ -77,5 +103,10 @@ export async function syncWeightsFromDisk({
     exportMs: exportedAt - started,
     pausedMs: finished - exportedAt,
     totalMs: finished - started,
+    unreachable: [...unreachable.keys()].map((engine) => engine.name),
   };
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

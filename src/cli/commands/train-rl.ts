@@ -1,22 +1,62 @@
 /**
- * `agentmath train rl`: agentic RL (GRPO over the rollout system) on the embedded model, from
- * an SFT model folder. Progress on stderr, one line per step; `--json` prints the step metrics
- * as JSON on stdout at the end. Wiring only: the loop is `src/train/rl-run.ts`.
+ * `agentmath train rl`: agentic RL (GRPO over the rollout system) from an SFT model folder:
+ * the embedded byte model (`--init`, trained colocated), or a Hugging Face model (`--model`) on
+ * engine replicas (started here, or `--engine URL …`) with the distributed trainer (started
+ * here under torchrun, or `--trainer URL`), weights synced after each step. Progress on stderr,
+ * one line per step; `--json` prints the step metrics as JSON on stdout at the end. Wiring
+ * only: the loop is `src/train/rl-run.ts`, the parts `src/train/rl-start-parts.ts`.
  */
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { basename, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { embeddedModelPaths } from '../../engine/embedded/index.ts';
 import { assertRunIdentity } from '../../rollout/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
-import { type RlEvent, resolveRlConfig, rlConfigSchema, rlDefiningConfig, runRl } from '../../train/index.ts';
-import { choiceOption, defaultOf, integerOption, listOption, numberOption } from '../cli-options.ts';
+import {
+  metricScalars,
+  openMetricsLogger,
+  type RlEvent,
+  type RlParts,
+  resolveRlConfig,
+  rlConfigSchema,
+  rlDefiningConfig,
+  runRl,
+  startRlParts,
+} from '../../train/index.ts';
+import {
+  choiceOption,
+  defaultOf,
+  httpUrlOption,
+  integerOption,
+  listOption,
+  numberOption,
+  usageError,
+} from '../cli-options.ts';
 import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
 
 type RlFlags = {
   task: 'arith';
   init?: string;
+  model?: string;
+  data?: string;
+  bench?: string;
+  decontaminate: boolean;
+  evalBench?: string;
+  prompt?: 'instructed' | 'problem-only';
+  maxTokens?: number;
+  engine: string[];
+  api: 'sglang' | 'vllm';
+  router: 'round-robin' | 'least-requests' | 'prefix-aware' | 'cache-aware';
+  replicas: number;
+  maxInFlight: number;
+  trainer?: string;
+  trainerProcs: number;
+  microBatchTokens: number;
+  sandbox: string[];
+  maxStaleness: number;
+  weightSync: 'disk' | 'distributed';
+  logger?: 'tensorboard' | 'wandb';
   textOnly?: boolean;
   steps: number;
   batchSize: number;
@@ -55,17 +95,105 @@ type RlFlags = {
   json?: boolean;
 };
 
+const collectUrl = (value: string, previous: string[]) => [...previous, httpUrlOption(value)];
+
 const d = <K extends keyof ReturnType<typeof rlConfigSchema.parse> & string>(key: K) =>
   defaultOf(rlConfigSchema, key);
 
 export function registerTrainRl(train: Command): void {
   train
     .command('rl')
-    .description('agentic RL (GRPO, interpreter tokens masked) on the embedded model, from an SFT model')
+    .description(
+      'agentic RL (GRPO, interpreter tokens masked) from an SFT model: the embedded one, or --model HF_DIR on engine replicas',
+    )
     .option('--task <name>', 'task family', choiceOption(['arith'] as const), 'arith')
     .option(
       '--init <dir>',
       'model folder to start from (default .agentmath/models/arith-tool, or arith-text with --text-only)',
+    )
+    .option(
+      '--model <dir>',
+      'a Hugging Face model folder to start from (engine replicas + the distributed trainer)',
+    )
+    .option(
+      '--data <file>',
+      'training problems: JSONL or Parquet with reference answers (default: the arith task)',
+    )
+    .option('--bench <name>', 'train on a benchmark by name or path (as eval takes it)')
+    .option(
+      '--no-decontaminate',
+      'keep training problems that share an 8-word n-gram with the benchmark sets',
+    )
+    .option('--eval-bench <name>', 'held-out evaluation set (default: arith held-out problems)')
+    .option(
+      '--prompt <builder>',
+      'prompt builder (default: problem-only for the byte model, instructed for --model)',
+      choiceOption(['instructed', 'problem-only'] as const),
+    )
+    .option(
+      '--max-tokens <n>',
+      'prompt + response token budget (default: the context length)',
+      integerOption({ min: 1 }),
+    )
+    .option('--engine <url>', 'an SGLang engine replica serving --model (repeat for several)', collectUrl, [])
+    .option('--api <api>', 'engine API', choiceOption(['sglang', 'vllm'] as const), d('api'))
+    .option(
+      '--router <policy>',
+      'load balancing over the replicas',
+      choiceOption(['round-robin', 'least-requests', 'prefix-aware', 'cache-aware'] as const),
+      d('router'),
+    )
+    .option(
+      '--replicas <K>',
+      'embedded engine replicas to start without --engine',
+      integerOption({ min: 1 }),
+      d('replicas'),
+    )
+    .option(
+      '--max-in-flight <n>',
+      'requests in flight per replica',
+      integerOption({ min: 1 }),
+      d('maxInFlight'),
+    )
+    .option(
+      '--trainer <url>',
+      'a running distributed trainer (`agentmath trainer serve`; token in AGENTMATH_TRAINER_TOKEN)',
+      httpUrlOption,
+    )
+    .option(
+      '--trainer-procs <P>',
+      'trainer processes to start under torchrun without --trainer',
+      integerOption({ min: 1 }),
+      d('trainerProcs'),
+    )
+    .option(
+      '--micro-batch-tokens <n>',
+      'tokens per trainer micro-batch',
+      integerOption({ min: 1 }),
+      d('microBatchTokens'),
+    )
+    .option(
+      '--sandbox <url>',
+      'a sandbox node (`agentmath sandbox serve`; repeat for several)',
+      collectUrl,
+      [],
+    )
+    .option(
+      '--max-staleness <S>',
+      'trainer steps the rollout may run ahead (0: synchronous; 1: generate the next batch while this one trains)',
+      integerOption({ min: 0 }),
+      d('maxStaleness'),
+    )
+    .option(
+      '--weight-sync <how>',
+      'how weights reach the engines',
+      choiceOption(['disk', 'distributed'] as const),
+      d('weightSync'),
+    )
+    .option(
+      '--logger <kind>',
+      'also log the step metrics to tensorboard or wandb',
+      choiceOption(['tensorboard', 'wandb'] as const),
     )
     .option('--text-only', 'text RL baseline: the policy cannot run code (tool-call budget 0)')
     .option('--steps <n>', 'RL steps', integerOption({ min: 1 }), d('steps'))
@@ -210,10 +338,32 @@ export function registerTrainRl(train: Command): void {
     .option('--resume', 'continue the run in --out after a stop or a kill')
     .option('--json', 'print the metrics of every step as JSON on stdout')
     .action(async (flags: RlFlags) => {
+      if (flags.init !== undefined && flags.model !== undefined)
+        throw usageError('--init and --model both name the model to start from: give one');
+      if (flags.data !== undefined && flags.bench !== undefined)
+        throw usageError('--data and --bench both name the training problems: give one');
       const paths = embeddedModelPaths();
+      const init = resolve(flags.model ?? flags.init ?? (flags.textOnly ? paths.text : paths.tool));
       const config = resolveRlConfig({
         task: flags.task,
-        init: resolve(flags.init ?? (flags.textOnly ? paths.text : paths.tool)),
+        init,
+        data: flags.data === undefined ? null : resolve(flags.data),
+        bench: flags.bench ?? null,
+        decontaminate: flags.decontaminate,
+        evalBench: flags.evalBench ?? null,
+        prompt: flags.prompt ?? null,
+        maxTokens: flags.maxTokens ?? null,
+        engines: flags.engine,
+        api: flags.api,
+        router: flags.router,
+        replicas: flags.replicas,
+        maxInFlight: flags.maxInFlight,
+        trainerUrl: flags.trainer ?? null,
+        trainerProcs: flags.trainerProcs,
+        microBatchTokens: flags.microBatchTokens,
+        sandboxes: flags.sandbox,
+        maxStaleness: flags.maxStaleness,
+        weightSync: flags.weightSync,
         textOnly: flags.textOnly === true,
         steps: flags.steps,
         batchSize: flags.batchSize,
@@ -249,22 +399,54 @@ export function registerTrainRl(train: Command): void {
       });
       const stamp = new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19);
       const folder = resolve(flags.out ?? `runs/rl-${config.textOnly ? 'text' : 'tool'}-${stamp}`);
-      // Checked before the worker and the sandbox start: a refusal leaves nothing running.
-      if (!existsSync(config.init))
-        throw new AgentMathError('INPUT_NOT_FOUND', `model folder ${config.init} (--init) does not exist`);
+      // Checked before anything starts: a refusal leaves nothing running.
+      if (!existsSync(config.init)) {
+        throw new AgentMathError(
+          'INPUT_NOT_FOUND',
+          `model folder ${config.init} (${flags.model === undefined ? '--init' : '--model'}) does not exist`,
+        );
+      }
+      if (config.data !== null && !existsSync(config.data))
+        throw new AgentMathError('INPUT_NOT_FOUND', `training data ${config.data} (--data) does not exist`);
       await assertRunIdentity(folder, rlDefiningConfig(config), flags.resume === true);
       const releaseLock = await acquireRunFolderLock(folder, { command: 'train rl' });
       const unregisterLock = onShutdown(releaseLock);
       const release = holdSignals();
       const signal = interruptSignal();
+      const logger =
+        flags.logger === undefined
+          ? null
+          : await openMetricsLogger({ kind: flags.logger, folder, runName: basename(folder), config });
+      const log = (line: string) => process.stderr.write(`${line}\n`);
+      let parts: RlParts | null = null;
+      const stopParts = async () => {
+        await parts?.close();
+      };
+      const unregisterParts = onShutdown(stopParts);
       try {
+        parts = await startRlParts(config, folder, log);
         const metrics = await runRl({
           folder,
           config,
           resume: flags.resume === true,
+          parts,
           ...(flags.minutes === undefined ? {} : { minutes: flags.minutes }),
           signal,
-          onEvent: (event) => process.stderr.write(formatRlEvent(event)),
+          log,
+          onEvent: (event) => {
+            process.stderr.write(formatRlEvent(event));
+            const row =
+              event.type === 'rl-step'
+                ? { step: event.metrics.step, scalars: metricScalars(event.metrics) }
+                : event.type === 'rl-eval'
+                  ? { step: event.record.step, scalars: metricScalars({ eval: event.record }) }
+                  : null;
+            if (logger !== null && row !== null) {
+              Promise.resolve(logger.log(row.step, row.scalars)).catch((error: unknown) =>
+                log(`--logger ${flags.logger}: ${error instanceof Error ? error.message : String(error)}`),
+              );
+            }
+          },
         });
         if (signal.aborted) {
           process.stderr.write(
@@ -273,6 +455,9 @@ export function registerTrainRl(train: Command): void {
         }
         if (flags.json) process.stdout.write(`${JSON.stringify(metrics, null, 2)}\n`);
       } finally {
+        unregisterParts();
+        await stopParts();
+        await logger?.close();
         release();
         unregisterLock();
         await releaseLock();
@@ -286,7 +471,7 @@ export function formatRlEvent(event: RlEvent): string {
   switch (event.type) {
     case 'rl-start':
       return (
-        `train rl: ${event.config.textOnly ? 'text-only' : 'with tools'} from ${event.config.init}` +
+        `train rl (${event.parts}): ${event.config.textOnly ? 'text-only' : 'with tools'} from ${event.config.init}` +
         ` (${event.parameters ?? '?'} parameters) → ${event.folder}` +
         (event.resumedFromStep > 0 ? `, resuming at step ${event.resumedFromStep}` : '') +
         `\nconfig: ${JSON.stringify(event.config)}\n`
@@ -297,9 +482,17 @@ export function formatRlEvent(event: RlEvent): string {
         `step ${m.step}: reward ${m.rewardMean?.toFixed(3) ?? '–'}, accuracy ${percent(m.accuracy)}, ` +
         `code ${percent(m.codeFrequency)}, tokens ${m.responseTokensMean?.toFixed(0) ?? '–'}, ` +
         `kept ${m.groupsKept}/dropped ${m.groupsDropped}, policy v${m.policyVersion}, ` +
-        `rollout ${(m.rolloutMs / 1000).toFixed(1)} s, train ${(m.trainMs / 1000).toFixed(1)} s\n`
+        `rollout ${(m.rolloutMs / 1000).toFixed(1)} s, train ${(m.trainMs / 1000).toFixed(1)} s` +
+        (m.weightSyncMs > 0 ? `, sync ${(m.weightSyncMs / 1000).toFixed(1)} s` : '') +
+        `, idle engines ${(m.engineIdleMs / 1000).toFixed(1)} s / trainer ${(m.trainerIdleMs / 1000).toFixed(1)} s` +
+        (m.stalenessMax === null
+          ? ''
+          : `, staleness ≤ ${m.stalenessMax} (mean ${m.stalenessMean?.toFixed(2)})`) +
+        '\n'
       );
     }
+    case 'rl-sync':
+      return `weights v${event.sync.policyVersion} → engines: ${(event.sync.totalMs / 1000).toFixed(2)} s (export ${(event.sync.exportMs / 1000).toFixed(2)} s, paused ${(event.sync.pausedMs / 1000).toFixed(2)} s)\n`;
     case 'rl-eval':
       return `eval after step ${event.record.step}: held-out accuracy ${percent(event.record.accuracy)}, code ${percent(event.record.codeFrequency)}\n`;
     case 'rl-end':

@@ -1,0 +1,243 @@
+/**
+ * `train rl`'s parts for a Hugging Face model, laid out as on a GPU cluster: engine replicas
+ * behind the router (SGLang servers by URL, or `replicas` embedded workers started here on the
+ * model, which speak the same routes), the distributed trainer (by URL, or started here under
+ * torchrun with `trainerProcesses` ranks), sandbox nodes by URL or a local jailed sandbox.
+ * After each trainer step the weights go to every engine from disk: the trainer exports the
+ * policy to `<run>/policy/v<N>`, each engine is paused in place, loads it
+ * (`/update_weights_from_disk` with `weight_version` N) and continues, so every token records
+ * the version that produced it. A replica that cannot be reached is skipped (its work was
+ * already rerouted) and tried again at the next sync. `publishModel` moves the last synced
+ * export to `<run>/model`. With engines or a trainer on other machines, the run folder must be
+ * on storage all of them see (the engines read the export by path).
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promptBuilders, SessionPark } from '../agent/index.ts';
+import { createEngine, type HttpEngine } from '../engine/create-engine.ts';
+import { modelContextLength, startEmbeddedEngine } from '../engine/embedded/embedded-engine.ts';
+import { ENGINE_API_KEY_VARIABLE } from '../engine/embedded/worker-supervisor.ts';
+import { loadTokenizer } from '../engine/load-tokenizer.ts';
+import { createRouterPolicy, Router, type RouterPolicyName } from '../engine/router/index.ts';
+import { getDialect } from '../protocol/index.ts';
+import { createLocalSandbox, SandboxClusterClient } from '../sandbox/index.ts';
+import type { SandboxProvider } from '../sandbox/types.ts';
+import { AgentMathError } from '../shared/agentmath-error.ts';
+import { systemClock } from '../shared/clock.ts';
+import { DistributedTrainerClient } from './distributed-trainer-client.ts';
+import type { RlParts } from './rl-parts.ts';
+import { startTrainerService, type TrainerService } from './trainer-service.ts';
+import { type PausableEngine, syncWeightsFromDisk } from './weight-sync.ts';
+
+export type ClusterPartsOptions = {
+  /** The run folder (exports go to `policy/`, the published model to `model/`). */
+  folder: string;
+  /** The Hugging Face model folder RL starts from (`--model`). */
+  model: string;
+  /** Engine URLs (`--engine`); empty: start `replicas` embedded workers on the model. */
+  engines: string[];
+  api: 'sglang' | 'vllm';
+  replicas: number;
+  router: RouterPolicyName;
+  /** Requests in flight per replica. */
+  maxInFlight: number;
+  /** The trainer's URL (`--trainer`); null: start it here with `trainerProcesses` ranks. */
+  trainerUrl: string | null;
+  trainerProcesses: number;
+  microBatchTokens: number;
+  /** Sandbox node URLs (`--sandbox`); empty: a local jailed sandbox. */
+  sandboxes: string[];
+  sandboxWorkers: number;
+  prompt: 'instructed' | 'problem-only';
+  seed: number;
+  engineTimeoutMs?: number;
+  log?: (line: string) => void;
+};
+
+export class RlPartsError extends AgentMathError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('RL_PARTS_FAILED', message, options);
+  }
+}
+
+const POLICY_FOLDER = 'policy';
+
+export async function startClusterParts(options: ClusterPartsOptions): Promise<RlParts> {
+  const log = options.log ?? (() => {});
+  if (options.api !== 'sglang') {
+    throw new RlPartsError(
+      `--api ${options.api}: train rl pauses engines and loads new weights through SGLang's routes; the vLLM client has no weight sync yet (docs/rl.md, "RL on a GPU cluster")`,
+    );
+  }
+  const contextTokens = modelContextLength(options.model);
+  if (contextTokens === null) {
+    throw new RlPartsError(
+      `${join(options.model, 'config.json')}: no max_position_embeddings (the context length)`,
+    );
+  }
+  const closers: (() => Promise<void> | void)[] = [];
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    for (const closer of closers.splice(0).reverse()) await Promise.resolve(closer()).catch(() => {});
+  };
+  try {
+    const tokenizer = await loadTokenizer(options.model);
+    const replicas = await startReplicas(options, closers, log);
+    const trainer = await startTrainer(options, closers, log);
+    const router = new Router({
+      replicas: replicas.map(({ name, engine }) => ({ name, engine })),
+      policy: createRouterPolicy(options.router),
+      clock: systemClock,
+      maxInFlightPerReplica: options.maxInFlight,
+    });
+    const sandbox: SandboxProvider =
+      options.sandboxes.length === 0
+        ? createLocalSandbox({
+            maxWorkers: options.sandboxWorkers,
+            warmWorkers: Math.min(2, options.sandboxWorkers),
+          })
+        : new SandboxClusterClient({ nodes: options.sandboxes, log });
+    closers.push(() => sandbox.close());
+    const park = new SessionPark();
+    closers.push(() => park.closeAll());
+    const state = await trainer.client.state();
+    let lastExport: string | null = null;
+    return {
+      kind: 'cluster',
+      engine: router,
+      routerName: options.router,
+      evalUrl: replicas[0]!.url,
+      trainer: trainer.client,
+      syncWeights: async (policyVersion) => {
+        const path = join(options.folder, POLICY_FOLDER, `v${String(policyVersion).padStart(6, '0')}`);
+        await mkdir(join(options.folder, POLICY_FOLDER), { recursive: true });
+        const result = await syncWeightsFromDisk({
+          trainer: trainer.client,
+          engines: replicas.map(({ engine }) => engine),
+          path,
+          tolerateUnreachable: true,
+        });
+        if (result.unreachable.length > 0) {
+          log(`weight sync v${result.policyVersion}: ${result.unreachable.join(', ')} unreachable, skipped`);
+        }
+        lastExport = path;
+        return {
+          policyVersion: result.policyVersion,
+          exportMs: result.exportMs,
+          pausedMs: result.pausedMs,
+          totalMs: result.totalMs,
+        };
+      },
+      publishModel: async (folder) => {
+        if (lastExport === null) return;
+        const target = join(folder, 'model');
+        await rm(target, { recursive: true, force: true });
+        await rename(lastExport, target);
+        lastExport = null;
+        await removeOldExports(join(folder, POLICY_FOLDER));
+      },
+      canOverlap: true,
+      tokenizer,
+      dialect: getDialect('tags'),
+      prompt: promptBuilders[options.prompt],
+      contextTokens,
+      parameters: state.parameters,
+      sandbox,
+      park,
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+type Replica = { name: string; url: string; engine: HttpEngine & PausableEngine };
+
+async function startReplicas(
+  options: ClusterPartsOptions,
+  closers: (() => Promise<void> | void)[],
+  log: (line: string) => void,
+): Promise<Replica[]> {
+  const timeout = options.engineTimeoutMs === undefined ? {} : { timeoutMs: options.engineTimeoutMs };
+  if (options.engines.length > 0) {
+    const apiKey = process.env[ENGINE_API_KEY_VARIABLE] || undefined;
+    return options.engines.map((url) => {
+      const engine = createEngine({
+        api: 'sglang',
+        url,
+        maxConcurrency: options.maxInFlight,
+        ...(apiKey === undefined ? {} : { apiKey }),
+        ...timeout,
+      }) as HttpEngine & PausableEngine;
+      closers.push(() => engine.close());
+      return { name: url, url, engine };
+    });
+  }
+  log(`starting ${options.replicas} engine replica(s) of ${options.model} …`);
+  const started = await Promise.allSettled(
+    Array.from({ length: options.replicas }, () =>
+      startEmbeddedEngine({
+        model: options.model,
+        maxConcurrency: options.maxInFlight,
+        ...timeout,
+        onLog: (line, stream) => {
+          if (stream === 'stderr' && /error|traceback/i.test(line)) log(`engine: ${line}`);
+        },
+      }),
+    ),
+  );
+  for (const outcome of started)
+    if (outcome.status === 'fulfilled') closers.push(() => outcome.value.close());
+  const failed = started.find((outcome) => outcome.status === 'rejected');
+  if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
+  return started.map((outcome, index) => {
+    const embedded = (outcome as PromiseFulfilledResult<Awaited<ReturnType<typeof startEmbeddedEngine>>>)
+      .value;
+    return {
+      name: `replica-${index}`,
+      url: embedded.worker.url,
+      engine: embedded.engine as HttpEngine & PausableEngine,
+    };
+  });
+}
+
+async function startTrainer(
+  options: ClusterPartsOptions,
+  closers: (() => Promise<void> | void)[],
+  log: (line: string) => void,
+): Promise<{ client: DistributedTrainerClient; service: TrainerService | null }> {
+  if (options.trainerUrl !== null) {
+    const token = process.env.AGENTMATH_TRAINER_TOKEN || undefined;
+    return {
+      client: new DistributedTrainerClient({
+        baseUrl: options.trainerUrl,
+        ...(token === undefined ? {} : { token }),
+      }),
+      service: null,
+    };
+  }
+  log(`starting the trainer: ${options.trainerProcesses} process(es) under torchrun …`);
+  const service = await startTrainerService({
+    model: options.model,
+    // The KL reference is the initial policy, also after a resume.
+    reference: options.model,
+    processes: options.trainerProcesses,
+    microBatchTokens: options.microBatchTokens,
+    seed: options.seed,
+    onLog: (line) => {
+      if (/error|traceback/i.test(line)) log(`trainer: ${line}`);
+    },
+  });
+  closers.push(() => service.stop());
+  return { client: service.client, service };
+}
+
+/** Exports already published or superseded (a kill between export and publish leaves one). */
+async function removeOldExports(folder: string): Promise<void> {
+  if (!existsSync(folder)) return;
+  for (const name of await readdir(folder)) await rm(join(folder, name), { recursive: true, force: true });
+}
