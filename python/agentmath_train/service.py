@@ -38,6 +38,8 @@ from typing import Any, Dict, Optional, Tuple
 import torch
 import torch.distributed as dist
 
+from agentmath_worker.parent_watch import watch_parent
+
 from .batch_io import BatchFormatError, decode_batch
 from .checkpoint import export_hugging_face, load_checkpoint, save_checkpoint
 from .model import Placement, init_distributed, load_model, placement
@@ -309,45 +311,8 @@ def serve(core: TrainerCore, host: str, port: int, token: Optional[str]) -> None
     server.shutdown()
 
 
-def watch_parent(variable: str = "AGENTMATH_PARENT_PID", period_seconds: float = 1.0) -> None:
-    """Exits this process when the program that started the trainer is gone (kill -9 included),
-    so no rank outlives it; torchrun then stops the other ranks."""
-    value = os.environ.get(variable)
-    if not value:
-        return
-    parent = int(value)
-
-    def gone() -> bool:
-        # A killed parent may stay a zombie (its own parent killed too, PID 1 not reaping):
-        # on Linux its state letter says so; elsewhere only a missing process counts.
-        try:
-            with open(f"/proc/{parent}/stat") as handle:
-                return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
-        except FileNotFoundError:
-            return True
-        except OSError:
-            try:
-                os.kill(parent, 0)
-                return False
-            except ProcessLookupError:
-                return True
-            except PermissionError:
-                return False
-
-    def watch() -> None:
-        while not gone():
-            threading.Event().wait(period_seconds)
-        try:
-            print(f"agentmath_train: the parent process {parent} is gone; exiting", file=sys.stderr, flush=True)
-        except OSError:
-            pass  # stderr was a pipe to the parent: nobody reads it any more
-        os._exit(3)
-
-    threading.Thread(target=watch, daemon=True).start()
-
-
 def run_service(settings: TrainerSettings, host: str, port: int, token: Optional[str]) -> None:
-    watch_parent()
+    watch_parent("agentmath_train")
     where = placement()
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     if not dist.is_initialized():

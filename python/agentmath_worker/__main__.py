@@ -20,6 +20,7 @@ import sys
 import threading
 
 from .app import WorkerOptions, build_worker
+from .parent_watch import watch_parent
 from .server import api_key_for, is_loopback, serve
 
 
@@ -41,6 +42,8 @@ def main(argv=None) -> int:
     parser.add_argument("--no-auth", action="store_true",
                         help="serve a non-loopback --host without AGENTMATH_ENGINE_API_KEY (anyone who reaches it can train the model)")
     args = parser.parse_args(argv)
+    # Started by a program (train rl, rollout, eval, engine serve): gone with it, kill -9 included.
+    watch_parent("agentmath_worker")
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper(), logging.INFO),
         stream=sys.stderr,

@@ -112,6 +112,8 @@ export async function startEmbeddedWorker(options: EmbeddedWorkerOptions = {}): 
       ...process.env,
       PYTHONPATH: joinPythonPath(process.env.PYTHONPATH),
       PYTHONUNBUFFERED: '1',
+      // The worker exits when this process is gone, kill -9 included (parent_watch.py).
+      AGENTMATH_PARENT_PID: String(process.pid),
     };
     // Only the key given here: one inherited from this process's environment would lock out its clients.
     if (options.apiKey === undefined) delete env[ENGINE_API_KEY_VARIABLE];
