@@ -68,7 +68,14 @@ export type RlEvent =
   | { type: 'rl-step'; metrics: RlMetrics; rollout: StepStats; skipped: Record<string, number> }
   | { type: 'rl-eval'; record: RlEvalRecord }
   | { type: 'rl-sync'; sync: RlWeightSync }
-  | { type: 'rl-end'; steps: number; reason: 'completed' | 'time-budget' | 'interrupted'; folder: string };
+  | {
+      type: 'rl-end';
+      steps: number;
+      reason: 'completed' | 'time-budget' | 'interrupted';
+      folder: string;
+      /** From the first step's rollout start to the last step's commit (this call's steps). */
+      wallMs: number;
+    };
 
 export type RlRunOptions = {
   folder: string;
@@ -300,7 +307,14 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
   // The policy so far as a model folder (`solve`, `eval`, `engine serve` use it); a run stopped
   // by its time budget saves it too, and a resume carries on from the step checkpoint.
   if (reason !== 'interrupted' && done.length > 0) await parts.publishModel(folder, { final: true });
-  options.onEvent?.({ type: 'rl-end', steps: done.length, reason, folder });
+  const firstRollout = rolloutStarted.get(nextStep);
+  options.onEvent?.({
+    type: 'rl-end',
+    steps: done.length,
+    reason,
+    folder,
+    wallMs: firstRollout === undefined ? 0 : lastTrainEnd - firstRollout,
+  });
   return done;
 }
 

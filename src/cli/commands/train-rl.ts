@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { embeddedModelPaths } from '../../engine/embedded/index.ts';
-import { assertRunIdentity } from '../../rollout/index.ts';
+import { assertRunIdentity, readCheckpoint } from '../../rollout/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import {
@@ -416,7 +416,16 @@ export function registerTrainRl(train: Command): void {
       const logger =
         flags.logger === undefined
           ? null
-          : await openMetricsLogger({ kind: flags.logger, folder, runName: basename(folder), config });
+          : await openMetricsLogger({
+              kind: flags.logger,
+              folder,
+              runName: basename(folder),
+              config,
+              // After a resume, TensorBoard drops the points of the steps being redone.
+              ...(flags.resume === true
+                ? { resumeFromStep: (await readCheckpoint(folder))?.nextStep ?? 0 }
+                : {}),
+            });
       const log = (line: string) => process.stderr.write(`${line}\n`);
       let parts: RlParts | null = null;
       const stopParts = async () => {
@@ -496,6 +505,12 @@ export function formatRlEvent(event: RlEvent): string {
     case 'rl-eval':
       return `eval after step ${event.record.step}: held-out accuracy ${percent(event.record.accuracy)}, code ${percent(event.record.codeFrequency)}\n`;
     case 'rl-end':
-      return `train rl: ${event.reason} after ${event.steps} step(s) this run → ${event.folder}\n`;
+      return (
+        `train rl: ${event.reason} after ${event.steps} step(s) this run` +
+        (event.steps > 0
+          ? ` in ${(event.wallMs / 1000).toFixed(1)} s (${(event.wallMs / 1000 / event.steps).toFixed(1)} s a step)`
+          : '') +
+        ` → ${event.folder}\n`
+      );
   }
 }
