@@ -7,7 +7,7 @@
  * only: the loop is `src/train/rl-run.ts`, the parts `src/train/rl-start-parts.ts`.
  */
 import { existsSync } from 'node:fs';
-import { basename, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { embeddedModelPaths } from '../../engine/embedded/index.ts';
 import { assertRunIdentity, readCheckpoint } from '../../rollout/index.ts';
@@ -463,6 +463,14 @@ export function registerTrainRl(train: Command): void {
           );
         }
         if (flags.json) process.stdout.write(`${JSON.stringify(metrics, null, 2)}\n`);
+      } catch (error) {
+        // Whatever failed (a trainer or every engine gone), the committed steps are kept.
+        if (existsSync(join(folder, 'checkpoint.json')) || existsSync(join(folder, 'config.json'))) {
+          log(
+            `train rl stopped; committed steps are kept — continue with: agentmath train rl --resume --out ${folder} (same options)`,
+          );
+        }
+        throw error;
       } finally {
         unregisterParts();
         await stopParts();
