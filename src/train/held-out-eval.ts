@@ -59,6 +59,8 @@ export type HeldOutEvalResult = {
 export type HeldOutEvalOptions = {
   /** Base URL of a worker serving the model (SGLang `/generate`). */
   engineUrl: string;
+  /** Its bearer token, when it requires one. */
+  apiKey?: string;
   problems: readonly HeldOutProblem[];
   contextTokens: number;
   /** How a problem becomes the first message(s) (default: the problem alone, as the byte model was trained). */
@@ -95,6 +97,7 @@ export async function evaluateHeldOut(options: HeldOutEvalOptions): Promise<Held
     url: options.engineUrl,
     name: 'embedded',
     maxConcurrency: concurrency,
+    ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
   });
   const tokenizer = options.tokenizer ?? (await servedModelTokenizer(options.engineUrl));
   const dialect = getDialect('tags');

@@ -110,6 +110,9 @@ export async function startClusterParts(options: ClusterPartsOptions): Promise<R
       engine: router,
       routerName: options.router,
       evalUrl: replicas[0]!.url,
+      ...(options.engines.length > 0 && engineApiKey() !== undefined
+        ? { evalApiKey: engineApiKey() as string }
+        : {}),
       trainer: trainer.client,
       syncWeights: async (policyVersion) => {
         const path = join(options.folder, POLICY_FOLDER, `v${String(policyVersion).padStart(6, '0')}`);
@@ -164,7 +167,7 @@ async function startReplicas(
 ): Promise<Replica[]> {
   const timeout = options.engineTimeoutMs === undefined ? {} : { timeoutMs: options.engineTimeoutMs };
   if (options.engines.length > 0) {
-    const apiKey = process.env[ENGINE_API_KEY_VARIABLE] || undefined;
+    const apiKey = engineApiKey();
     return options.engines.map((url) => {
       const engine = createEngine({
         api: 'sglang',
@@ -234,6 +237,11 @@ async function startTrainer(
   });
   closers.push(() => service.stop());
   return { client: service.client, service };
+}
+
+/** The engines' bearer token (`AGENTMATH_ENGINE_API_KEY`), for engines given by URL. */
+function engineApiKey(): string | undefined {
+  return process.env[ENGINE_API_KEY_VARIABLE] || undefined;
 }
 
 /** Exports already published or superseded (a kill between export and publish leaves one). */

@@ -26,8 +26,9 @@ export type RlParts = {
   /** Generation: one engine, or the router over the replicas. */
   engine: Engine & Partial<ReplicaStatsSource>;
   routerName: string;
-  /** An engine URL that serves the current policy, for held-out evaluation. */
+  /** An engine URL that serves the current policy, for held-out evaluation, and its token. */
   evalUrl: string;
+  evalApiKey?: string;
   trainer: Trainer;
   /**
    * Gets the trainer's current weights (policy version `policyVersion`) to every engine; null

@@ -333,6 +333,7 @@ async function heldOutEval(
   if (problems.length === 0) return null;
   const result = await evaluateHeldOut({
     engineUrl: parts.evalUrl,
+    ...(parts.evalApiKey === undefined ? {} : { apiKey: parts.evalApiKey }),
     problems,
     contextTokens: Math.min(config.maxTokens ?? parts.contextTokens, parts.contextTokens),
     tokenizer: parts.tokenizer,
