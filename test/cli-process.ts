@@ -28,10 +28,19 @@ export function killGroup(child: ChildProcess): void {
   }
 }
 
-/** Starts `agentmath ARGS` in `cwd`; `done` resolves when it exits (or is killed at `limitMs`). */
+/**
+ * Starts `agentmath ARGS` in `cwd`; `done` resolves when it exits (or is killed at `limitMs`).
+ * Its process group is killed when it exits, unless `keepGroupOnExit` (a test that checks that
+ * its children end by themselves, and then kills what is left itself).
+ */
 export function startCli(
   args: string[],
-  { cwd, limitMs = 150_000, env = {} }: { cwd: string; limitMs?: number; env?: NodeJS.ProcessEnv },
+  {
+    cwd,
+    limitMs = 150_000,
+    env = {},
+    keepGroupOnExit = false,
+  }: { cwd: string; limitMs?: number; env?: NodeJS.ProcessEnv; keepGroupOnExit?: boolean },
 ): { child: ChildProcess; done: Promise<CliResult> } {
   const child = spawn(process.execPath, [CLI, ...args], {
     cwd,
@@ -52,7 +61,7 @@ export function startCli(
   const done = new Promise<CliResult>((resolve) => {
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      killGroup(child);
+      if (!keepGroupOnExit) killGroup(child);
       running.delete(child);
       resolve({ code, signal, stdout, stderr });
     });

@@ -1,7 +1,8 @@
 /**
  * The client of one `agentmath sandbox serve` node: the same `SandboxProvider` interface as
  * the local pool, over HTTP with keep-alive. Every request has a timeout; only GET and DELETE
- * are retried. A lost node makes a session's call report `killed` with reason `node-lost`.
+ * are retried. A lost node makes a session's call report `killed` with reason `node-lost`, or
+ * `session-lost` when the node refused the connection (the call was not sent, nothing ran).
  */
 import http from 'node:http';
 import { executionOutcomeSchema } from '../shared/execution-outcome.ts';
@@ -92,6 +93,14 @@ export class SandboxClient implements SandboxProvider {
       response = await this.#request('POST', `${path}/execute`, body, waitMs);
     } catch (error) {
       if (!(error instanceof SandboxUnavailableError)) throw error;
+      // A refused connection sent nothing: the remote session is gone (its node is down) and
+      // the cell never ran, so a caller may rebuild the state elsewhere (`codeDidNotRun`).
+      if ((error.cause as NodeJS.ErrnoException | undefined)?.code === 'ECONNREFUSED') {
+        return {
+          status: 'killed',
+          reason: `session-lost: ${error.message} (node down; the call was not sent)`,
+        };
+      }
       return { status: 'killed', reason: `node-lost: ${error.message}` };
     }
     if (response.status === 404) {

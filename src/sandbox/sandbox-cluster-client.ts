@@ -2,8 +2,10 @@
  * A `SandboxProvider` over many sandbox nodes. A session stays on the node that opened it;
  * a new session goes to the least-loaded healthy node (sessions / capacity from the last
  * health check, plus sessions this client opened since). A node that fails a request or a
- * health check is marked down: its sessions' next (or in-flight) call reports `killed` with
- * reason `node-lost` and then continues, fresh, on another node; new sessions avoid it until
+ * health check is marked down: an in-flight call reports `killed` with reason `node-lost` (it
+ * may have run), a later call `session-lost` (it was not sent: a caller that keeps the cells,
+ * like the agent's `TrajectorySession`, replays them on another node and runs the call there);
+ * either way the session then continues, fresh, on another node; new sessions avoid it until
  * a health check succeeds again. Opening a session falls over to the next node when one is
  * unreachable or full.
  */
@@ -102,7 +104,13 @@ export class SandboxClusterClient implements SandboxProvider {
         return {
           ...binding,
           execute: async (code, options) => {
-            if (!node.healthy) return { status: 'killed', reason: `node-lost: ${node.client.url} is down` };
+            // Known down before the call: nothing is sent, nothing runs (`codeDidNotRun`).
+            if (!node.healthy) {
+              return {
+                status: 'killed',
+                reason: `session-lost: ${node.client.url} is down (the call was not sent)`,
+              };
+            }
             return binding.execute(code, options);
           },
         };
