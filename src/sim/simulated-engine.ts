@@ -17,7 +17,7 @@ import type { Engine, GenerateRequest, GenerateResult } from '../engine/types.ts
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { BlockKeyCache } from './block-key-cache.ts';
 import { type CostModel, decodeMs, iterationsWithin, prefillMs } from './engine-cost-model.ts';
-import { type BlockKey, blockKeys, PrefixCache } from './prefix-cache.ts';
+import { type BlockKey, joinedBlockKeys, PrefixCache } from './prefix-cache.ts';
 import type { PolicyTurn, SimulatedPolicy } from './simulated-policy.ts';
 import type { ScheduledEvent, VirtualClock } from './virtual-clock.ts';
 
@@ -128,6 +128,12 @@ type Sequence = {
   cachedTokens: number;
   /** Prompt tokens new to the trajectory not yet prefilled. */
   newTokensLeft: number;
+  /**
+   * The block keys of its context as last computed, and the context's length then: a sequence
+   * at the head of the queue that does not fit is looked at again at every iteration boundary,
+   * and its context does not change while it waits (null: not computed since it last ran).
+   */
+  contextKeys: { keys: BlockKey[]; tokens: number; generated: number } | null;
   aborted: boolean;
   settle: (result: GenerateResult | Error) => void;
 };
@@ -226,6 +232,7 @@ export class SimulatedEngine implements Engine {
         ownTokens: 0,
         admitted: false,
         newTokensLeft: turn.newPromptTokens,
+        contextKeys: null,
         cachedTokens: 0,
         aborted: false,
         settle: (result) => {
@@ -334,30 +341,30 @@ export class SimulatedEngine implements Engine {
     const blockTokens = this.#cache.blockTokens;
     while (this.#waiting.length > 0 && this.#running.length < this.#maxRunning) {
       const sequence = this.#waiting[0] as Sequence;
-      const tokens = this.#contextOf(sequence);
-      const keys = this.#keyCache.keysFor(tokens, sequence.request.sessionId);
+      const { keys, tokens: contextTokens } = this.#contextKeysOf(sequence);
       const inGpu = this.#prefixCaching ? this.#cache.matchLength(keys) : 0;
       const inHost = this.#prefixCaching ? this.#cache.matchHost(keys, inGpu) : 0;
       const matched = inGpu + inHost;
       // The last token is always computed: its logits start the decode.
-      const cachedTokens = Math.min(matched * blockTokens, tokens.length - 1);
+      const cachedTokens = Math.min(matched * blockTokens, contextTokens - 1);
       const loadedTokens = Math.max(0, cachedTokens - inGpu * blockTokens);
-      const needed = tokens.length - cachedTokens + this.#running.length + 1;
+      const needed = contextTokens - cachedTokens + this.#running.length + 1;
       const free =
         this.#capacity -
         this.#usedTokens() +
-        (this.#cache.idleBlocks - this.#cache.idleAmong(keys.slice(0, inGpu))) * blockTokens;
+        (this.#cache.idleBlocks - this.#cache.idleAmong(keys, 0, inGpu)) * blockTokens;
       if (needed + loadedTokens > free) break;
       this.#waiting.shift();
-      this.#cache.acquire(keys.slice(0, inGpu));
-      this.#cache.takeFromHost(keys.slice(inGpu, matched));
-      const overflow = this.#usedTokens() + (tokens.length - inGpu * blockTokens) - this.#capacity;
+      sequence.contextKeys = null;
+      this.#cache.acquire(keys, 0, inGpu);
+      this.#cache.takeFromHost(keys, inGpu, matched);
+      const overflow = this.#usedTokens() + (contextTokens - inGpu * blockTokens) - this.#capacity;
       if (overflow > 0) this.#cache.evict(Math.ceil(overflow / blockTokens));
-      this.#cache.acquire(keys.slice(inGpu));
+      this.#cache.acquire(keys, inGpu);
       sequence.blocks = keys;
-      sequence.ownTokens = tokens.length - keys.length * blockTokens;
+      sequence.ownTokens = contextTokens - keys.length * blockTokens;
       this.#ownTokens += sequence.ownTokens;
-      const computed = tokens.length - cachedTokens;
+      const computed = contextTokens - cachedTokens;
       if (!sequence.admitted) {
         sequence.cachedTokens = Math.min(cachedTokens, sequence.request.promptTokenIds.length);
         this.#metrics.cachedTokens += sequence.cachedTokens;
@@ -368,7 +375,7 @@ export class SimulatedEngine implements Engine {
       sequence.admitted = true;
       sequence.newTokensLeft = 0;
       this.#metrics.hostLoadedTokens += loadedTokens;
-      admitMs += loadedTokens * this.#hostLoadPerTokenMs + prefillMs(this.#cost, cachedTokens, tokens.length);
+      admitMs += loadedTokens * this.#hostLoadPerTokenMs + prefillMs(this.#cost, cachedTokens, contextTokens);
       this.#running.push(sequence);
     }
     return admitMs;
@@ -388,6 +395,22 @@ export class SimulatedEngine implements Engine {
     else if (last !== undefined && last.version !== version) metrics.reprefillWeightUpdateTokens += tokens;
     else if (last === undefined || last.replica !== this.name) metrics.reprefillMovedTokens += tokens;
     else metrics.reprefillEvictedTokens += tokens;
+  }
+
+  /** The block keys of a sequence's context and its length in tokens (kept while it waits). */
+  #contextKeysOf(sequence: Sequence): { keys: BlockKey[]; tokens: number } {
+    const known = sequence.contextKeys;
+    if (
+      known !== null &&
+      known.generated === sequence.generated &&
+      known.tokens ===
+        sequence.request.promptTokenIds.length + Math.min(sequence.generated, sequence.turn.tokenIds.length)
+    )
+      return known;
+    const tokens = this.#contextOf(sequence);
+    const keys = this.#keyCache.keysFor(tokens, sequence.request.sessionId);
+    sequence.contextKeys = { keys, tokens: tokens.length, generated: sequence.generated };
+    return sequence.contextKeys;
   }
 
   /** The tokens a sequence holds: its prompt, plus what it generated before a preemption. */
@@ -421,17 +444,26 @@ export class SimulatedEngine implements Engine {
     if (keepTokens > 0) {
       const prompt = sequence.request.promptTokenIds;
       const covered = sequence.blocks.length * blockTokens;
-      const tail =
-        covered <= prompt.length
-          ? prompt.slice(covered).concat(sequence.turn.tokenIds.slice(0, keepTokens))
-          : sequence.turn.tokenIds.slice(covered - prompt.length, keepTokens);
-      const parent = sequence.blocks.at(-1);
+      const { tokenIds } = sequence.turn;
+      const end = Math.min(keepTokens, tokenIds.length);
+      // The tokens after the held blocks: the prompt's rest and the output kept, as one run.
       const more =
-        parent === undefined ? blockKeys(tail, blockTokens) : blockKeys(tail, blockTokens, 0, parent);
+        covered <= prompt.length
+          ? joinedBlockKeys(prompt, covered, tokenIds, 0, end, blockTokens, sequence.blocks.at(-1))
+          : joinedBlockKeys(
+              [],
+              0,
+              tokenIds,
+              covered - prompt.length,
+              end,
+              blockTokens,
+              sequence.blocks.at(-1),
+            );
       this.#cache.acquire(more);
-      sequence.blocks = sequence.blocks.concat(more);
       const overflow = this.#usedTokens() - this.#capacity;
       if (overflow > 0) this.#cache.evict(Math.ceil(overflow / blockTokens));
+      // Deepest first, as for the blocks and these joined.
+      this.#cache.release(more);
     }
     this.#cache.release(sequence.blocks);
     sequence.blocks = [];
