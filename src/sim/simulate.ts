@@ -65,6 +65,12 @@ export type SimStep = {
   /** Tokens loaded back from a host-memory KV tier instead of prefilled again. */
   hostLoadedTokens: number;
   busyFraction: number;
+  /**
+   * Replica-seconds of the step (summed over replicas) spent prefilling, of those re-prefilling,
+   * and decoding; and the decode iterations run: where the replicas' busy time went.
+   */
+  busySeconds: { prefill: number; reprefill: number; decode: number };
+  decodeIterations: number;
   groupsKept: number;
   trajectoriesFinished: number;
   trajectoriesParked: number;
@@ -488,6 +494,12 @@ async function simulateConfiguration(
         hostLoadedTokens: after.hostLoadedTokens - before.hostLoadedTokens,
         busyFraction:
           rolloutSeconds > 0 ? (after.busyMs - before.busyMs) / 1000 / (rolloutSeconds * engines.length) : 0,
+        busySeconds: {
+          prefill: (after.prefillMs - before.prefillMs) / 1000,
+          reprefill: (after.reprefillMs - before.reprefillMs) / 1000,
+          decode: (after.busyMs - before.busyMs - (after.prefillMs - before.prefillMs)) / 1000,
+        },
+        decodeIterations: after.decodeIterations - before.decodeIterations,
         groupsKept: result.stats.groupsKept,
         trajectoriesFinished: result.stats.trajectoriesFinished,
         trajectoriesParked: result.stats.trajectoriesParked,

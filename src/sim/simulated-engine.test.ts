@@ -81,7 +81,11 @@ describe('SimulatedEngine', () => {
       prefillTokens: 102,
       preemptions: 0,
       generatedTokens: 50,
+      decodeIterations: 50,
+      prefillMs: 51,
+      reprefillMs: 0,
     });
+    expect(engine.metrics().busyMs).toBeCloseTo(51 + 550 + 63.25, 6);
   });
 
   it('two requests sharing a prefix: the second prefills only what the cache lacks', async () => {
@@ -133,6 +137,11 @@ describe('SimulatedEngine', () => {
       reprefillWeightUpdateTokens: 152,
       reprefillMovedTokens: 0,
       reprefillEvictedTokens: 0,
+      // The first prompt's 102 tokens, then 182 of which the first 152 are re-prefill.
+      prefillMs: (102 + 182) * 0.5,
+      reprefillMs: 152 * 0.5,
+      // The plan's 50 tokens came out in the first turn: the second decodes its one iteration.
+      decodeIterations: 50 + 1,
     });
   });
 

@@ -83,6 +83,12 @@ export type SimulatedEngineMetrics = {
   generatedTokens: number;
   /** Virtual ms spent in prefill and decode. */
   busyMs: number;
+  /** Of `busyMs`: prefill (and loads from the host tier) at admission. */
+  prefillMs: number;
+  /** Of `prefillMs`: prefilling tokens the trajectory had had computed before (`reprefillTokens`). */
+  reprefillMs: number;
+  /** Decode iterations run (each one token for every sequence in the batch). */
+  decodeIterations: number;
 };
 
 /** Every counter at zero. */
@@ -101,6 +107,9 @@ export function emptyEngineMetrics(): SimulatedEngineMetrics {
     preemptions: 0,
     generatedTokens: 0,
     busyMs: 0,
+    prefillMs: 0,
+    reprefillMs: 0,
+    decodeIterations: 0,
   };
 }
 
@@ -277,6 +286,7 @@ export class SimulatedEngine implements Engine {
       const ms =
         stretch.prefillMs + decodeMs(this.#cost, stretch.batch, stretch.contextTokens, stretch.iterations);
       this.#metrics.busyMs += ms;
+      this.#metrics.decodeIterations += stretch.iterations;
       this.#onStretch?.({
         startMs: stretch.startMs,
         ms,
@@ -371,11 +381,17 @@ export class SimulatedEngine implements Engine {
       }
       this.#metrics.prefillTokens += computed;
       // Only the trajectory's new tokens (first prompt, tool output), once, are not re-prefill.
-      this.#countReprefill(sequence, Math.max(0, computed - sequence.newTokensLeft));
+      // They come last in the context, so the re-prefilled ones are those right after the cache.
+      const reprefilled = Math.max(0, computed - sequence.newTokensLeft);
+      this.#countReprefill(sequence, reprefilled);
+      this.#metrics.reprefillMs += prefillMs(this.#cost, cachedTokens, cachedTokens + reprefilled);
       sequence.admitted = true;
       sequence.newTokensLeft = 0;
       this.#metrics.hostLoadedTokens += loadedTokens;
-      admitMs += loadedTokens * this.#hostLoadPerTokenMs + prefillMs(this.#cost, cachedTokens, contextTokens);
+      const sequenceMs =
+        loadedTokens * this.#hostLoadPerTokenMs + prefillMs(this.#cost, cachedTokens, contextTokens);
+      this.#metrics.prefillMs += sequenceMs;
+      admitMs += sequenceMs;
       this.#running.push(sequence);
     }
     return admitMs;
