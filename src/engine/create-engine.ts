@@ -59,7 +59,19 @@ export function createEngine(options: EngineOptions): HttpEngine {
   const name = config.name !== undefined ? { name: config.name } : {};
   switch (config.api) {
     case 'sglang':
-      return new SglangEngine({ client, includeStopInOutput: config.includeStopInOutput, ...name });
+      return new SglangEngine({
+        client,
+        // Pause, continue, weight update and abort go on their own connections: on the generation
+        // client they would queue behind the requests they are meant to pause.
+        controlClient: new JsonHttpClient({
+          baseUrl: config.url,
+          timeoutMs: config.timeoutMs,
+          maxConcurrency: 4,
+          headers,
+        }),
+        includeStopInOutput: config.includeStopInOutput,
+        ...name,
+      });
     case 'vllm':
       return new VllmEngine({
         client,

@@ -33,6 +33,13 @@ export type PauseMode = 'abort' | 'in_place' | 'retract';
 
 export type SglangEngineOptions = {
   client: JsonHttpClient;
+  /**
+   * The client of the control routes (pause, continue, weight update, abort); default `client`.
+   * Give a separate one when generation can fill `client`'s slots: a pause queued behind the
+   * requests it pauses waits for one of them to finish, and a weight update behind requests
+   * held by the pause never runs.
+   */
+  controlClient?: JsonHttpClient;
   /** Keep a matched stop string at the end of `text` (`no_stop_trim`); default true. */
   includeStopInOutput?: boolean;
   name?: string;
@@ -64,10 +71,12 @@ const sglangResponseSchema = z.object({
 export class SglangEngine implements WeightUpdatableEngine {
   readonly name: string;
   readonly #client: JsonHttpClient;
+  readonly #control: JsonHttpClient;
   readonly #includeStop: boolean;
 
-  constructor({ client, includeStopInOutput = true, name }: SglangEngineOptions) {
+  constructor({ client, controlClient, includeStopInOutput = true, name }: SglangEngineOptions) {
     this.#client = client;
+    this.#control = controlClient ?? client;
     this.#includeStop = includeStopInOutput;
     this.name = name ?? `sglang@${client.baseUrl}`;
   }
@@ -77,7 +86,7 @@ export class SglangEngine implements WeightUpdatableEngine {
     modelPath: string,
     options: { signal?: AbortSignal; weightVersion?: number } = {},
   ): Promise<WeightUpdateResult> {
-    const answer = await this.#client.postJson(
+    const answer = await this.#control.postJson(
       '/update_weights_from_disk',
       {
         model_path: modelPath,
@@ -98,22 +107,22 @@ export class SglangEngine implements WeightUpdatableEngine {
 
   /** Stops generation (`/pause_generation {mode}`); resolves once the server has paused. */
   async pauseGeneration(mode: PauseMode): Promise<void> {
-    await this.#client.postJson('/pause_generation', { mode });
+    await this.#control.postJson('/pause_generation', { mode });
   }
 
   /** Resumes paused generation (`/continue_generation`). */
   async continueGeneration(): Promise<void> {
-    await this.#client.postJson('/continue_generation', {});
+    await this.#control.postJson('/continue_generation', {});
   }
 
   /** Aborts one request by its `rid` (`/abort_request`); it answers its partial output. */
   async abortRequest(rid: string): Promise<void> {
-    await this.#client.postJson('/abort_request', { rid });
+    await this.#control.postJson('/abort_request', { rid });
   }
 
   /** Aborts every request in flight or waiting (`/abort_request {abort_all: true}`). */
   async abortAll(): Promise<void> {
-    await this.#client.postJson('/abort_request', { abort_all: true });
+    await this.#control.postJson('/abort_request', { abort_all: true });
   }
 
   async generate(request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
@@ -152,6 +161,7 @@ export class SglangEngine implements WeightUpdatableEngine {
   /** Closes the connection pool. */
   close(): void {
     this.#client.close();
+    if (this.#control !== this.#client) this.#control.close();
   }
 }
 

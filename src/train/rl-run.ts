@@ -35,6 +35,7 @@ import { loadBenchmark } from '../eval/load-benchmark.ts';
 import { gradeTrajectory } from '../eval/trajectory-grade.ts';
 import { gradeAnswer } from '../grader/index.ts';
 import {
+  assertRunIdentity,
   type RolloutProblem,
   readCheckpoint,
   rolloutConfigSchema,
@@ -125,12 +126,23 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
       `--max-staleness ${config.maxStaleness}: the ${parts.kind} engine generates with the weights it trains, so rollout cannot run beside training; use 0`,
     );
   }
+  // Refused before any file is touched: another run's folder, or a resume that changes it.
+  await assertRunIdentity(folder, rlDefiningConfig(config), options.resume);
   const checkpoint = options.resume ? await readCheckpoint(folder) : null;
   const nextStep = checkpoint?.nextStep ?? 0;
   for (const name of [RL_FILES.metrics, RL_FILES.evals]) await truncateStepFile(join(folder, name), nextStep);
   const { trainer } = parts;
-  if (nextStep > 0) await trainer.loadCheckpoint(checkpointPath(folder, nextStep));
+  // The trainer starts from the committed step; a step 0 killed mid-way restarts from the
+  // initial weights saved when the run began (a trainer by URL may have trained on).
+  const start = checkpointPath(folder, nextStep);
+  const startSaved = existsSync(start);
+  if (nextStep > 0 || startSaved) await trainer.loadCheckpoint(start);
   let policyVersion = (await trainer.state()).policyVersion;
+  if (nextStep === 0 && !startSaved && policyVersion !== 0) {
+    throw new RlRunError(
+      `the trainer holds policy version ${policyVersion}, not the initial weights: a new run needs a trainer started on ${config.init} (restart it, or resume the run it trained)`,
+    );
+  }
   // The engines generate with the committed weights before anything else (after a resume too).
   const initialSync = await parts.syncWeights(policyVersion);
   if (initialSync !== null) {
@@ -145,7 +157,7 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
     parameters: parts.parameters,
     parts: parts.kind,
   });
-  if (nextStep === 0) await trainer.saveCheckpoint(checkpointPath(folder, 0));
+  if (nextStep === 0 && !startSaved) await trainer.saveCheckpoint(start);
   const maxTokens = Math.min(config.maxTokens ?? parts.contextTokens, parts.contextTokens);
   const rollout = rolloutConfigSchema.parse({
     groupSize: config.groupSize,
@@ -253,13 +265,14 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
         // A skipped update (non-finite gradient) leaves the version, and the engines, as they were.
         const trainedVersion = train?.policyVersion ?? policyVersion;
         const sync = trainedVersion === policyVersion ? null : await parts.syncWeights(trainedVersion);
+        // Together, before any other wait: a rollout starting now reads a consistent version.
         policyVersion = trainedVersion;
+        stepsInFlight--;
         if (sync !== null) {
           options.onEvent?.({ type: 'rl-sync', sync });
           await parts.publishModel(folder, { final: false });
         }
         lastTrainEnd = Date.now();
-        stepsInFlight--;
         const rolloutStart = rolloutStarted.get(step) ?? trainStarted;
         const rolloutEnd = rolloutEnded.get(step) ?? trainStarted;
         const metrics = rlMetrics({
@@ -284,7 +297,15 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
         options.onEvent?.({ type: 'rl-step', metrics, rollout: result.stats, skipped: batch.skipped });
         const last = step + 1 === config.steps;
         if ((config.evalEvery > 0 && (step + 1) % config.evalEvery === 0) || last) {
-          const record = await heldOutEval(parts, folder, config, evalProblems, step, policyVersion);
+          // An evaluation that could not run is missing, not a failed step: the step is trained.
+          const record = await heldOutEval(parts, folder, config, evalProblems, step, policyVersion).catch(
+            (error: unknown) => {
+              options.log?.(
+                `held-out evaluation after step ${step} could not run: ${error instanceof Error ? error.message : String(error)}`,
+              );
+              return null;
+            },
+          );
           if (record !== null) {
             await appendLine(join(folder, RL_FILES.evals), record);
             await writeRlReport([folder]);

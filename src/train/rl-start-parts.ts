@@ -28,6 +28,7 @@ export async function startRlParts(
       ['--trainer-procs', config.trainerProcs > 1],
       ['--sandbox', config.sandboxes.length > 0],
     ];
+    if (config.maxStaleness > 0) clusterOnly.push(['--max-staleness above 0', true]);
     const given = clusterOnly.filter(([, set]) => set).map(([flag]) => flag);
     if (given.length > 0) {
       throw new RlConfigError(

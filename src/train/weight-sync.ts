@@ -93,8 +93,9 @@ export async function syncWeightsFromDisk({
       );
     }
   } finally {
-    // Continue even after a failure: a paused engine would hold every request forever.
-    await Promise.allSettled(reachable().map((engine) => engine.continueGeneration()));
+    // Continue every engine, even after a failure and even one counted unreachable (its pause
+    // may have taken effect with the answer lost): a paused engine would hold its requests forever.
+    await Promise.allSettled(engines.map((engine) => engine.continueGeneration()));
   }
   const finished = now();
   return {

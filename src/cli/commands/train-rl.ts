@@ -14,6 +14,7 @@ import { assertRunIdentity, readCheckpoint } from '../../rollout/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import {
+  type MetricsLogger,
   metricScalars,
   openMetricsLogger,
   type RlEvent,
@@ -413,26 +414,27 @@ export function registerTrainRl(train: Command): void {
       const unregisterLock = onShutdown(releaseLock);
       const release = holdSignals();
       const signal = interruptSignal();
-      const logger =
-        flags.logger === undefined
-          ? null
-          : await openMetricsLogger({
-              kind: flags.logger,
-              folder,
-              runName: basename(folder),
-              config,
-              // After a resume, TensorBoard drops the points of the steps being redone.
-              ...(flags.resume === true
-                ? { resumeFromStep: (await readCheckpoint(folder))?.nextStep ?? 0 }
-                : {}),
-            });
       const log = (line: string) => process.stderr.write(`${line}\n`);
       let parts: RlParts | null = null;
+      let logger: MetricsLogger | null = null;
       const stopParts = async () => {
         await parts?.close();
       };
       const unregisterParts = onShutdown(stopParts);
       try {
+        logger =
+          flags.logger === undefined
+            ? null
+            : await openMetricsLogger({
+                kind: flags.logger,
+                folder,
+                runName: basename(folder),
+                config,
+                // After a resume, TensorBoard drops the points of the steps being redone.
+                ...(flags.resume === true
+                  ? { resumeFromStep: (await readCheckpoint(folder))?.nextStep ?? 0 }
+                  : {}),
+              });
         parts = await startRlParts(config, folder, log);
         const metrics = await runRl({
           folder,
