@@ -140,7 +140,8 @@ type Sequence = {
   /**
    * The block keys of its context as last computed, and the context's length then: a sequence
    * at the head of the queue that does not fit is looked at again at every iteration boundary,
-   * and its context does not change while it waits (null: not computed since it last ran).
+   * and its context does not change while it waits: a request's prompt is not changed while
+   * it is in flight, and keys depend on tokens alone (null: not computed since it last ran).
    */
   contextKeys: { keys: BlockKey[]; tokens: number; generated: number } | null;
   aborted: boolean;
