@@ -1,6 +1,8 @@
 """Exits a server process when the program that started it is gone (kill -9 included), so no
 engine or trainer rank outlives the orchestrator that owned it. The starter passes its pid in
-AGENTMATH_PARENT_PID; without it nothing is watched (a server started by hand lives on)."""
+AGENTMATH_PARENT_PID; without it nothing is watched (a server started by hand lives on). The
+immediate parent is watched too: a trainer rank whose torchrun died (ranks run in sessions of
+their own, so a kill of torchrun's process group does not reach them) exits with it."""
 import os
 import sys
 import threading
@@ -13,8 +15,11 @@ def watch_parent(name: str, variable: str = "AGENTMATH_PARENT_PID", period_secon
     if not value:
         return
     parent = int(value)
+    launcher = os.getppid()
 
     def gone() -> bool:
+        if os.getppid() != launcher:
+            return True  # the process that launched this one died: it was re-parented
         # A killed parent may stay a zombie (its own parent killed too, PID 1 not reaping):
         # on Linux its state letter says so; elsewhere only a missing process counts.
         try:
