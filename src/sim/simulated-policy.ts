@@ -13,7 +13,7 @@ import type { GenerateRequest } from '../engine/types.ts';
 import {
   type ResponseLayout,
   responseLayout,
-  responseSlice,
+  responseUntilStop,
   type TrajectoryPlan,
 } from './trajectory-plan.ts';
 
@@ -77,17 +77,7 @@ export class SimulatedPolicy {
     const { layout } = session;
     const from = session.cursor;
     const to = Math.min(layout.length, from + Math.max(0, request.maxNewTokens));
-    let text = responseSlice(layout, from, to);
-    let matchedStop: string | null = null;
-    let stopAt = text.length;
-    for (const stop of request.stop) {
-      const index = stop === '' ? -1 : text.indexOf(stop);
-      if (index >= 0 && index + stop.length <= stopAt) {
-        stopAt = index + stop.length;
-        matchedStop = stop;
-      }
-    }
-    text = text.slice(0, stopAt);
+    const { text, matchedStop } = responseUntilStop(layout, from, to, request.stop);
     const end = from + text.length;
     const finishReason = matchedStop !== null || end === layout.length ? 'stop' : 'length';
     // Every character of the plan is ASCII: under the byte-level tokenizer its id is its code.

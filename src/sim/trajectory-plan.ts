@@ -88,6 +88,43 @@ export function responseSlice(layout: ResponseLayout, from: number, to: number):
   return text;
 }
 
+/**
+ * The response from character `from` up to `to`, cut after the stop string that ends first
+ * (`responseSlice` searched for `stops`, as an engine stops): built a piece at a time and
+ * searched only where a new piece can complete a stop, so a turn does not build the rest of
+ * a long response it will not return.
+ */
+export function responseUntilStop(
+  layout: ResponseLayout,
+  from: number,
+  to: number,
+  stops: readonly string[],
+): { text: string; matchedStop: string | null } {
+  let text = '';
+  for (const piece of layout.pieces) {
+    const length = piece.kind === 'text' ? piece.text.length : piece.length;
+    const end = piece.start + length;
+    if (end <= from) continue;
+    if (piece.start >= to) break;
+    const a = Math.max(from, piece.start) - piece.start;
+    const b = Math.min(to, end) - piece.start;
+    const before = text.length;
+    text += piece.kind === 'text' ? piece.text.slice(a, b) : FILLER.repeat(b - a);
+    // No stop lay wholly in the text before this piece: a first match ends in the new part.
+    let stopAt = text.length;
+    let matchedStop: string | null = null;
+    for (const stop of stops) {
+      const index = stop === '' ? -1 : text.indexOf(stop, Math.max(0, before - stop.length + 1));
+      if (index >= 0 && index + stop.length <= stopAt) {
+        stopAt = index + stop.length;
+        matchedStop = stop;
+      }
+    }
+    if (matchedStop !== null) return { text: text.slice(0, stopAt), matchedStop };
+  }
+  return { text, matchedStop: null };
+}
+
 /** Where the first code block closing after `from` ends (exclusive), or null. */
 export function nextCodeEnd(layout: ResponseLayout, from: number): number | null {
   for (const piece of layout.pieces) {
