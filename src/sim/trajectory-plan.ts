@@ -76,6 +76,12 @@ export function responseLayout(plan: TrajectoryPlan): ResponseLayout {
 /** The response text from character `from` up to (not including) `to`. */
 export function responseSlice(layout: ResponseLayout, from: number, to: number): string {
   let text = '';
+  for (const part of responseParts(layout, from, to)) text += part;
+  return text;
+}
+
+/** The parts of the response between `from` and `to`, one per piece it overlaps. */
+function* responseParts(layout: ResponseLayout, from: number, to: number): Generator<string> {
   for (const piece of layout.pieces) {
     const length = piece.kind === 'text' ? piece.text.length : piece.length;
     const end = piece.start + length;
@@ -83,9 +89,8 @@ export function responseSlice(layout: ResponseLayout, from: number, to: number):
     if (piece.start >= to) break;
     const a = Math.max(from, piece.start) - piece.start;
     const b = Math.min(to, end) - piece.start;
-    text += piece.kind === 'text' ? piece.text.slice(a, b) : FILLER.repeat(b - a);
+    yield piece.kind === 'text' ? piece.text.slice(a, b) : FILLER.repeat(b - a);
   }
-  return text;
 }
 
 /**
@@ -101,15 +106,9 @@ export function responseUntilStop(
   stops: readonly string[],
 ): { text: string; matchedStop: string | null } {
   let text = '';
-  for (const piece of layout.pieces) {
-    const length = piece.kind === 'text' ? piece.text.length : piece.length;
-    const end = piece.start + length;
-    if (end <= from) continue;
-    if (piece.start >= to) break;
-    const a = Math.max(from, piece.start) - piece.start;
-    const b = Math.min(to, end) - piece.start;
+  for (const part of responseParts(layout, from, to)) {
     const before = text.length;
-    text += piece.kind === 'text' ? piece.text.slice(a, b) : FILLER.repeat(b - a);
+    text += part;
     // No stop lay wholly in the text before this piece: a first match ends in the new part.
     let stopAt = text.length;
     let matchedStop: string | null = null;
