@@ -56,6 +56,21 @@ describe('quickstart', () => {
       expect(model.levels.reduce((total, level) => total + level.problems, 0)).toBe(6);
     }
     expect(existsSync(first.reportPath)).toBe(true);
+    // RL's effect is read against the tool model on the same problems, from the two runs' grades.
+    const correctIds = async (style: string) => {
+      const runDir = first.models.find((model) => model.style === style)?.runDir as string;
+      return new Set(
+        (await readRunTrajectories(runDir)).filter((t) => t.meta?.correct === true).map((t) => t.problemId),
+      );
+    };
+    const toolRight = await correctIds('tool');
+    const rlRight = await correctIds('tool-rl');
+    expect(first.rlEffect).toMatchObject({
+      problems: 6,
+      gained: [...rlRight].filter((id) => !toolRight.has(id)).length,
+      lost: [...toolRight].filter((id) => !rlRight.has(id)).length,
+    });
+    expect(page).toContain('RL against the tool model it started from:');
     expect(events.some((event) => event.type === 'sft-event' && event.event.type === 'train-step')).toBe(
       true,
     );

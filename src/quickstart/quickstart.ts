@@ -17,7 +17,13 @@ import { join, resolve } from 'node:path';
 import { problemOnlyPrompt, runAgent } from '../agent/index.ts';
 import { embeddedModelPaths, startEmbeddedEngine } from '../engine/embedded/index.ts';
 import type { BenchmarkProblem } from '../eval/benchmark-problem.ts';
+import { escapeHtml } from '../eval/escape-html.ts';
 import { type EvalProgress, runEval } from '../eval/eval-runner.ts';
+import {
+  formatPairedDifference,
+  type PairedDifference,
+  pairedDifference,
+} from '../eval/paired-difference.ts';
 import { readRunTrajectories } from '../eval/run-folder.ts';
 import { writeRunReport } from '../eval/run-report.ts';
 import type { RunSummary } from '../eval/run-summary.ts';
@@ -114,6 +120,8 @@ export type QuickstartModelResult = {
 
 export type QuickstartResult = {
   models: QuickstartModelResult[];
+  /** RL's effect: the RL model against the tool model it started from, on the same problems. */
+  rlEffect: PairedDifference | null;
   reportPath: string;
   wallMs: number;
 };
@@ -189,6 +197,13 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
         levels: await levelResults(runDir, levelOf),
       });
     }
+    const rlEffect =
+      rl === null
+        ? null
+        : pairedDifference(
+            await problemGrades(join(outDir, 'tool')),
+            await problemGrades(join(outDir, 'tool-rl')),
+          );
     const reportPath = await writeRunReport(
       evaluated.map(({ style }) => join(outDir, style)),
       {
@@ -199,10 +214,11 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
     if (rl !== null) {
       // One page: the evaluation table and charts, then the RL run's curves.
       const page = await readFile(reportPath, 'utf8');
-      const curves = `<h2>Agentic RL from the tool model</h2>${rlReportSections([await readRlRun(rlFolder, 'tool + RL')])}`;
+      const effect = rlEffect === null ? '' : `<p>${escapeHtml(describeRlEffect(rlEffect))}</p>`;
+      const curves = `<h2>Agentic RL from the tool model</h2>${effect}${rlReportSections([await readRlRun(rlFolder, 'tool + RL')])}`;
       await writeFile(reportPath, page.replace('</body>', `${curves}\n</body>`));
     }
-    return { models, reportPath, wallMs: Date.now() - started };
+    return { models, rlEffect, reportPath, wallMs: Date.now() - started };
   } finally {
     await sandbox.close();
   }
@@ -327,6 +343,32 @@ async function evaluateModel(
   } finally {
     await embedded.close();
   }
+}
+
+/**
+ * One sentence on what RL changed: the difference against the tool model on the same problems,
+ * its noise, and whether that is a measured gain or within the noise.
+ */
+export function describeRlEffect(effect: PairedDifference): string {
+  const verdict = effect.gainMeasured
+    ? 'a gain measured (McNemar p < 0.05)'
+    : effect.gained === 0 && effect.lost === 0
+      ? 'no gain measured: RL changed no answer'
+      : effect.difference < 0 && effect.pValue < 0.05
+        ? 'a loss measured (McNemar p < 0.05)'
+        : 'no gain measured: the difference is within the noise';
+  return `RL against the tool model it started from: ${formatPairedDifference(effect)}; ${verdict}.`;
+}
+
+/** Right or wrong per problem of a run folder; a trajectory without a verdict is left out. */
+async function problemGrades(runDir: string): Promise<Map<string, boolean>> {
+  const grades = new Map<string, boolean>();
+  for (const trajectory of await readRunTrajectories(runDir)) {
+    const grade = readGrade(trajectory);
+    if (trajectory.problemId === null || grade === null || grade.correct === null) continue;
+    grades.set(trajectory.problemId, grade.correct);
+  }
+  return grades;
 }
 
 /** Accuracy by difficulty level, from the graded trajectories of a run folder. */

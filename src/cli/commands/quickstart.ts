@@ -5,6 +5,7 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import {
+  describeRlEffect,
   type QuickstartEvent,
   type QuickstartModelResult,
   type QuickstartStyle,
@@ -80,6 +81,7 @@ async function quickstartCommand(flags: QuickstartFlags): Promise<number> {
           {
             wallMs: result.wallMs,
             reportPath: result.reportPath,
+            rlEffect: result.rlEffect,
             models: result.models.map(({ summary, training, ...model }) => ({
               ...model,
               accuracy: summary.avgAtK,
@@ -94,6 +96,7 @@ async function quickstartCommand(flags: QuickstartFlags): Promise<number> {
       );
     } else {
       process.stdout.write(`\n${renderQuickstartTable(result.models)}\n`);
+      if (result.rlEffect !== null) process.stdout.write(`${describeRlEffect(result.rlEffect)}\n`);
       process.stdout.write(
         `report: ${result.reportPath}\nruns:   ${result.models.map((model) => model.runDir).join('  ')}\n` +
           `took ${formatDuration(result.wallMs)}\n`,
