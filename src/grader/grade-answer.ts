@@ -46,12 +46,12 @@ function contextFor(options: GradeOptions): CompareContext {
   const { sandbox, timeoutMs = DEFAULT_SYMBOLIC_TIMEOUT_MS } = options;
   if (sandbox === undefined) return { symbolic: null };
   const checker = symbolicCheckerFor(sandbox);
-  const deadline = Date.now() + timeoutMs;
+  // One budget for the grade's checks, charged only for the time they run: waiting for a
+  // session on a busy sandbox is not the answer's cost.
+  const budget = { remainingMs: timeoutMs };
   return {
-    symbolic: (query) => {
-      const remainingMs = deadline - Date.now();
-      return remainingMs <= 0 ? Promise.resolve({ outcome: 'timeout' }) : checker.check(query, remainingMs);
-    },
+    symbolic: (query) =>
+      budget.remainingMs <= 0 ? Promise.resolve({ outcome: 'timeout' }) : checker.check(query, budget),
   };
 }
 

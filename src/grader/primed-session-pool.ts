@@ -41,6 +41,13 @@ export type PrimedCallResult =
   | { status: 'error'; message: string }
   | { status: 'unavailable'; cause: string };
 
+/**
+ * A time limit shared by several calls (one grade's symbolic checks): each call may run for what
+ * is left, and only the time its cell ran is taken off — not the time spent waiting for a
+ * session, so a wait for a busy sandbox cannot turn a later check into a timeout.
+ */
+export type TimeBudget = { remainingMs: number };
+
 export type PrimedSessionPoolOptions = {
   /** Sessions open at most (busy and idle); default 4. */
   maxSessions?: number;
@@ -71,24 +78,30 @@ export class PrimedSessionPool {
     this.clock = options.clock ?? systemClock;
   }
 
-  /** Runs one code cell within timeoutMs (a fresh session's prelude is not counted). */
-  async run(code: string, timeoutMs: number): Promise<PrimedCallResult> {
+  /**
+   * Runs one code cell within a time limit: milliseconds, or a budget shared with other calls
+   * that the cell's run time is taken off (neither counts the wait for a session nor a fresh
+   * session's prelude).
+   */
+  async run(code: string, limit: number | TimeBudget): Promise<PrimedCallResult> {
+    const budget = typeof limit === 'number' ? { remainingMs: limit } : limit;
     let cause = '';
     // Whether every attempt's session was killed under this call (not failing to open).
     let killed = true;
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-      const result = await this.runOnce(code, timeoutMs);
+      if (budget.remainingMs <= 0) return { status: 'timeout' };
+      const result = await this.runOnce(code, budget);
       if (result.status !== 'unavailable') return result;
       cause = attempt === 0 ? result.cause : `${cause}; retry: ${result.cause}`;
       killed = killed && result.cause.startsWith(KILLED);
     }
-    if (killed && (await this.runOnce(PROBE, PROBE_TIMEOUT_MS)).status === 'ok') {
+    if (killed && (await this.runOnce(PROBE, { remainingMs: PROBE_TIMEOUT_MS })).status === 'ok') {
       return { status: 'error', message: `the input killed the checker's session (${cause})` };
     }
     return { status: 'unavailable', cause };
   }
 
-  private async runOnce(code: string, timeoutMs: number): Promise<PrimedCallResult> {
+  private async runOnce(code: string, budget: TimeBudget): Promise<PrimedCallResult> {
     let session: SandboxSession | null;
     try {
       session = await this.acquire();
@@ -97,11 +110,14 @@ export class PrimedSessionPool {
     }
     if (session === null) return { status: 'unavailable', cause: 'checker closed' };
     let outcome: ExecutionOutcome;
+    const started = this.clock.now();
     try {
-      outcome = await session.execute(code, { timeoutMs: Math.max(1, Math.ceil(timeoutMs)) });
+      outcome = await session.execute(code, { timeoutMs: Math.max(1, Math.ceil(budget.remainingMs)) });
     } catch (error) {
       await this.discard(session);
       return { status: 'unavailable', cause: `sandbox unavailable: ${(error as Error).message}` };
+    } finally {
+      budget.remainingMs -= this.clock.now() - started;
     }
     if (outcome.status !== 'ok') {
       await this.discard(session);

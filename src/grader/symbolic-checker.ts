@@ -5,7 +5,7 @@
  */
 import type { SandboxProvider } from '../sandbox/types.ts';
 import { releaseMathVerifySessions } from './math-verify-grader.ts';
-import { PrimedSessionPool } from './primed-session-pool.ts';
+import { PrimedSessionPool, type TimeBudget } from './primed-session-pool.ts';
 import { SYMBOLIC_PRELUDE, symbolicCallCode } from './symbolic-program.ts';
 import type { SymbolicQuery, SymbolicVerdict } from './symbolic-query.ts';
 
@@ -17,12 +17,13 @@ export class SymbolicChecker {
   }
 
   /**
-   * Checks one query within timeoutMs (the prelude of a fresh session is not counted). A
+   * Checks one query within a time limit (milliseconds, or a budget shared by one grade's
+   * checks; neither counts the wait for a session or a fresh session's prelude). A
    * session that cannot be opened or dies under the check is replaced once; a second failure
    * is `unavailable`.
    */
-  async check(query: SymbolicQuery, timeoutMs: number): Promise<SymbolicVerdict> {
-    const result = await this.pool.run(symbolicCallCode(query), timeoutMs);
+  async check(query: SymbolicQuery, limit: number | TimeBudget): Promise<SymbolicVerdict> {
+    const result = await this.pool.run(symbolicCallCode(query), limit);
     switch (result.status) {
       case 'timeout':
         return { outcome: 'timeout' };
