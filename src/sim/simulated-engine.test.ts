@@ -24,9 +24,15 @@ function setup(options: {
   kvCapacityTokens: number;
   maxRunningRequests?: number;
   hostKv?: { capacityTokens: number; loadPerTokenMs: number };
+  chunkedPrefillTokens?: number;
+  kvTtlMs?: number;
+  plan?: TrajectoryPlan;
 }) {
   const clock = new VirtualClock();
-  const policy = new SimulatedPolicy({ planFor: () => plan, decode: (ids) => String.fromCharCode(...ids) });
+  const policy = new SimulatedPolicy({
+    planFor: () => options.plan ?? plan,
+    decode: (ids) => String.fromCharCode(...ids),
+  });
   const residence = new Map<string, { replica: string; version: number }>();
   const replica = (name: string) =>
     new SimulatedEngine({
@@ -39,6 +45,10 @@ function setup(options: {
       blockTokens: 4,
       residence,
       ...(options.hostKv === undefined ? {} : { hostKv: options.hostKv }),
+      ...(options.chunkedPrefillTokens === undefined
+        ? {}
+        : { chunkedPrefillTokens: options.chunkedPrefillTokens }),
+      ...(options.kvTtlMs === undefined ? {} : { kvTtlMs: options.kvTtlMs }),
     });
   const engine = replica('replica-0');
   const request = (promptTokenIds: number[], sessionId: string): GenerateRequest => ({
@@ -203,6 +213,88 @@ describe('SimulatedEngine', () => {
     expect(withHost.metrics).toMatchObject({ reprefillEvictedTokens: 0, hostLoadedTokens: 88 });
     // 88 tokens at 0.1 ms to load against 0.5 ms to prefill.
     expect(without.atMs - withHost.atMs).toBeCloseTo(88 * (0.5 - 0.1), 6);
+  });
+
+  it('with chunked prefill, the decode batch goes on while a long prompt is prefilled a chunk an iteration', async () => {
+    // A's 102-token prompt and B's 20,000-token one arrive at once; both plans decode 50 tokens.
+    const long = encode(problemHeader(1).padEnd(20_000, ' '));
+    const run = async (chunkedPrefillTokens?: number) => {
+      const { clock, engine, request } = setup({
+        kvCapacityTokens: 100_000,
+        ...(chunkedPrefillTokens === undefined ? {} : { chunkedPrefillTokens }),
+      });
+      const [a, b] = await clock.run(() =>
+        Promise.all([
+          timed(clock, engine.generate(request(prompt(0), 'a'))),
+          timed(clock, engine.generate(request(long, 'b'))),
+        ]),
+      );
+      return { a: a.atMs, b: b.atMs, metrics: engine.metrics() };
+    };
+    const whole = await run();
+    const chunked = await run(256);
+    // A is prefilled first (51 ms); B joins at that boundary and finds A's 4 shared blocks, so
+    // 19,984 of its tokens are prefilled (9,992 ms). Whole: A decodes only after all of them.
+    expect(whole.a).toBeGreaterThan(51 + 19_984 * 0.5);
+    // Chunked at 256: each iteration decodes A's next token beside 256 of B's tokens (128 ms),
+    // so A is done in B's 50th chunk: 51 + Σ_{j<50} (10 + 1 + 0.01·(102 + j)) + 50 × 128.
+    expect(chunked.a).toBeCloseTo(51 + 550 + 63.25 + 50 * 128, 6);
+    expect(chunked.a).toBeLessThan(51 + 19_984 * 0.5);
+    expect(chunked.b).toBeGreaterThan(51 + 19_984 * 0.5);
+    // The chunks cost what the whole prefill costs; every token is decoded once.
+    expect(chunked.metrics).toMatchObject({
+      prefillTokens: 102 + 19_984,
+      prefillMs: (102 + 19_984) * 0.5,
+      generatedTokens: 100,
+    });
+    expect(whole.metrics).toMatchObject({ prefillTokens: 102 + 19_984, generatedTokens: 100 });
+  });
+
+  it("pins a waiting session's KV for its time-to-live: kept within it, evictable after", async () => {
+    // One tool call: the first turn ends at </code> after 52 tokens, the second decodes 28 more.
+    const toolPlan: TrajectoryPlan = {
+      responseTokens: 80,
+      toolCalls: [{ at: 0.5, outputTokens: 5 }],
+      answer: '1',
+    };
+    // b's first turn leaves 100 + 52 = 152 tokens, 38 blocks; c's 200-token prompt (sharing b's
+    // first 4 blocks) fits only if those blocks make room.
+    const bPrompt = encode(problemHeader(0).padEnd(100, ' '));
+    const other = encode(problemHeader(1).padEnd(200, ' '));
+    const run = async (toolMs: number, kvTtlMs?: number) => {
+      const { clock, engine, request } = setup({
+        kvCapacityTokens: 260,
+        plan: toolPlan,
+        ...(kvTtlMs === undefined ? {} : { kvTtlMs }),
+      });
+      const times = await clock.run(async () => {
+        const first = await engine.generate(request(bPrompt, 'b'));
+        expect(first.matchedStop).toBe('</code>');
+        expect(first.tokenIds).toHaveLength(52);
+        const toolStarted = clock.now();
+        const c = timed(clock, engine.generate(request(other, 'c')));
+        // b's tool runs, then its next turn comes back to this replica.
+        await clock.sleep(toolMs);
+        const next = [...bPrompt, ...(first.tokenIds ?? []), ...encode('y'.repeat(30))];
+        const second = await engine.generate(request(next, 'b'));
+        expect(second.finishReason).toBe('stop');
+        return { c: (await c).atMs - toolStarted };
+      });
+      return { metrics: engine.metrics(), times };
+    };
+    // Back within the time-to-live: b's KV was never evicted; c waited for b's next turn.
+    const within = await run(100, 1000);
+    const withinNoTtl = await run(100);
+    expect(withinNoTtl.metrics.reprefillEvictedTokens).toBeGreaterThan(0);
+    expect(within.metrics).toMatchObject({ reprefillEvictedTokens: 0, kvPinsUsed: 1 });
+    // Back after it: the pin held c out for exactly its 1,000 ms, then b's KV was evicted as without one.
+    const after = await run(2000, 1000);
+    const afterNoTtl = await run(2000);
+    expect(after.metrics.kvPinsExpired).toBeGreaterThanOrEqual(1);
+    expect(after.metrics.kvPinsUsed).toBe(0);
+    expect(after.times.c - afterNoTtl.times.c).toBeCloseTo(1000, 6);
+    expect(after.metrics.reprefillEvictedTokens).toBe(afterNoTtl.metrics.reprefillEvictedTokens);
+    expect(after.metrics.reprefillEvictedTokens).toBeGreaterThan(0);
   });
 
   it('evicts idle prefixes least recently used first, the deepest blocks of a prefix before its head', async () => {

@@ -11,12 +11,19 @@
  * Iterations are not events: between arrivals and completions the batch is fixed, so the
  * replica computes how long the next stretch of iterations takes in closed form and sets one
  * timer; an arrival cuts the stretch at the end of the iteration in progress.
+ *
+ * Engine options beyond that: chunked prefill (`chunkedPrefillTokens`, `prefill-chunk.ts`: an
+ * admitted prompt is prefilled a chunk an iteration beside the decode batch, instead of
+ * stalling it for its whole length), a time-to-live on a waiting session's KV (`kvTtlMs`,
+ * `kv-pins.ts`) and a host-memory tier for evicted blocks (`hostKv`).
  */
 
 import type { Engine, GenerateRequest, GenerateResult } from '../engine/types.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { BlockKeyCache } from './block-key-cache.ts';
 import { type CostModel, decodeMs, iterationsWithin, prefillMs } from './engine-cost-model.ts';
+import { KvPins } from './kv-pins.ts';
+import { nextPrefillChunk, type PendingPrefill } from './prefill-chunk.ts';
 import { type BlockKey, joinedBlockKeys, PrefixCache } from './prefix-cache.ts';
 import type { PolicyTurn, SimulatedPolicy } from './simulated-policy.ts';
 import type { ScheduledEvent, VirtualClock } from './virtual-clock.ts';
@@ -46,6 +53,18 @@ export type SimulatedEngineOptions = {
    * load a block back (PCIe) instead of prefilling it. Default none.
    */
   hostKv?: { capacityTokens: number; loadPerTokenMs: number };
+  /**
+   * Chunked prefill: at most this many prompt tokens are prefilled an iteration, beside the
+   * decode batch (`prefill-chunk.ts`). Default off: an admitted prompt's whole prefill is added
+   * to the iteration it joins, and the decode batch waits for it.
+   */
+  chunkedPrefillTokens?: number;
+  /**
+   * A time-to-live on a waiting session's KV (`kv-pins.ts`): a session's request that ends at a
+   * stop string keeps its blocks pinned for this many ms or until the session's next request is
+   * admitted here. Default off.
+   */
+  kvTtlMs?: number;
 };
 
 /** A stretch of work: a prefill and the decode iterations after it, with the batch fixed. */
@@ -89,6 +108,10 @@ export type SimulatedEngineMetrics = {
   reprefillMs: number;
   /** Decode iterations run (each one token for every sequence in the batch). */
   decodeIterations: number;
+  /** With `kvTtlMs`: sessions whose next request found their pinned KV here. */
+  kvPinsUsed: number;
+  /** With `kvTtlMs`: pins released by their time-to-live before the session came back. */
+  kvPinsExpired: number;
 };
 
 /** Every counter at zero. */
@@ -110,6 +133,8 @@ export function emptyEngineMetrics(): SimulatedEngineMetrics {
     prefillMs: 0,
     reprefillMs: 0,
     decodeIterations: 0,
+    kvPinsUsed: 0,
+    kvPinsExpired: 0,
   };
 }
 
@@ -138,6 +163,12 @@ type Sequence = {
   /** Prompt tokens new to the trajectory not yet prefilled. */
   newTokensLeft: number;
   /**
+   * With chunked prefill, while admitted and not yet prefilled: what is left of its prefill, and
+   * the keys of its whole context (it holds the leading `blocks.length` of them; the rest of its
+   * context is held as own tokens until its last chunk, so no other request finds them cached before).
+   */
+  prefill: (PendingPrefill & { keys: BlockKey[] }) | null;
+  /**
    * The block keys of its context as last computed, and the context's length then: a sequence
    * at the head of the queue that does not fit is looked at again at every iteration boundary,
    * and its context does not change while it waits: a request's prompt is not changed while
@@ -155,6 +186,10 @@ type Stretch = {
   contextTokens: number;
   iterations: number;
   event: ScheduledEvent;
+  /** With chunked prefill: tokens this iteration prefills of each sequence at the head of the prefilling queue. */
+  chunk: number[] | null;
+  /** KV held by sequences being prefilled (not in the decode batch). */
+  prefillingTokens: number;
 };
 
 export class SimulatedEngine implements Engine {
@@ -170,8 +205,13 @@ export class SimulatedEngine implements Engine {
   readonly #residence: Map<string, { replica: string; version: number }>;
   readonly #onStretch: ((stretch: StretchRecord) => void) | undefined;
   readonly #hostLoadPerTokenMs: number;
+  readonly #chunkTokens: number;
+  readonly #pins: KvPins | null;
   readonly #waiting: Sequence[] = [];
   #running: Sequence[] = [];
+  /** With chunked prefill: admitted sequences whose prefill is not done, in arrival order. */
+  readonly #prefilling: Sequence[] = [];
+  #prefillTokensLeft = 0;
   #ownTokens = 0;
   #stretch: Stretch | null = null;
   readonly #metrics: SimulatedEngineMetrics = emptyEngineMetrics();
@@ -195,10 +235,31 @@ export class SimulatedEngine implements Engine {
     this.#onStretch = options.onStretch;
     if (this.#keyCache.blockTokens !== this.#cache.blockTokens)
       throw new Error('keyCache.blockTokens must equal blockTokens');
+    const chunkTokens = options.chunkedPrefillTokens ?? 0;
+    if (!Number.isInteger(chunkTokens) || chunkTokens < 0)
+      throw new Error('chunkedPrefillTokens must be a positive integer');
+    this.#chunkTokens = chunkTokens;
+    this.#pins =
+      options.kvTtlMs === undefined || !this.#prefixCaching
+        ? null
+        : new KvPins({
+            cache: this.#cache,
+            clock: this.#clock,
+            ttlMs: options.kvTtlMs,
+            // Room came free: waiting work may now be admitted.
+            onExpire: () => {
+              if (this.#waiting.length > 0) this.#kick();
+            },
+          });
   }
 
   metrics(): SimulatedEngineMetrics {
-    return { ...this.#metrics };
+    const metrics = { ...this.#metrics };
+    if (this.#pins !== null) {
+      metrics.kvPinsUsed = this.#pins.used;
+      metrics.kvPinsExpired = this.#pins.expired;
+    }
+    return metrics;
   }
 
   /**
@@ -207,6 +268,7 @@ export class SimulatedEngine implements Engine {
    * trajectory prefills its whole context again, counted as re-prefill.
    */
   flushCache(): void {
+    this.#pins?.releaseAll();
     this.#cache.evict(this.#cache.idleBlocks);
     this.#cache.dropHost();
   }
@@ -219,14 +281,14 @@ export class SimulatedEngine implements Engine {
       startMs: stretch.startMs,
       ms: this.#clock.now() - stretch.startMs,
       batch: stretch.batch,
-      meanContextTokens: stretch.contextTokens,
+      meanContextTokens: stretch.contextTokens + stretch.prefillingTokens,
       kvCapacityTokens: this.#capacity,
     };
   }
 
   /** Requests waiting plus running (what a least-requests router would count). */
   get load(): number {
-    return this.#waiting.length + this.#running.length;
+    return this.#waiting.length + this.#running.length + this.#prefilling.length;
   }
 
   generate(request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
@@ -242,6 +304,7 @@ export class SimulatedEngine implements Engine {
         ownTokens: 0,
         admitted: false,
         newTokensLeft: turn.newPromptTokens,
+        prefill: null,
         contextKeys: null,
         cachedTokens: 0,
         aborted: false,
@@ -255,7 +318,11 @@ export class SimulatedEngine implements Engine {
       signal?.addEventListener('abort', onAbort, { once: true });
       this.#metrics.requests++;
       this.#metrics.promptTokens += request.promptTokenIds.length;
-      this.#waiting.push(sequence);
+      // A session whose KV is pinned here goes first (Continuum's program-level first-come-
+      // first-serve): queued behind newer work, its pin would run out while it waits.
+      if (request.sessionId !== undefined && this.#pins?.holds(request.sessionId) === true)
+        this.#waiting.unshift(sequence);
+      else this.#waiting.push(sequence);
       this.#kick();
     });
   }
@@ -267,7 +334,7 @@ export class SimulatedEngine implements Engine {
       this.#boundary();
       return;
     }
-    if (this.#running.length >= this.#maxRunning) return;
+    if (this.#running.length + this.#prefilling.length >= this.#maxRunning) return;
     const decodeElapsed = this.#clock.now() - stretch.startMs - stretch.prefillMs;
     const done =
       decodeElapsed <= 0
@@ -292,7 +359,8 @@ export class SimulatedEngine implements Engine {
         startMs: stretch.startMs,
         ms,
         batch: stretch.batch,
-        meanContextTokens: stretch.contextTokens + (stretch.batch * stretch.iterations) / 2,
+        meanContextTokens:
+          stretch.contextTokens + stretch.prefillingTokens + (stretch.batch * stretch.iterations) / 2,
         kvCapacityTokens: this.#capacity,
       });
       this.#metrics.generatedTokens += stretch.batch * stretch.iterations;
@@ -306,6 +374,7 @@ export class SimulatedEngine implements Engine {
         else still.push(sequence);
       }
       this.#running = still;
+      if (this.#prefilling.length > 0) this.#advancePrefills(stretch.chunk);
       const overflow = this.#usedTokens() - this.#capacity;
       if (overflow > 0) this.#cache.evict(Math.ceil(overflow / this.#cache.blockTokens));
     }
@@ -316,21 +385,72 @@ export class SimulatedEngine implements Engine {
       // Not even one more iteration fits: preempt the newest running sequence (recompute later).
       this.#preempt(this.#running.pop() as Sequence);
     }
+    if (this.#prefilling.length > 0) {
+      // One iteration: the next chunk beside the decode batch (if any).
+      const chunk = nextPrefillChunk(
+        this.#prefilling.map((sequence) => sequence.prefill as PendingPrefill),
+        this.#chunkTokens,
+        this.#cost,
+      );
+      this.#plan(this.#clock.now(), chunk.ms, this.#running.length > 0 ? 1 : 0, chunk.tokens);
+      return;
+    }
     if (this.#running.length === 0) {
-      if (this.#waiting.length > 0) this.#failHead();
+      // Pinned KV may be what keeps the head out: its time-to-live ends, and admits it.
+      if (this.#waiting.length > 0 && (this.#pins?.size ?? 0) === 0) this.#failHead();
       return;
     }
     this.#plan(this.#clock.now(), prefillMs, this.#iterationsToNextEvent());
   }
 
-  #plan(startMs: number, prefillMs: number, iterations: number): void {
+  #plan(startMs: number, prefillMs: number, iterations: number, chunk: number[] | null = null): void {
     const batch = this.#running.length;
     let contextTokens = 0;
     for (const sequence of this.#running)
       contextTokens += sequence.request.promptTokenIds.length + sequence.generated;
+    let prefillingTokens = 0;
+    for (const sequence of this.#prefilling) prefillingTokens += sequence.prefill?.to ?? 0;
     const ms = prefillMs + decodeMs(this.#cost, batch, contextTokens, iterations);
     const event = this.#clock.schedule(startMs + ms - this.#clock.now(), () => this.#boundary());
-    this.#stretch = { startMs, prefillMs, batch, contextTokens, iterations, event };
+    this.#stretch = { startMs, prefillMs, batch, contextTokens, iterations, event, chunk, prefillingTokens };
+  }
+
+  /**
+   * Chunked prefill: the iteration that ended prefilled `chunk` tokens of the sequences at the
+   * head of the queue; those it finished join the decode batch (newest last), aborted ones leave.
+   */
+  #advancePrefills(chunk: number[] | null): void {
+    const done: Sequence[] = [];
+    const still: Sequence[] = [];
+    this.#prefilling.forEach((sequence, index) => {
+      const prefill = sequence.prefill as PendingPrefill & { keys: BlockKey[] };
+      const tokens = chunk?.[index] ?? 0;
+      if (tokens > 0) {
+        prefill.from += tokens;
+        prefill.loadMs = 0;
+        this.#prefillTokensLeft -= tokens;
+      }
+      if (sequence.aborted) {
+        this.#prefillTokensLeft -= prefill.to - prefill.from;
+        sequence.prefill = null;
+        this.#drop(sequence, 0);
+      } else if (prefill.from >= prefill.to) done.push(sequence);
+      else still.push(sequence);
+    });
+    this.#prefilling.length = 0;
+    this.#prefilling.push(...still);
+    const blockTokens = this.#cache.blockTokens;
+    for (const sequence of done) {
+      const { keys } = sequence.prefill as { keys: BlockKey[] };
+      // Its blocks are computed now: cached, where the next request of its trajectory finds them.
+      const held = sequence.blocks.length;
+      this.#cache.acquire(keys, held);
+      sequence.blocks = keys;
+      sequence.ownTokens -= (keys.length - held) * blockTokens;
+      this.#ownTokens -= (keys.length - held) * blockTokens;
+      sequence.prefill = null;
+      this.#running.push(sequence);
+    }
   }
 
   /** Iterations until a sequence finishes or the KV cache is full. */
@@ -350,7 +470,14 @@ export class SimulatedEngine implements Engine {
   #admit(): number {
     let admitMs = 0;
     const blockTokens = this.#cache.blockTokens;
-    while (this.#waiting.length > 0 && this.#running.length < this.#maxRunning) {
+    const chunking = this.#chunkTokens > 0;
+    while (
+      this.#waiting.length > 0 &&
+      this.#running.length + this.#prefilling.length < this.#maxRunning &&
+      // With chunked prefill a request is taken only while the next chunk has room (as vLLM and
+      // SGLang take new requests into an iteration's token budget).
+      (!chunking || this.#prefillTokensLeft < this.#chunkTokens)
+    ) {
       const sequence = this.#waiting[0] as Sequence;
       const { keys, tokens: contextTokens } = this.#contextKeysOf(sequence);
       const inGpu = this.#prefixCaching ? this.#cache.matchLength(keys) : 0;
@@ -371,10 +498,14 @@ export class SimulatedEngine implements Engine {
       this.#cache.takeFromHost(keys, inGpu, matched);
       const overflow = this.#usedTokens() + (contextTokens - inGpu * blockTokens) - this.#capacity;
       if (overflow > 0) this.#cache.evict(Math.ceil(overflow / blockTokens));
-      this.#cache.acquire(keys, inGpu);
-      sequence.blocks = keys;
-      sequence.ownTokens = contextTokens - keys.length * blockTokens;
+      // Chunked: the blocks still to compute are held as own tokens until the last chunk.
+      const heldBlocks = chunking ? matched : keys.length;
+      this.#cache.acquire(keys, inGpu, heldBlocks);
+      sequence.blocks = heldBlocks === keys.length ? keys : keys.slice(0, heldBlocks);
+      sequence.ownTokens = contextTokens - heldBlocks * blockTokens;
       this.#ownTokens += sequence.ownTokens;
+      const session = sequence.request.sessionId;
+      if (this.#pins !== null && session !== undefined) this.#pins.resume(session);
       const computed = contextTokens - cachedTokens;
       if (!sequence.admitted) {
         sequence.cachedTokens = Math.min(cachedTokens, sequence.request.promptTokenIds.length);
@@ -389,9 +520,15 @@ export class SimulatedEngine implements Engine {
       sequence.admitted = true;
       sequence.newTokensLeft = 0;
       this.#metrics.hostLoadedTokens += loadedTokens;
-      const sequenceMs =
-        loadedTokens * this.#hostLoadPerTokenMs + prefillMs(this.#cost, cachedTokens, contextTokens);
+      const loadMs = loadedTokens * this.#hostLoadPerTokenMs;
+      const sequenceMs = loadMs + prefillMs(this.#cost, cachedTokens, contextTokens);
       this.#metrics.prefillMs += sequenceMs;
+      if (chunking) {
+        sequence.prefill = { from: cachedTokens, to: contextTokens, loadMs, keys };
+        this.#prefillTokensLeft += contextTokens - cachedTokens;
+        this.#prefilling.push(sequence);
+        continue;
+      }
       admitMs += sequenceMs;
       this.#running.push(sequence);
     }
@@ -438,9 +575,12 @@ export class SimulatedEngine implements Engine {
   }
 
   #complete(sequence: Sequence): void {
-    this.#drop(sequence, sequence.turn.tokenIds.length);
-    sequence.turn.commit();
     const { turn } = sequence;
+    const session = sequence.request.sessionId;
+    // A turn that ends at a stop string hands a tool call to the agent: its session comes back.
+    const pinFor = this.#pins !== null && turn.matchedStop !== null ? session : undefined;
+    this.#drop(sequence, turn.tokenIds.length, pinFor);
+    turn.commit();
     sequence.settle({
       tokenIds: turn.tokenIds,
       text: turn.text,
@@ -453,18 +593,22 @@ export class SimulatedEngine implements Engine {
     });
   }
 
-  /** Releases a sequence's KV; its first `keepTokens` generated tokens stay cached as full blocks. */
-  #drop(sequence: Sequence, keepTokens: number): void {
+  /**
+   * Releases a sequence's KV; its first `keepTokens` generated tokens stay cached as full blocks.
+   * With `pinFor`, the blocks stay referenced for that session until `#pins` lets them go.
+   */
+  #drop(sequence: Sequence, keepTokens: number, pinFor?: string): void {
     const blockTokens = this.#cache.blockTokens;
     this.#ownTokens -= sequence.ownTokens;
     sequence.ownTokens = 0;
+    let more: BlockKey[] = [];
     if (keepTokens > 0) {
       const prompt = sequence.request.promptTokenIds;
       const covered = sequence.blocks.length * blockTokens;
       const { tokenIds } = sequence.turn;
       const end = Math.min(keepTokens, tokenIds.length);
       // The tokens after the held blocks: the prompt's rest and the output kept, as one run.
-      const more =
+      more =
         covered <= prompt.length
           ? joinedBlockKeys(prompt, covered, tokenIds, 0, end, blockTokens, sequence.blocks.at(-1))
           : joinedBlockKeys(
@@ -479,10 +623,13 @@ export class SimulatedEngine implements Engine {
       this.#cache.acquire(more);
       const overflow = this.#usedTokens() - this.#capacity;
       if (overflow > 0) this.#cache.evict(Math.ceil(overflow / blockTokens));
+    }
+    if (pinFor !== undefined && this.#pins !== null) this.#pins.pin(pinFor, [more, sequence.blocks]);
+    else {
       // Deepest first, as for the blocks and these joined.
       this.#cache.release(more);
+      this.#cache.release(sequence.blocks);
     }
-    this.#cache.release(sequence.blocks);
     sequence.blocks = [];
     if (!this.#prefixCaching) this.#cache.evict(this.#cache.idleBlocks);
   }
