@@ -36,6 +36,14 @@ export type SimConfiguration = {
    * multiple of a replica's KV capacity; loads cost the workload's `costModel.hostLoadPerTokenMs`.
    */
   hostKv?: number;
+  /**
+   * Chunked prefill on every replica: at most this many prompt tokens prefilled an iteration,
+   * beside the decode batch (the engine's `chunkedPrefillTokens`). Absent: a prefill stalls the
+   * replica's decode batch for its whole length.
+   */
+  chunkedPrefillTokens?: number;
+  /** A time-to-live on a waiting session's KV on every replica, in virtual seconds (the engine's `kvTtlMs`). */
+  kvTtlSeconds?: number;
   /** Run only when named with --configuration (measured, did not help: docs/simulation.md). */
   onRequest?: boolean;
 };
@@ -113,4 +121,31 @@ export const SIM_CONFIGURATIONS: readonly SimConfiguration[] = [
     hostKv: 4,
     onRequest: true,
   },
+  // Chunked prefill at SGLang's default chunk on an 80 GB GPU (8,192 tokens; also vLLM's
+  // `max_num_batched_tokens` for its API server), decode beside each chunk as vLLM and SGLang's
+  // `--enable-mixed-chunk` run it (docs/simulation.md measures it).
+  {
+    name: 'async+partial+prefix-aware+kv-budget+tail-cut+chunked-prefill',
+    mode: 'async',
+    partialRollout: true,
+    router: 'prefix-aware',
+    kvBudget: 1,
+    tailCut: 0.5,
+    chunkedPrefillTokens: 8192,
+    onRequest: true,
+  },
+  // KV kept during tool waits on the GPU: a session's KV pinned for 2 s or 10 s while its tool
+  // runs (the `paper` workload's tools take 1.2 s on average; docs/simulation.md measures both).
+  ...[2, 10].map(
+    (seconds): SimConfiguration => ({
+      name: `async+partial+prefix-aware+kv-budget+tail-cut+kv-ttl-${seconds}s`,
+      mode: 'async',
+      partialRollout: true,
+      router: 'prefix-aware',
+      kvBudget: 1,
+      tailCut: 0.5,
+      kvTtlSeconds: seconds,
+      onRequest: true,
+    }),
+  ),
 ];

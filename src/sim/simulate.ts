@@ -362,6 +362,10 @@ async function simulateConfiguration(
                 loadPerTokenMs: hostLoadPerTokenMs(workload, configuration),
               },
             }),
+        ...(configuration.chunkedPrefillTokens === undefined
+          ? {}
+          : { chunkedPrefillTokens: configuration.chunkedPrefillTokens }),
+        ...(configuration.kvTtlSeconds === undefined ? {} : { kvTtlMs: configuration.kvTtlSeconds * 1000 }),
       }),
   );
   const router = new Router({
