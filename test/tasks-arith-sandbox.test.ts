@@ -10,8 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { extractBoxedAnswer, getDialect, parseResponse } from '../src/protocol/index.ts';
 import { createLocalSandbox, type LocalSandboxPool } from '../src/sandbox/index.ts';
 import {
+  ARITH_SPACED_LEVEL,
   arithEvalProblems,
+  arithToolPlan,
   arithTrainProblems,
+  showsFailedFirstAttempt,
   taskSolutionSchema,
   writeArithSftDataset,
   writeArithToolSolution,
@@ -105,6 +108,66 @@ describe('arith tool solutions in the real sandbox', () => {
       expect(record.segments[1]!.text).toBe(
         `\n<interpreter>\n${expected.get(record.problem.id)}\n</interpreter>\n`,
       );
+    }
+  });
+
+  it('spaced level: the first program of a record really fails in the jail, shown as a rollout reads it, and the fix prints the answer', async () => {
+    const problems = [
+      ...arithTrainProblems({ seed: 23, count: 12, levels: [ARITH_SPACED_LEVEL] }),
+      ...arithEvalProblems({ count: 4, levels: [ARITH_SPACED_LEVEL] }),
+    ];
+    for (const problem of problems) {
+      // A fresh session, as the agent loop gives a trajectory's first call.
+      const session = await pool.openSession();
+      const check = await pool.openSession();
+      try {
+        const result = await writeArithToolSolution(problem, { session, dialect, failedFirstShare: 1 });
+        expect(result.status, problem.problem).toBe('ok');
+        if (result.status !== 'ok') continue;
+        const segments = result.solution.segments;
+        expect(segments.map((segment) => segment.kind)).toEqual(['model', 'tool', 'model', 'tool', 'model']);
+        const failed = await check.execute(arithToolPlan(problem.spec).firstAttempt!.code, {
+          timeoutMs: 20_000,
+        });
+        expect(failed.status).toBe('error');
+        expect(segments[1]!.text).toBe(dialect.renderToolResult(failed));
+        expect(segments[1]!.text).toMatch(
+          /^\n<interpreter>\nFile "<cell-1>", line \d+\n[\s\S]*\nSyntaxError: /,
+        );
+        expect(segments[3]!.text).toBe(`\n<interpreter>\n${problem.answer}\n</interpreter>\n`);
+        const text = segments.map((segment) => segment.text).join('');
+        const parsed = parseResponse(text, dialect.markup);
+        expect(parsed.issues).toEqual([]);
+        expect(parsed.answer).toBe(problem.answer);
+      } finally {
+        await session.close();
+        await check.close();
+      }
+    }
+  });
+
+  it('spaced level: a dataset holds failing-first records for the share picked by id, the rest right first', async () => {
+    const out = join(directory, 'spaced.jsonl');
+    const summary = await writeArithSftDataset({
+      out,
+      count: 16,
+      seed: 4,
+      levels: [ARITH_SPACED_LEVEL],
+      style: 'tool',
+      sandbox: pool,
+      dialect,
+      concurrency: 2,
+    });
+    expect(summary).toMatchObject({ total: 16, written: 16, skipped: [] });
+    const records = (await readFile(out, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => taskSolutionSchema.parse(JSON.parse(line)));
+    for (const record of records) {
+      const tools = record.segments.filter((segment) => segment.kind === 'tool');
+      expect(tools).toHaveLength(showsFailedFirstAttempt(record.problem.id) ? 2 : 1);
+      if (tools.length === 2) expect(tools[0]!.text).toContain('File "<cell-1>"');
+      expect(record.segments.at(-2)!.text).toMatch(/^\n<interpreter>\n-?\d+\n<\/interpreter>\n$/);
     }
   });
 });

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { AgentMathError } from '../shared/agentmath-error.ts';
+import { ARITH_MAX_LEVEL } from '../tasks/index.ts';
 
 const positive = z.number().int().positive();
 
@@ -86,7 +87,7 @@ export const rlConfigSchema = z
     evalEvery: z.number().int().nonnegative().default(10),
     evalProblems: positive.default(80),
     /** Difficulty levels RL problems are drawn from. */
-    levels: z.array(z.number().int().min(0).max(4)).min(1).default([1, 2, 3, 4]),
+    levels: z.array(z.number().int().min(0).max(ARITH_MAX_LEVEL)).min(1).default([1, 2, 3, 4]),
     /** Training problems in the pool, cycled over in order. */
     problemPool: positive.default(4000),
     temperature: z.number().min(0).default(1),

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { AgentMathError } from '../shared/agentmath-error.ts';
+import { ARITH_MAX_LEVEL } from '../tasks/index.ts';
 
 const positive = z.number().int().positive();
 
@@ -28,7 +29,7 @@ export const sftConfigSchema = z
     maxMinutes: z.number().positive().optional(),
     /** Training problems generated (one solution each). */
     trainProblems: positive.default(8000),
-    levels: z.array(z.number().int().min(0).max(4)).min(1).default([1, 2, 3, 4]),
+    levels: z.array(z.number().int().min(0).max(ARITH_MAX_LEVEL)).min(1).default([1, 2, 3, 4]),
     checkpointEvery: positive.default(100),
     /**
      * Torch threads for training steps; 0 = the worker's default (all cores). One by default:

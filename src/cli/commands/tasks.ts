@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { createLocalSandbox } from '../../sandbox/index.ts';
 import {
   ARITH_KINDS,
+  ARITH_MAX_LEVEL,
   type ArithDatasetProgress,
   type ArithKind,
   type ArithSftDatasetSummary,
@@ -32,7 +33,7 @@ type WriteOptions = {
   concurrency: number;
 };
 
-const levelsOption = listOption(integerOption({ min: 0, max: 4 }));
+const levelsOption = listOption(integerOption({ min: 0, max: ARITH_MAX_LEVEL }));
 const kindsOption = listOption(choiceOption(ARITH_KINDS));
 const countOption = integerOption({ max: 10_000_000 });
 
@@ -45,7 +46,7 @@ export function registerTasks(program: Command): void {
     .option('--split <split>', 'train or eval', choiceOption(['train', 'eval'] as const), 'train' as const)
     .option('--count <n>', 'how many problems', countOption, 16)
     .option('--seed <seed>', 'seed of the train split', '0')
-    .option('--levels <list>', 'levels to draw from, e.g. 1,2 (default 1..4)', levelsOption)
+    .option('--levels <list>', 'levels to draw from, e.g. 1,2 (default 1..4; 5: digit groups)', levelsOption)
     .option('--kinds <list>', `kinds to draw from (default all: ${ARITH_KINDS.join(', ')})`, kindsOption)
     .option('--solution', 'print a text-only solution under each problem')
     .option('--json', 'print JSON lines {id, level, problem, answer}')
@@ -81,7 +82,7 @@ export function registerTasks(program: Command): void {
       'text (step-by-step reasoning) or tool (code run in the local jailed sandbox)',
       'text',
     )
-    .option('--levels <list>', 'levels to draw from, e.g. 1,2 (default 1..4)', levelsOption)
+    .option('--levels <list>', 'levels to draw from, e.g. 1,2 (default 1..4; 5: digit groups)', levelsOption)
     .option('--kinds <list>', 'kinds to draw from (default all)')
     .option('--max-bytes <n>', 'skip records longer than this (UTF-8 bytes of problem plus solution)')
     .option(

@@ -13,6 +13,7 @@ import { embeddedModelPaths } from '../../engine/embedded/index.ts';
 import { assertRunIdentity, readCheckpoint } from '../../rollout/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
+import { ARITH_MAX_LEVEL } from '../../tasks/index.ts';
 import {
   type MetricsLogger,
   metricScalars,
@@ -220,8 +221,8 @@ export function registerTrainRl(train: Command): void {
     )
     .option(
       '--levels <list>',
-      'difficulty levels of the RL problems',
-      listOption(integerOption({ min: 0, max: 4 })),
+      'difficulty levels of the RL problems (5: numbers in digit groups, first programs fail)',
+      listOption(integerOption({ min: 0, max: ARITH_MAX_LEVEL })),
       d('levels'),
     )
     .option(

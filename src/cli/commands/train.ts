@@ -8,6 +8,7 @@ import { type Command, Option } from 'commander';
 import { embeddedModelPaths } from '../../engine/embedded/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { assertSameRun, type RunIdentity } from '../../shared/run-identity.ts';
+import { ARITH_MAX_LEVEL } from '../../tasks/index.ts';
 import {
   formatSftEvent,
   formatStepBar,
@@ -188,8 +189,8 @@ export function registerTrain(program: Command): void {
     )
     .option(
       '--levels <list>',
-      'levels, e.g. 1,2,3,4',
-      listOption(integerOption({ min: 0, max: 4 })),
+      'levels, e.g. 1,2,3,4 (0: small operands; 5: numbers in digit groups, first programs fail)',
+      listOption(integerOption({ min: 0, max: ARITH_MAX_LEVEL })),
       sftDefault('levels'),
     )
     .option(

@@ -2,15 +2,27 @@
  * Draws the operands of one problem of a given kind and level from `random`. Levels 1..4:
  * the number of digits (and, for powers, the exponent) grows with the level. Level 0 (asked
  * for explicitly, never in the defaults) has small operands a small model can learn to
- * compute in text, so text-only training has a signal too. Every table below (row = level)
- * is the whole difficulty definition; nothing else decides it.
+ * compute in text, so text-only training has a signal too. Level 5, the spaced level (asked
+ * for explicitly), has level 3's operands written in digit groups (`12 345`): a program that
+ * copies the numbers as written is a SyntaxError, so a model has a failed first call to
+ * correct. Every table below (row = level) is the whole difficulty definition of levels 0..4.
  */
 import { type Random, randomDigits, randomInteger } from '../seeded-random.ts';
-import type { ArithKind, ArithSpec } from './arith-spec.ts';
+import { type ArithKind, type ArithSpec, statedNumbers } from './arith-spec.ts';
 
 export const ARITH_LEVELS: readonly number[] = [1, 2, 3, 4];
-/** Every level a problem can be drawn at, the easy level 0 included. */
-export const ARITH_ALL_LEVELS: readonly number[] = [0, 1, 2, 3, 4];
+/** The spaced level: numbers in digit groups, so the first, literal-copy program fails. */
+export const ARITH_SPACED_LEVEL = 5;
+/** Every level a problem can be drawn at, the easy level 0 and the spaced level 5 included. */
+export const ARITH_ALL_LEVELS: readonly number[] = [0, 1, 2, 3, 4, ARITH_SPACED_LEVEL];
+/** The highest level (what command-line and config validation accept). */
+export const ARITH_MAX_LEVEL = ARITH_SPACED_LEVEL;
+/** The level whose operand tables the spaced level draws from. */
+const SPACED_OPERANDS_LEVEL = 3;
+/** Spaced problems have at least one number this large, so a space appears in the statement. */
+const SPACED_MIN_NUMBER = 1000n;
+/** Spaced power-digit-sum bases (level 3's 2..999 would never be grouped). */
+const SPACED_DIGIT_SUM_BASE: Range = [1000, 9999];
 
 type Range = readonly [number, number];
 
@@ -73,7 +85,7 @@ const SYSTEM_SHAPE: readonly { coefficient: number; unknown: number }[] = [
 
 function atLevel<T>(table: readonly T[], level: number): T {
   const row = Number.isInteger(level) ? table[level] : undefined;
-  if (row === undefined) throw new RangeError(`arith level ${level} is outside 0..${table.length - 1}`);
+  if (row === undefined) throw new RangeError(`arith level ${level} is outside 0..${ARITH_MAX_LEVEL}`);
   return row;
 }
 
@@ -87,6 +99,25 @@ const nonZeroIn = (random: Random, limit: number): bigint => {
 
 /** One problem's operands; its answer is an integer by construction. */
 export function generateArithSpec(kind: ArithKind, level: number, random: Random): ArithSpec {
+  if (level === ARITH_SPACED_LEVEL) return spacedSpec(kind, random);
+  return plainSpec(kind, level, random);
+}
+
+/** Level 3's operands with one number of four digits or more, written in digit groups. */
+function spacedSpec(kind: ArithKind, random: Random): ArithSpec {
+  for (;;) {
+    const spec = plainSpec(kind, SPACED_OPERANDS_LEVEL, random, SPACED_DIGIT_SUM_BASE);
+    const grouped = statedNumbers(spec).some((value) => (value < 0n ? -value : value) >= SPACED_MIN_NUMBER);
+    if (grouped) return { ...spec, notation: 'spaced' };
+  }
+}
+
+function plainSpec(
+  kind: ArithKind,
+  level: number,
+  random: Random,
+  digitSumBase: Range = [2, 999],
+): ArithSpec {
   switch (kind) {
     case 'product': {
       const [first, second] = atLevel(PRODUCT_DIGITS, level);
@@ -110,7 +141,7 @@ export function generateArithSpec(kind: ArithKind, level: number, random: Random
     case 'power-digit-sum': {
       const [fewest, most] = atLevel(DIGIT_SUM_DIGITS, level);
       for (;;) {
-        const base = randomInteger(random, 2, 999);
+        const base = randomInteger(random, ...digitSumBase);
         // digits of base^e = floor(e * log10(base)) + 1; keep the exponents that land in range.
         const low = Math.ceil((fewest - 1) / Math.log10(base));
         const high = Math.floor(most / Math.log10(base));

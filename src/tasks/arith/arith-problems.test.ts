@@ -1,16 +1,17 @@
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { jailPython } from '../../shared/python-environments.ts';
 import { createSeededRandom } from '../seeded-random.ts';
-import { ARITH_LEVELS, generateArithSpec } from './arith-generator.ts';
+import { ARITH_LEVELS, ARITH_SPACED_LEVEL, generateArithSpec } from './arith-generator.ts';
 import {
   ArithSpaceExhaustedError,
   arithBenchmark,
   arithEvalProblems,
   arithTrainProblems,
 } from './arith-problems.ts';
-import { ARITH_KINDS, type ArithKind, type ArithSpec, arithStatement } from './arith-spec.ts';
-import { arithSplitOf } from './arith-split.ts';
+import { ARITH_KINDS, type ArithKind, type ArithSpec, arithStatement, statedNumbers } from './arith-spec.ts';
+import { arithProblemId, arithSplitOf } from './arith-split.ts';
 
 /** One Python line printing the answer of `spec`, computed by Python's own integers and SymPy. */
 function pythonLine(spec: ArithSpec): string {
@@ -162,5 +163,79 @@ describe('arith problem sets', () => {
     expect(() =>
       arithTrainProblems({ seed: 1, count: 5000, kinds: ['power-digit-sum'], levels: [1] }),
     ).toThrow(ArithSpaceExhaustedError);
+  });
+});
+
+/** SHA-256 of every id, level, statement and answer of a set: equal before and after a change. */
+const fingerprint = (problems: { id: string; level: number; problem: string; answer: string }[]): string =>
+  createHash('sha256')
+    .update(
+      problems.map(({ id, level, problem, answer }) => `${id}|${level}|${problem}|${answer}`).join('\n'),
+    )
+    .digest('hex')
+    .slice(0, 16);
+
+describe('the spaced level (5): numbers in digit groups', () => {
+  const spaced = [
+    ...arithTrainProblems({ seed: 9, count: 96, levels: [ARITH_SPACED_LEVEL] }),
+    ...arithEvalProblems({ count: 32, levels: [ARITH_SPACED_LEVEL] }),
+  ];
+
+  it('levels 0..4 keep their problems and ids (fingerprints taken before the spaced level existed)', () => {
+    expect(fingerprint(arithTrainProblems({ seed: 0, count: 400, levels: [0, 1, 2, 3, 4] }))).toBe(
+      'b0b6b77bec859e32',
+    );
+    expect(fingerprint(arithEvalProblems({ count: 400, levels: [0, 1, 2, 3, 4] }))).toBe('6fe1030c3f402581');
+    expect(fingerprint(arithBenchmark())).toBe('d4937782e6ed7849');
+  });
+
+  it('every statement writes a number of four or more digits in groups; without the spaces it is the plain statement', () => {
+    for (const problem of spaced) {
+      expect(problem.level).toBe(ARITH_SPACED_LEVEL);
+      expect(problem.spec.notation).toBe('spaced');
+      expect(problem.problem, problem.problem).toMatch(/\d \d{3}\b/);
+      expect(problem.problem).not.toMatch(/\d{4}/);
+      const { notation: _, ...plain } = problem.spec;
+      expect(problem.problem.replace(/(?<=\d) (?=\d)/g, '')).toBe(arithStatement(plain as ArithSpec));
+      expect(statedNumbers(problem.spec).some((value) => value >= 1000n || value <= -1000n)).toBe(true);
+    }
+  });
+
+  it('is a problem of its own: its id and canonical form differ from the same operands written plainly', () => {
+    const ids = new Set(spaced.map((problem) => problem.id));
+    expect(ids.size).toBe(spaced.length);
+    for (const problem of spaced) {
+      const { notation: _, ...plain } = problem.spec;
+      expect(arithProblemId(plain as ArithSpec)).not.toBe(problem.id);
+    }
+    const evalIds = new Set(
+      arithEvalProblems({ count: 400, levels: [ARITH_SPACED_LEVEL] }).map((problem) => problem.id),
+    );
+    for (const problem of arithTrainProblems({ seed: 1, count: 2000, levels: [ARITH_SPACED_LEVEL] })) {
+      expect(evalIds.has(problem.id)).toBe(false);
+    }
+  });
+
+  it('covers every kind, and reference answers agree with Python', () => {
+    expect(new Set(spaced.map((problem) => problem.spec.kind))).toEqual(new Set(ARITH_KINDS));
+    const expected = pythonAnswers(spaced.map((problem) => problem.spec));
+    expect(expected).toHaveLength(spaced.length);
+    spaced.forEach((problem, index) => {
+      expect(problem.answer, problem.problem).toBe(expected[index]);
+    });
+  });
+
+  it('mixes with the other levels in the usual rotation', () => {
+    const mixed = arithTrainProblems({
+      seed: 3,
+      count: ARITH_KINDS.length * 2 * 2,
+      levels: [3, ARITH_SPACED_LEVEL],
+    });
+    expect(mixed.filter((problem) => problem.level === ARITH_SPACED_LEVEL)).toHaveLength(
+      ARITH_KINDS.length * 2,
+    );
+    expect(
+      mixed.filter((problem) => problem.level === 3).every((problem) => problem.spec.notation === undefined),
+    ).toBe(true);
   });
 });

@@ -4,7 +4,8 @@
  * in the file are skipped, and a torn last line (from a crash mid-write) is cut away first.
  * Tool solutions run their code in sandbox sessions, `concurrency` at a time; each session
  * serves many problems (every program is self-contained, so earlier state cannot change its
- * output) and is replaced after a timeout, memory limit or kill.
+ * output) and is replaced after a timeout, memory limit or kill, and before a spaced problem
+ * whose record opens with a failing program (its error names the cell by its number).
  */
 import { open, readFile, truncate } from 'node:fs/promises';
 import type { Dialect } from '../../protocol/dialect.ts';
@@ -15,7 +16,7 @@ import type { TaskSolution } from '../types.ts';
 import { arithTrainProblems } from './arith-problems.ts';
 import type { ArithKind, ArithProblem } from './arith-spec.ts';
 import { writeArithTextSolution } from './arith-text-solution.ts';
-import { writeArithToolSolution } from './arith-tool-solution.ts';
+import { opensWithFailingProgram, writeArithToolSolution } from './arith-tool-solution.ts';
 
 /** A dataset file that cannot be resumed: a bad line, or records of another style. */
 export class ArithDatasetFileError extends AgentMathError {
@@ -27,7 +28,7 @@ export class ArithDatasetFileError extends AgentMathError {
 /** Why a problem got no record this run. */
 export type ArithDatasetSkip = {
   id: string;
-  reason: 'tool-failed' | 'mismatch' | 'too-long';
+  reason: 'tool-failed' | 'mismatch' | 'too-long' | 'first-attempt-ran';
   detail: string;
 };
 
@@ -179,6 +180,10 @@ export async function writeArithSftDataset(options: ArithSftDatasetOptions): Pro
         try {
           while (next < pending.length) {
             const problem: ArithProblem = pending[next++]!;
+            if (session !== null && opensWithFailingProgram(problem)) {
+              await session.close(); // the failing program's error must read `<cell-1>`, as in a rollout
+              session = null;
+            }
             session ??= await sandbox.openSession();
             const result = await writeArithToolSolution(problem, {
               session,
@@ -189,7 +194,13 @@ export async function writeArithSftDataset(options: ArithSftDatasetOptions): Pro
             else if (result.status === 'mismatch') {
               skip(problem.id, 'mismatch', `printed ${result.output}, expected ${result.expected}`);
             } else {
-              skip(problem.id, 'tool-failed', result.outcome.status);
+              if (result.status === 'first-attempt-ran') {
+                skip(
+                  problem.id,
+                  'first-attempt-ran',
+                  `the program meant to fail ended ${result.outcome.status}`,
+                );
+              } else skip(problem.id, 'tool-failed', result.outcome.status);
               if (result.outcome.status !== 'ok' && result.outcome.status !== 'error') {
                 await session.close(); // its state is gone or suspect: start a fresh one
                 session = null;

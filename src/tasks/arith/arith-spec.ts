@@ -1,12 +1,21 @@
 /**
  * What an arithmetic problem is: its kind and exact operands (`ArithSpec`), and the three
  * things derived from them alone: the canonical form (identity for splits and dedup), the
- * terse statement a model reads, and the reference answer, computed with BigInt.
+ * terse statement a model reads, and the reference answer, computed with BigInt. A spec with
+ * `notation: 'spaced'` (the spaced level) writes its numbers in digit groups (`12 345`); it is
+ * a different problem from the plain one (its own canonical form, id and side of the split).
  */
 import type { TaskProblem } from '../types.ts';
+import { groupDigits } from './arith-digit-groups.ts';
+
+/** How the statement writes numbers: plain digits (absent), or groups of three split by spaces. */
+export type ArithNotation = 'spaced';
+
+/** The operands of one problem, by kind, and how its statement writes them. */
+export type ArithSpec = ArithOperands & { notation?: ArithNotation };
 
 /** The operands of one problem, by kind. Linear equations read `a x + b = c`. */
-export type ArithSpec =
+export type ArithOperands =
   | { kind: 'product'; a: bigint; b: bigint }
   | { kind: 'sum'; terms: bigint[] }
   | { kind: 'mod-power'; base: bigint; exponent: bigint; modulus: bigint }
@@ -45,9 +54,14 @@ const sortedPair = (a: bigint, b: bigint): [bigint, bigint] => (a <= b ? [a, b] 
 
 /**
  * The canonical form: kind and operands, with operands of commutative operations sorted (and
- * the two equations of a system sorted), so `12 * 34` and `34 * 12` are the same problem.
+ * the two equations of a system sorted), so `12 * 34` and `34 * 12` are the same problem. A
+ * spaced problem's form is `spaced:` and the plain one's.
  */
 export function canonicalArith(spec: ArithSpec): string {
+  return spec.notation === 'spaced' ? `spaced:${canonicalOperands(spec)}` : canonicalOperands(spec);
+}
+
+function canonicalOperands(spec: ArithSpec): string {
   switch (spec.kind) {
     case 'product':
     case 'gcd':
@@ -68,40 +82,64 @@ export function canonicalArith(spec: ArithSpec): string {
   }
 }
 
+/** How a statement writes one number. */
+type NumberWriter = (value: bigint) => string;
+
 /** `3x`, `-x`, `x`, for a coefficient before a variable. */
-function term(coefficient: bigint, variable: string): string {
+function term(coefficient: bigint, variable: string, write: NumberWriter): string {
   if (coefficient === 1n) return variable;
   if (coefficient === -1n) return `-${variable}`;
-  return `${coefficient}${variable}`;
+  return `${write(coefficient)}${variable}`;
 }
 
 /** ` + 5`, ` - 5`, ` + 5y`, ` - y`, for a term after the first. */
-function signed(coefficient: bigint, variable = ''): string {
+function signed(coefficient: bigint, write: NumberWriter, variable = ''): string {
   const magnitude = coefficient < 0n ? -coefficient : coefficient;
-  const body = variable === '' ? String(magnitude) : term(magnitude, variable);
+  const body = variable === '' ? write(magnitude) : term(magnitude, variable, write);
   return `${coefficient < 0n ? ' - ' : ' + '}${body}`;
+}
+
+/** The numbers a statement shows, in the order it shows them. */
+export function statedNumbers(spec: ArithSpec): bigint[] {
+  switch (spec.kind) {
+    case 'product':
+    case 'gcd':
+    case 'lcm':
+      return [spec.a, spec.b];
+    case 'sum':
+      return spec.terms;
+    case 'mod-power':
+      return [spec.base, spec.exponent, spec.modulus];
+    case 'power-digit-sum':
+      return [spec.base, spec.exponent];
+    case 'linear-equation':
+      return [spec.a, spec.b, spec.c];
+    case 'linear-system':
+      return [spec.a1, spec.b1, spec.c1, spec.a2, spec.b2, spec.c2];
+  }
 }
 
 /** The statement a model reads: short, natural, one sentence. */
 export function arithStatement(spec: ArithSpec): string {
+  const n: NumberWriter = spec.notation === 'spaced' ? (value) => groupDigits(value, ' ') : String;
   switch (spec.kind) {
     case 'product':
-      return `Compute ${spec.a} * ${spec.b}.`;
+      return `Compute ${n(spec.a)} * ${n(spec.b)}.`;
     case 'sum':
-      return `Compute ${spec.terms.join(' + ')}.`;
+      return `Compute ${spec.terms.map(n).join(' + ')}.`;
     case 'mod-power':
-      return `What is ${spec.base}^${spec.exponent} mod ${spec.modulus}?`;
+      return `What is ${n(spec.base)}^${n(spec.exponent)} mod ${n(spec.modulus)}?`;
     case 'power-digit-sum':
-      return `Find the sum of the digits of ${spec.base}^${spec.exponent}.`;
+      return `Find the sum of the digits of ${n(spec.base)}^${n(spec.exponent)}.`;
     case 'gcd':
-      return `Find gcd(${spec.a}, ${spec.b}).`;
+      return `Find gcd(${n(spec.a)}, ${n(spec.b)}).`;
     case 'lcm':
-      return `Find lcm(${spec.a}, ${spec.b}).`;
+      return `Find lcm(${n(spec.a)}, ${n(spec.b)}).`;
     case 'linear-equation':
-      return `Solve for x: ${term(spec.a, 'x')}${signed(spec.b)} = ${spec.c}.`;
+      return `Solve for x: ${term(spec.a, 'x', n)}${signed(spec.b, n)} = ${n(spec.c)}.`;
     case 'linear-system': {
-      const first = `${term(spec.a1, 'x')}${signed(spec.b1, 'y')} = ${spec.c1}`;
-      const second = `${term(spec.a2, 'x')}${signed(spec.b2, 'y')} = ${spec.c2}`;
+      const first = `${term(spec.a1, 'x', n)}${signed(spec.b1, n, 'y')} = ${n(spec.c1)}`;
+      const second = `${term(spec.a2, 'x', n)}${signed(spec.b2, n, 'y')} = ${n(spec.c2)}`;
       return `If ${first} and ${second}, what is x?`;
     }
   }

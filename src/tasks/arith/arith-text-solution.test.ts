@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { extractBoxedAnswer } from '../../shared/boxed-answer.ts';
+import { ARITH_SPACED_LEVEL } from './arith-generator.ts';
 import { arithEvalProblems, arithTrainProblems } from './arith-problems.ts';
 import { writeArithTextSolution } from './arith-text-solution.ts';
 
@@ -134,5 +135,13 @@ describe('arith text solutions', () => {
     const solution = writeArithTextSolution(problem!);
     expect(Object.keys(solution.problem).sort()).toEqual(['answer', 'family', 'id', 'level', 'problem']);
     expect(JSON.parse(JSON.stringify(solution))).toEqual(solution);
+  });
+
+  it('the spaced level: the steps of the plain operands, every claim checked', () => {
+    for (const problem of arithTrainProblems({ seed: 6, count: 48, levels: [ARITH_SPACED_LEVEL] })) {
+      const text = writeArithTextSolution(problem).segments[0]!.text;
+      expect(extractBoxedAnswer(text)).toBe(problem.answer);
+      expect(checkClaims(text), `${problem.problem}\n${text}`).toBeGreaterThanOrEqual(1);
+    }
   });
 });

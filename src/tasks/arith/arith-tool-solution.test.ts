@@ -1,8 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { getDialect, parseResponse } from '../../protocol/index.ts';
 import type { ExecutionOutcome, SandboxSession } from '../../sandbox/types.ts';
+import { ARITH_SPACED_LEVEL } from './arith-generator.ts';
 import { arithTrainProblems } from './arith-problems.ts';
-import { ArithDialectMismatchError, writeArithToolSolution } from './arith-tool-solution.ts';
+import { arithToolPlan } from './arith-tool-plan.ts';
+import {
+  ArithDialectMismatchError,
+  showsFailedFirstAttempt,
+  writeArithToolSolution,
+} from './arith-tool-solution.ts';
 
 /** A session double that answers each call with the next scripted outcome and records the code. */
 function scriptedSession(outcomes: ExecutionOutcome[]): SandboxSession & { calls: string[] } {
@@ -80,5 +86,82 @@ describe('writeArithToolSolution (scripted session, real tags dialect)', () => {
       writeArithToolSolution(problem!, { session, dialect: getDialect('markdown') }),
     ).rejects.toThrow(ArithDialectMismatchError);
     expect(session.calls).toEqual([]);
+  });
+});
+
+describe('writeArithToolSolution at the spaced level (scripted session)', () => {
+  const [problem] = arithTrainProblems({
+    seed: 1,
+    count: 1,
+    kinds: ['product'],
+    levels: [ARITH_SPACED_LEVEL],
+  });
+  const plan = arithToolPlan(problem!.spec);
+  const syntaxError: ExecutionOutcome = {
+    status: 'error',
+    stdout: '',
+    stderr: '',
+    exception: `  File "<cell>", line 1\n    ${plan.firstAttempt!.code}\n          ^^^^^\nSyntaxError: invalid syntax. Perhaps you forgot a comma?`,
+    ms: 1,
+  };
+  const printed: ExecutionOutcome = { status: 'ok', stdout: `${problem!.answer}\n`, stderr: '', ms: 1 };
+
+  it('a failing first program, its rendered error, the fix, then the answer: two code turns the agent loop would cut the same way', async () => {
+    const session = scriptedSession([syntaxError, printed]);
+    const result = await writeArithToolSolution(problem!, { session, failedFirstShare: 1 });
+    expect(result.status).toBe('ok');
+    if (result.status !== 'ok') return;
+    expect(session.calls).toEqual([plan.firstAttempt!.code, plan.code]);
+    const segments = result.solution.segments;
+    expect(segments.map((segment) => segment.kind)).toEqual(['model', 'tool', 'model', 'tool', 'model']);
+    expect(segments[0]!.text).toBe(`<think>${plan.lead} <code>\n${plan.firstAttempt!.code}\n</code>`);
+    expect(segments[1]!.text).toBe(tags.renderToolResult(syntaxError));
+    expect(segments[1]!.text).toContain('SyntaxError');
+    expect(segments[2]!.text).toBe(`${plan.firstAttempt!.fix} <code>\n${plan.code}\n</code>`);
+    // The loop finds the second block in the turn's own text (after the output block).
+    expect(tags.closedCodeAtEnd(segments[2]!.text, '</code>')?.code).toBe(plan.code);
+    expect(segments[3]!.text).toBe(tags.renderToolResult(printed));
+    const parsed = parseResponse(segments.map((segment) => segment.text).join(''), tags.markup);
+    expect(parsed.issues).toEqual([]);
+    expect(parsed.answer).toBe(problem!.answer);
+    expect(parsed.parts.filter((part) => part.kind === 'code')).toHaveLength(2);
+  });
+
+  it('the rest write the program with _ first: one code turn with the direct lead', async () => {
+    const session = scriptedSession([printed]);
+    const result = await writeArithToolSolution(problem!, { session, failedFirstShare: 0 });
+    expect(result.status).toBe('ok');
+    if (result.status !== 'ok') return;
+    expect(session.calls).toEqual([plan.code]);
+    expect(result.solution.segments.map((segment) => segment.kind)).toEqual(['model', 'tool', 'model']);
+    expect(result.solution.segments[0]!.text).toBe(`<think>${plan.directLead} <code>\n${plan.code}\n</code>`);
+  });
+
+  it('a first program that runs is reported, not written', async () => {
+    const session = scriptedSession([printed]);
+    expect(await writeArithToolSolution(problem!, { session, failedFirstShare: 1 })).toEqual({
+      status: 'first-attempt-ran',
+      outcome: printed,
+    });
+  });
+
+  it('the share picks about that fraction of problems, by id', () => {
+    const ids = arithTrainProblems({ seed: 2, count: 400, levels: [ARITH_SPACED_LEVEL] }).map(
+      (problem) => problem.id,
+    );
+    const failing = ids.filter((id) => showsFailedFirstAttempt(id)).length;
+    expect(failing).toBeGreaterThan(150);
+    expect(failing).toBeLessThan(250);
+    expect(
+      ids.filter((id) => showsFailedFirstAttempt(id, 0.2)).every((id) => showsFailedFirstAttempt(id)),
+    ).toBe(true);
+  });
+
+  it('levels 1..4 never run a first attempt, whatever the share', async () => {
+    const [plain] = arithTrainProblems({ seed: 1, count: 1, kinds: ['product'], levels: [3] });
+    const session = scriptedSession([{ status: 'ok', stdout: `${plain!.answer}\n`, stderr: '', ms: 1 }]);
+    const result = await writeArithToolSolution(plain!, { session, failedFirstShare: 1 });
+    expect(result.status).toBe('ok');
+    expect(session.calls).toHaveLength(1);
   });
 });
