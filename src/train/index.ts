@@ -91,6 +91,7 @@ export {
   runRl,
 } from './rl-run.ts';
 export { startRlParts } from './rl-start-parts.ts';
+export { type RlSummaryOptions, rlSummaryTables } from './rl-summary-table.ts';
 export { planSftBatches, type SftBatchPlan, type SftBatchPlanOptions } from './sft-batch-plan.ts';
 export {
   resolveSftConfig,

@@ -8,8 +8,8 @@ import type { Command } from 'commander';
 import { writeRunReport } from '../../eval/index.ts';
 import { answersEquivalent } from '../../grader/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
-import { isRlRunFolder, writeRlReport } from '../../train/index.ts';
-import { usageError } from '../cli-options.ts';
+import { isRlRunFolder, readRlRun, rlSummaryTables, writeRlReport } from '../../train/index.ts';
+import { numberOption, usageError } from '../cli-options.ts';
 
 export function registerReport(program: Command): void {
   program
@@ -20,39 +20,62 @@ export function registerReport(program: Command): void {
     .argument('<dir>', 'eval output folder, or a train rl run folder (RL curves)')
     .option('--compare <dirs...>', 'other run folders to show side by side')
     .option('--out <file>', 'where to write the page (default: <dir>/report.html)')
-    .action(async (dir: string, options: { compare?: string[]; out?: string }) => {
-      if (options.out !== undefined && existsSync(options.out) && statSync(options.out).isDirectory())
-        throw usageError(
-          `--out ${options.out} is a folder; give the page's file name, e.g. ${join(options.out, 'report.html')}`,
-        );
-      const folders = [dir, ...(options.compare ?? [])];
-      for (const folder of folders) {
-        assertRunFolder(folder);
-        assertReadableKind(folder);
-      }
-      const rl = folders.map(isRlRunFolder);
-      if (rl.some(Boolean)) {
-        const odd = folders.find((_, index) => !rl[index]);
-        if (odd !== undefined) {
-          throw new AgentMathError(
-            'RUN_KIND_MISMATCH',
-            `${odd} is not a train rl run (no metrics.jsonl); --compare puts runs of one kind side by side`,
+    .option(
+      '--table',
+      'train rl runs: print their figures as Markdown tables (held-out accuracy per evaluation, rollout halves, correlations with the step) instead of writing the page',
+    )
+    .option(
+      '--target <accuracy>',
+      'with --table: also give the first evaluated step whose held-out accuracy reaches this fraction',
+      numberOption({ min: 0, max: 1 }),
+    )
+    .action(
+      async (
+        dir: string,
+        options: { compare?: string[]; out?: string; table?: boolean; target?: number },
+      ) => {
+        if (options.out !== undefined && existsSync(options.out) && statSync(options.out).isDirectory())
+          throw usageError(
+            `--out ${options.out} is a folder; give the page's file name, e.g. ${join(options.out, 'report.html')}`,
           );
+        const folders = [dir, ...(options.compare ?? [])];
+        for (const folder of folders) {
+          assertRunFolder(folder);
+          assertReadableKind(folder);
         }
-        const path = await writeRlReport(
-          folders,
-          options.out === undefined ? {} : { outFile: resolve(options.out) },
-        );
+        const rl = folders.map(isRlRunFolder);
+        if (rl.some(Boolean)) {
+          const odd = folders.find((_, index) => !rl[index]);
+          if (odd !== undefined) {
+            throw new AgentMathError(
+              'RUN_KIND_MISMATCH',
+              `${odd} is not a train rl run (no metrics.jsonl); --compare puts runs of one kind side by side`,
+            );
+          }
+          if (options.table) {
+            const runs = await Promise.all(folders.map((folder) => readRlRun(folder)));
+            process.stdout.write(
+              `${rlSummaryTables(runs, options.target === undefined ? {} : { target: options.target })}\n`,
+            );
+            return;
+          }
+          const path = await writeRlReport(
+            folders,
+            options.out === undefined ? {} : { outFile: resolve(options.out) },
+          );
+          process.stdout.write(`${path}\n`);
+          return;
+        }
+        if (options.table || options.target !== undefined)
+          throw usageError('--table and --target read train rl runs (folders with metrics.jsonl)');
+        // Majority votes are recomputed only for a run killed before it wrote summary.json.
+        const path = await writeRunReport([dir, ...(options.compare ?? [])], {
+          equivalent: (left, right) => answersEquivalent(left, right),
+          ...(options.out === undefined ? {} : { outFile: resolve(options.out) }),
+        });
         process.stdout.write(`${path}\n`);
-        return;
-      }
-      // Majority votes are recomputed only for a run killed before it wrote summary.json.
-      const path = await writeRunReport([dir, ...(options.compare ?? [])], {
-        equivalent: (left, right) => answersEquivalent(left, right),
-        ...(options.out === undefined ? {} : { outFile: resolve(options.out) }),
-      });
-      process.stdout.write(`${path}\n`);
-    });
+      },
+    );
 }
 
 /** What `report` reads, for messages. */
