@@ -100,6 +100,28 @@ describe('agentmath simulate (the real scheduler and router in virtual time)', (
     expect(result.batchSeconds).toBeGreaterThanOrEqual(report.bound.stepSeconds);
   }, 300_000);
 
+  it('runs the full system with the engine options (chunked prefill, a KV time-to-live) to the end, never beating the bound', async () => {
+    const chosen = SIM_CONFIGURATIONS.filter((configuration) =>
+      [
+        'async+partial+prefix-aware+kv-budget+tail-cut+chunked-prefill',
+        'async+partial+prefix-aware+kv-budget+tail-cut+kv-ttl-2s',
+      ].includes(configuration.name),
+    );
+    expect(chosen).toHaveLength(2);
+    // A chunk smaller than the workload's contexts, so long prompts are split.
+    const options = chosen.map((configuration) =>
+      configuration.chunkedPrefillTokens === undefined
+        ? configuration
+        : { ...configuration, chunkedPrefillTokens: 512 },
+    );
+    const report = await simulate({ workload, steps: 4, configurations: options });
+    for (const result of report.configurations) {
+      expect(result.steps).toHaveLength(4);
+      expect(result.steps.reduce((sum, step) => sum + step.groupsKept, 0)).toBeGreaterThan(0);
+      expect(result.batchSeconds).toBeGreaterThanOrEqual(report.bound.stepSeconds);
+    }
+  }, 300_000);
+
   it('leads with time per kept batch, bounds the groups each configuration kept, and adds training and the weight sync to a step', async () => {
     const trained = parseWorkload(
       {
