@@ -134,6 +134,15 @@ export const SIM_CONFIGURATIONS: readonly SimConfiguration[] = [
     chunkedPrefillTokens: 8192,
     onRequest: true,
   },
+  // The static baseline with the same chunked prefill: does chunking change what it wastes?
+  {
+    name: 'static-sync+chunked-prefill',
+    mode: 'sync',
+    partialRollout: false,
+    router: 'round-robin',
+    chunkedPrefillTokens: 8192,
+    onRequest: true,
+  },
   // KV kept during tool waits on the GPU: a session's KV pinned for 2 s or 10 s while its tool
   // runs (the `paper` workload's tools take 1.2 s on average; docs/simulation.md measures both).
   ...[2, 10].map(
