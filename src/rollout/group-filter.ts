@@ -10,7 +10,8 @@
  * counted as wrong. Members with a missing grade are left out of the comparison.
  */
 
-export type GroupDropReason = 'all-correct' | 'all-wrong' | 'stale' | 'rewards-missing';
+/** `abandoned`: the scheduler stopped the group's unfinished members (`abandonAgreeing`). */
+export type GroupDropReason = 'all-correct' | 'all-wrong' | 'stale' | 'rewards-missing' | 'abandoned';
 
 export type GroupFilterInput = {
   /** Per trajectory: whether its answer was graded correct (null when the grade is missing). */

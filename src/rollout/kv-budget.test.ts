@@ -69,4 +69,56 @@ describe('KvBudget', () => {
     expect(admitted).toBe(true);
     expect(() => new KvBudget(0)).toThrow(/positive/);
   });
+
+  it('admits waiters by priority, read again after reorder(), arrival order among equals', async () => {
+    const budget = new KvBudget(10);
+    const first = await budget.acquire(10);
+    const order: string[] = [];
+    const rank: Record<string, number> = { a: 1, b: 1, c: 0 };
+    const wait = (name: string) =>
+      budget.acquire(10, { priority: () => [rank[name] ?? 0] }).then((hold) => {
+        order.push(name);
+        return hold;
+      });
+    const a = wait('a');
+    const b = wait('b');
+    const c = wait('c');
+    first.release();
+    const cHold = await c; // rank 0 first, though it came last
+    rank.a = 2; // a's verdict changed while it waited
+    budget.reorder();
+    cHold.release();
+    (await b).release();
+    (await a).release();
+    expect(order).toEqual(['c', 'b', 'a']);
+    expect(budget.held).toBe(0);
+  });
+
+  it('a waiter whose signal fires leaves the queue with a hold of nothing', async () => {
+    const budget = new KvBudget(10);
+    const first = await budget.acquire(8);
+    const leave = new AbortController();
+    const leaving = budget.acquire(5, { signal: leave.signal });
+    let behindAdmitted = false;
+    const behind = budget.acquire(2).then((hold) => {
+      behindAdmitted = true;
+      return hold;
+    });
+    await Promise.resolve();
+    // FIFO: the 2-token waiter fits but waits behind the 5-token one.
+    expect(behindAdmitted).toBe(false);
+    leave.abort();
+    const empty = await leaving;
+    const hold = await behind;
+    expect(behindAdmitted).toBe(true);
+    expect(budget.waiting).toBe(0);
+    expect(budget.held).toBe(10);
+    empty.release();
+    expect(budget.held).toBe(10);
+    hold.release();
+    first.release();
+    expect(budget.held).toBe(0);
+    expect(await budget.acquire(1, { signal: leave.signal })).toBeDefined();
+    expect(budget.held).toBe(0); // already aborted: nothing taken
+  });
 });

@@ -5,9 +5,14 @@
  * tool are not evicted by newcomers and prefilled again on their next turn. A holder's weight
  * follows its context as it grows (`resize`); growing past the budget is allowed (a running
  * trajectory is never stopped), it only holds back the next admission. Waiters are served in
- * arrival order (a heavy one is not overtaken forever); one heavier than the whole budget is
- * admitted when nothing else is held.
+ * arrival order (a heavy one is not overtaken forever), or by their priority where `acquire`
+ * is given one (smaller first, compared element by element, arrival order among equals; read
+ * again after `reorder()`, when what it depends on changed); one heavier than the whole budget
+ * is admitted when nothing else is held.
  */
+
+/** A waiter's rank: compared element by element, smaller first. */
+export type KvPriority = () => readonly number[];
 
 /** An admitted weight: resize it as the trajectory's context grows, release it when done. */
 export type KvHold = {
@@ -19,7 +24,10 @@ export class KvBudget {
   readonly capacity: number;
   #held = 0;
   #holders = 0;
-  readonly #waiters: { weight: number; grant: () => void }[] = [];
+  readonly #waiters: Waiter[] = [];
+  #arrivals = 0;
+  /** Whether the waiters must be ranked again before the next grant. */
+  #unordered = false;
 
   constructor(capacity: number) {
     if (!Number.isFinite(capacity) || capacity <= 0)
@@ -41,12 +49,45 @@ export class KvBudget {
     return this.#waiters.length;
   }
 
-  /** Resolves with the hold once `weight` tokens are admitted. */
-  acquire(weight: number): Promise<KvHold> {
+  /**
+   * Resolves with the hold once `weight` tokens are admitted: in arrival order, or by
+   * `priority` (smaller first) among the waiters when it is given. When `signal` fires while it
+   * waits, it leaves the queue and resolves at once with a hold of nothing.
+   */
+  acquire(weight: number, options: { priority?: KvPriority; signal?: AbortSignal } = {}): Promise<KvHold> {
+    const { priority, signal } = options;
+    if (signal?.aborted === true) return Promise.resolve(EMPTY_HOLD);
     if (this.#waiters.length === 0 && this.#fits(weight)) return Promise.resolve(this.#take(weight));
     return new Promise((resolve) => {
-      this.#waiters.push({ weight, grant: () => resolve(this.#take(weight)) });
+      const leave = () => {
+        const index = this.#waiters.indexOf(waiter);
+        if (index < 0) return;
+        this.#waiters.splice(index, 1);
+        resolve(EMPTY_HOLD);
+        // The head may have changed.
+        this.#grant();
+      };
+      const waiter: Waiter = {
+        weight,
+        grant: () => {
+          signal?.removeEventListener('abort', leave);
+          resolve(this.#take(weight));
+        },
+        priority,
+        rank: [],
+        arrival: this.#arrivals++,
+      };
+      this.#waiters.push(waiter);
+      signal?.addEventListener('abort', leave, { once: true });
+      if (priority !== undefined) this.#unordered = true;
     });
+  }
+
+  /** The waiters' priorities may have changed: rank them again, then admit what fits. */
+  reorder(): void {
+    if (this.#waiters.length === 0) return;
+    this.#unordered = true;
+    this.#grant();
   }
 
   #fits(weight: number): boolean {
@@ -77,6 +118,11 @@ export class KvBudget {
 
   /** Admits waiters in order while the head fits. */
   #grant(): void {
+    if (this.#unordered) {
+      this.#unordered = false;
+      for (const waiter of this.#waiters) waiter.rank = waiter.priority?.() ?? [];
+      this.#waiters.sort(byRank);
+    }
     for (
       let next = this.#waiters[0];
       next !== undefined && this.#fits(next.weight);
@@ -86,4 +132,24 @@ export class KvBudget {
       next.grant();
     }
   }
+}
+
+const EMPTY_HOLD: KvHold = { resize: () => {}, release: () => {} };
+
+type Waiter = {
+  weight: number;
+  grant: () => void;
+  priority: KvPriority | undefined;
+  /** The priority as last read. */
+  rank: readonly number[];
+  arrival: number;
+};
+
+function byRank(a: Waiter, b: Waiter): number {
+  const length = Math.max(a.rank.length, b.rank.length);
+  for (let index = 0; index < length; index++) {
+    const difference = (a.rank[index] ?? 0) - (b.rank[index] ?? 0);
+    if (difference !== 0) return difference;
+  }
+  return a.arrival - b.arrival;
 }

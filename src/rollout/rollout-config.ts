@@ -68,6 +68,30 @@ export const rolloutConfigSchema = z
      * start, the running trajectories pause and carry over, and the step ends.
      */
     tailCut: z.number().gt(0).lt(1).nullable().default(null),
+    /**
+     * Async with `kvBudgetTokens`: sibling-informed admission order (Seer-like; off = arrival
+     * order). Segments waiting for the budget start by their group's state: members of groups
+     * already known to be kept (finished members disagree) first, then groups with fewer than
+     * two finished members, then groups whose two or more finished members all agree (likely
+     * dropped); within a class the longest expected first (the longer of the trajectory's own
+     * context and its longest finished sibling's).
+     */
+    siblingPriority: z.boolean().default(false),
+    /**
+     * Async: early abandonment (APRIL-like; null = off). Once this many finished members of a
+     * group agree (all graded correct or all wrong) while others are unfinished, those others
+     * are abandoned (a running segment is cut, the session closed) and the group is dropped as
+     * `abandoned`. Biased: a group whose last members would have disagreed (a rare success or
+     * failure) is lost (docs/rollout.md).
+     */
+    abandonAgreeing: z.number().int().min(1).nullable().default(null),
+    /**
+     * With `abandonAgreeing`: which agreement abandons a group: `either` (all right or all
+     * wrong) or `wrong` (all wrong only; the members still running are the longest, and where
+     * wrong answers run longer they are the likeliest to be wrong too, so fewer kept groups
+     * are lost).
+     */
+    abandonVerdict: z.enum(['either', 'wrong']).default('either'),
     /** Grading attempts before a reward is recorded as missing. */
     gradeAttempts: positive.default(2),
     /**
@@ -83,6 +107,18 @@ export const rolloutConfigSchema = z
   .refine((config) => config.tailCut === null || config.kvBudgetTokens !== null, {
     message: 'tailCut needs kvBudgetTokens (the cut watches the KV the budget holds)',
     path: ['tailCut'],
+  })
+  .refine((config) => !config.siblingPriority || config.kvBudgetTokens !== null, {
+    message: "siblingPriority needs kvBudgetTokens (it orders the budget's queue)",
+    path: ['siblingPriority'],
+  })
+  .refine((config) => config.abandonAgreeing === null || config.mode === 'async', {
+    message: 'abandonAgreeing applies to mode async',
+    path: ['abandonAgreeing'],
+  })
+  .refine((config) => config.abandonAgreeing === null || config.abandonAgreeing < config.groupSize, {
+    message: 'abandonAgreeing must be below groupSize (at groupSize every member has finished)',
+    path: ['abandonAgreeing'],
   });
 
 export type RolloutConfig = z.infer<typeof rolloutConfigSchema>;

@@ -11,7 +11,11 @@
  * With `kvBudgetTokens` a segment starts only while the KV that active trajectories hold fits
  * the budget (`KvBudget`); with `tailCut` the step also ends that way once that KV has fallen
  * below the fraction of its peak with nothing left to start (the tail of a step, where the
- * replicas' batches run nearly empty).
+ * replicas' batches run nearly empty). With `siblingPriority` the budget's queue is ordered by
+ * what a group's finished members say (known kept first, likely dropped last, longest expected
+ * first within a class); with `abandonAgreeing` m, once m finished members of a group agree its
+ * unfinished members are stopped (cut like a pause, their sessions closed) and the group is
+ * dropped as `abandoned`.
  *
  * `mode: 'sync'` is the static synchronous baseline on the same code: groups start in rounds
  * of the missing batch size, every trajectory of a round issues its turn together (a
@@ -60,6 +64,17 @@ type GroupRun = {
   pending: number;
   stale: boolean;
   decided: boolean;
+  /** Stopped by early abandonment (`abandonAgreeing`): decided as dropped once no member runs. */
+  abandoned: boolean;
+  /** Fired on abandonment: cuts the running members' segments as a pause does. */
+  abandon: AbortController;
+  /** What the members' agent loops pause on: the step's pause, and the group's abandonment. */
+  pauseSignal: AbortSignal;
+  /** Finished members graded correct and wrong (a missing grade counts in neither). */
+  finishedCorrect: number;
+  finishedWrong: number;
+  /** The longest context of a finished member (tokens): the expected length of the others. */
+  longestFinished: number;
 };
 
 type Counters = {
@@ -71,6 +86,8 @@ type Counters = {
   rewardsMissing: number;
   tokens: number;
   toolCalls: number;
+  groupsAbandoned: number;
+  trajectoriesAbandoned: number;
 };
 
 /** Runs one step; see the module comment. */
@@ -103,6 +120,8 @@ export async function runRolloutStep(
     rewardsMissing: 0,
     tokens: 0,
     toolCalls: 0,
+    groupsAbandoned: 0,
+    trajectoriesAbandoned: 0,
   };
   const kept: GroupOutcome[] = [];
   const dropped: GroupOutcome[] = [];
@@ -123,6 +142,13 @@ export async function runRolloutStep(
 
   const decide = (group: GroupRun): void => {
     group.decided = true;
+    if (group.abandoned) {
+      // Members that never ran this step still hold their parked sessions.
+      for (const slot of group.slots) if (slot !== null && !isFinished(slot)) closeQuietly(parts, slot.id);
+      counters.groupsAbandoned++;
+      // Members left unfinished, started or not.
+      counters.trajectoriesAbandoned += group.slots.filter((slot) => !isFinished(slot)).length;
+    }
     const outcome = decideGroup(group, step, kept.length >= config.batchSize, config.advantageScale);
     if (outcome === null) return; // beyond the batch: carried over, decided next step
     (outcome.kept ? kept : dropped).push(outcome);
@@ -152,7 +178,7 @@ export async function runRolloutStep(
     sample,
     step,
     clock,
-    pause: pause.signal,
+    pause: group.pauseSignal,
     createId,
     ...(parts.prompt === undefined ? {} : { prompt: parts.prompt }),
     ...(parts.signal === undefined ? {} : { signal: parts.signal }),
@@ -162,7 +188,7 @@ export async function runRolloutStep(
   const runSlot = async (group: GroupRun, index: number, lane: Lane): Promise<void> => {
     try {
       // Not begun when the batch filled up: the slot stays as it is and carries over.
-      if (group.stale || batchFull || tailCut || interrupted()) return;
+      if (group.stale || group.abandoned || batchFull || tailCut || interrupted()) return;
       const before = group.slots[index] ?? null;
       const problemForAgent = { id: group.problem.id, text: group.problem.text };
       let trajectory: Trajectory;
@@ -180,12 +206,18 @@ export async function runRolloutStep(
       counters.toolCalls += fresh.toolCalls;
       if (!isFinished(trajectory)) {
         group.slots[index] = trajectory;
+        // Cut by its group's abandonment: not parked, its session closed.
+        if (group.abandoned) {
+          closeQuietly(parts, trajectory.id);
+          return;
+        }
         counters.parked++;
         parts.onEvent?.({ type: 'trajectory-park', step, trajectory });
         return;
       }
       const graded = await gradeOnce(trajectory, group.problem);
       group.slots[index] = graded.trajectory;
+      noteFinished(group, graded.trajectory);
       counters.finished.push(graded.trajectory);
       if (graded.reward === null) counters.rewardsMissing++;
       parts.onEvent?.({
@@ -194,11 +226,47 @@ export async function runRolloutStep(
         trajectory: graded.trajectory,
         reward: graded.reward,
       });
+      abandonIfAgreeing(group);
+      // A sibling's verdict changes the order of the budget's queue.
+      if (config.siblingPriority) kvBudget?.reorder();
     } finally {
       lane.leave();
       group.pending--;
-      if (group.pending === 0 && !group.decided && group.slots.every(isFinished)) decide(group);
+      if (group.pending === 0 && !group.decided && (group.abandoned || group.slots.every(isFinished)))
+        decide(group);
     }
+  };
+
+  /**
+   * Early abandonment: once `abandonAgreeing` finished members agree (all wrong, with
+   * `abandonVerdict` `wrong`) while others are unfinished, the others stop (running ones are cut as by a pause, waiting ones do not start)
+   * and the group is decided as dropped when none of them runs any more.
+   */
+  const abandonIfAgreeing = (group: GroupRun): void => {
+    const least = config.abandonAgreeing;
+    if (least === null || group.abandoned || group.decided || group.stale) return;
+    if (group.finishedCorrect > 0 && group.finishedWrong > 0) return;
+    const agreeing =
+      config.abandonVerdict === 'wrong'
+        ? group.finishedCorrect > 0
+          ? 0
+          : group.finishedWrong
+        : Math.max(group.finishedCorrect, group.finishedWrong);
+    if (agreeing < least) return;
+    if (group.slots.every(isFinished)) return;
+    group.abandoned = true;
+    group.abandon.abort();
+  };
+
+  /**
+   * The admission rank of a member waiting for the KV budget (`siblingPriority`): its group's
+   * class (0 known kept, 1 fewer than two finished, 2 finished members all agree), then the
+   * longest expected first.
+   */
+  const siblingRank = (group: GroupRun, ownTokens: number) => (): readonly number[] => {
+    const finished = group.finishedCorrect + group.finishedWrong;
+    const rank = group.finishedCorrect > 0 && group.finishedWrong > 0 ? 0 : finished < 2 ? 1 : 2;
+    return [rank, -Math.max(ownTokens, group.longestFinished)];
   };
 
   const gradeOnce = async (
@@ -281,6 +349,13 @@ export async function runRolloutStep(
     },
   });
 
+  /** A member's KV hold; an abandoned group's waiting members leave the queue at once. */
+  const admit = (budget: KvBudget, group: GroupRun, weight: number): Promise<KvHold> =>
+    budget.acquire(weight, {
+      ...(config.siblingPriority ? { priority: siblingRank(group, weight) } : {}),
+      signal: group.abandon.signal,
+    });
+
   /** Starts every runnable slot of a group (each its own task); returns when all are done. */
   const runGroup = async (group: GroupRun, lane: Lane): Promise<void> => {
     const runnable = group.slots.flatMap((slot, index) => (isFinished(slot) ? [] : [index]));
@@ -297,7 +372,7 @@ export async function runRolloutStep(
         const hold =
           kvBudget === null || config.mode === 'sync'
             ? null
-            : await kvBudget.acquire(kvWeight(group.slots[index] ?? null, group.problem));
+            : await admit(kvBudget, group, kvWeight(group.slots[index] ?? null, group.problem));
         starting--;
         // Not a moment to cut: a trajectory just admitted holds little yet (its prompt), and the
         // KV held only rose. The cut is checked where it falls (a call's end, a release).
@@ -319,7 +394,7 @@ export async function runRolloutStep(
   // finished siblings of an unfinished one). `restart` starts the whole group afresh: replacing
   // only the stale members would replace the long trajectories and keep the short ones.
   const carried: GroupRun[] = input.state.parked.map((parked) => {
-    const group = fromParked(parked);
+    const group = fromParked(parked, pause.signal, config.abandonAgreeing !== null);
     if (!group.slots.some((slot) => slot !== null && isStale(slot, policyVersion, config.maxPolicyLag))) {
       return group;
     }
@@ -341,6 +416,8 @@ export async function runRolloutStep(
     if (group.stale) {
       for (const slot of group.slots) if (slot !== null) closeQuietly(parts, slot.id);
       decide(group);
+    } else {
+      abandonIfAgreeing(group);
     }
   }
 
@@ -352,14 +429,13 @@ export async function runRolloutStep(
       exhausted = true;
       return null;
     }
-    const group: GroupRun = {
+    const group = newGroupRun(
       problem,
-      startedStep: step,
-      slots: new Array(config.groupSize).fill(null),
-      pending: 0,
-      stale: false,
-      decided: false,
-    };
+      step,
+      new Array(config.groupSize).fill(null),
+      pause.signal,
+      config.abandonAgreeing !== null,
+    );
     groups.push(group);
     return group;
   };
@@ -442,6 +518,8 @@ export async function runRolloutStep(
     groupsBackfilled: counters.backfilled,
     groupsCarried: parked.length,
     tailCut,
+    groupsAbandoned: counters.groupsAbandoned,
+    trajectoriesAbandoned: counters.trajectoriesAbandoned,
     trajectoriesStale: counters.stale,
     rewardsMissing: counters.rewardsMissing,
     truncationRate: rate,
@@ -476,16 +554,49 @@ function isFinished(slot: Trajectory | null): boolean {
   return reason !== undefined && reason !== 'segment-budget' && reason !== 'paused';
 }
 
-function fromParked(parked: ParkedGroup): GroupRun {
-  const slots = [...parked.trajectories] as (Trajectory | null)[];
+function fromParked(parked: ParkedGroup, pause: AbortSignal, abandonable: boolean): GroupRun {
+  const group = newGroupRun(
+    parked.problem,
+    parked.startedStep,
+    [...parked.trajectories] as (Trajectory | null)[],
+    pause,
+    abandonable,
+  );
+  for (const slot of group.slots) if (slot !== null && isFinished(slot)) noteFinished(group, slot);
+  return group;
+}
+
+/** A group to work on; its members pause on the step's `pause`, and on its abandonment when `abandonable`. */
+function newGroupRun(
+  problem: RolloutProblem,
+  startedStep: number,
+  slots: (Trajectory | null)[],
+  pause: AbortSignal,
+  abandonable: boolean,
+): GroupRun {
+  const abandon = new AbortController();
   return {
-    problem: parked.problem,
-    startedStep: parked.startedStep,
+    problem,
+    startedStep,
     slots,
     pending: 0,
     stale: false,
     decided: false,
+    abandoned: false,
+    abandon,
+    pauseSignal: abandonable ? AbortSignal.any([pause, abandon.signal]) : pause,
+    finishedCorrect: 0,
+    finishedWrong: 0,
+    longestFinished: 0,
   };
+}
+
+/** Counts a finished member's verdict and length into its group's summary. */
+function noteFinished(group: GroupRun, trajectory: Trajectory): void {
+  const correct = trajectory.meta?.correct;
+  if (correct === true) group.finishedCorrect++;
+  else if (correct === false) group.finishedWrong++;
+  group.longestFinished = Math.max(group.longestFinished, contextTokens(trajectory));
 }
 
 /** A parked group: unstarted slots keep their place as a trajectory-less entry (see `ParkedGroup`). */
@@ -513,10 +624,12 @@ function decideGroup(
   batchFull: boolean,
   advantageScale: AdvantageScale,
 ): GroupOutcome | null {
-  const trajectories = group.slots.filter((slot): slot is Trajectory => slot !== null);
+  const trajectories = group.slots.filter(
+    (slot): slot is Trajectory => slot !== null && (!group.abandoned || isFinished(slot)),
+  );
   const rewards = trajectories.map((trajectory) => (trajectory.meta?.reward ?? null) as Reward);
   const correct = trajectories.map((trajectory) => (trajectory.meta?.correct ?? null) as boolean | null);
-  const dropReason = groupDropReason({ correct, stale: group.stale });
+  const dropReason = group.abandoned ? 'abandoned' : groupDropReason({ correct, stale: group.stale });
   if (dropReason === null && batchFull) {
     group.decided = false;
     return null;
@@ -532,6 +645,11 @@ function decideGroup(
       dropReason === null ? groupAdvantages(rewards, { scale: advantageScale }) : rewards.map(() => null),
     kept: dropReason === null,
     dropReason,
+    ...(group.abandoned
+      ? {
+          abandoned: group.slots.filter((slot): slot is Trajectory => slot !== null && !isFinished(slot)),
+        }
+      : {}),
   };
 }
 

@@ -77,6 +77,11 @@ export type GroupOutcome = {
   advantages: (number | null)[];
   kept: boolean;
   dropReason: DropReason | null;
+  /**
+   * With `dropReason` `abandoned`: the members stopped unfinished, as far as they got (their
+   * sessions closed). `trajectories` holds the finished ones.
+   */
+  abandoned?: Trajectory[];
 };
 
 /** Per replica counters of one step (as `steps.jsonl` writes them). */
@@ -99,6 +104,9 @@ export type StepStats = {
   groupsCarried: number;
   /** Whether the tail cut ended the step (`tailCut`): running trajectories paused and carried. */
   tailCut: boolean;
+  /** Groups dropped by early abandonment (`abandonAgreeing`), and their members stopped unfinished. */
+  groupsAbandoned: number;
+  trajectoriesAbandoned: number;
   /** Trajectories restarted or dropped by the staleness bound. */
   trajectoriesStale: number;
   rewardsMissing: number;

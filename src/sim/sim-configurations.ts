@@ -44,6 +44,18 @@ export type SimConfiguration = {
   chunkedPrefillTokens?: number;
   /** A time-to-live on a waiting session's KV on every replica, in virtual seconds (the engine's `kvTtlMs`). */
   kvTtlSeconds?: number;
+  /**
+   * The rollout's `siblingPriority`: the KV budget's queue ordered by what a group's finished
+   * members say (known kept first, likely dropped last, longest expected first). Needs `kvBudget`.
+   */
+  siblingPriority?: boolean;
+  /**
+   * The rollout's `abandonAgreeing`, as a count of a group of 8 (scaled to the workload's
+   * group size): once that many finished members agree, the rest are abandoned.
+   */
+  abandonAgreeing?: number;
+  /** With `abandonAgreeing`: the rollout's `abandonVerdict` (default `either`). */
+  abandonVerdict?: 'either' | 'wrong';
   /** Run only when named with --configuration (measured, did not help: docs/simulation.md). */
   onRequest?: boolean;
 };
@@ -154,6 +166,28 @@ export const SIM_CONFIGURATIONS: readonly SimConfiguration[] = [
       kvBudget: 1,
       tailCut: 0.5,
       kvTtlSeconds: seconds,
+      onRequest: true,
+    }),
+  ),
+  // Pushing the schedule (docs/simulation.md, "Pushing the schedule"): sibling-informed
+  // admission order (Seer-like) and early abandonment of groups whose first members agree
+  // (APRIL-like; biased, it loses groups whose last members would have disagreed).
+  ...[
+    { suffix: '+sibling-priority', siblingPriority: true },
+    { suffix: '+abandon-6', abandonAgreeing: 6 },
+    { suffix: '+abandon-wrong-6', abandonAgreeing: 6, abandonVerdict: 'wrong' as const },
+    { suffix: '+abandon-wrong-5', abandonAgreeing: 5, abandonVerdict: 'wrong' as const },
+    { suffix: '+abandon-wrong-4', abandonAgreeing: 4, abandonVerdict: 'wrong' as const },
+    { suffix: '+host-kv+abandon-wrong-4', hostKv: 4, abandonAgreeing: 4, abandonVerdict: 'wrong' as const },
+  ].map(
+    ({ suffix, ...options }): SimConfiguration => ({
+      name: `async+partial+prefix-aware+kv-budget+tail-cut${suffix}`,
+      mode: 'async',
+      partialRollout: true,
+      router: 'prefix-aware',
+      kvBudget: 1,
+      tailCut: 0.5,
+      ...options,
       onRequest: true,
     }),
   ),

@@ -23,6 +23,7 @@ import {
   runRolloutStep,
 } from '../rollout/index.ts';
 import { createSeededRandom } from '../tasks/seeded-random.ts';
+import { type AbandonAudit, groupWouldBeKept, planSoFar, ranSoFar } from './abandoned-groups.ts';
 import { BlockKeyCache } from './block-key-cache.ts';
 import { mean } from './distribution.ts';
 import { SIM_CONFIGURATIONS, type SimConfiguration } from './sim-configurations.ts';
@@ -78,6 +79,9 @@ export type SimStep = {
   trajectoriesStale: number;
   /** Whether the tail cut ended the step. */
   tailCut: boolean;
+  /** Early abandonment (`abandonAgreeing`): groups abandoned, and of them those that would have been kept. */
+  groupsAbandoned: number;
+  keptGroupsLost: number;
   /**
    * KV held by running sequences over the replicas' KV capacity, time-weighted, in each tenth
    * of the step (idle replicas count as empty): how full the batches were from start to end.
@@ -146,6 +150,13 @@ export type ConfigurationResult = {
   preemptions: number;
   /** Per step: tokens loaded back from a host-memory KV tier. */
   hostLoadedTokens: number;
+  /**
+   * Early abandonment, per counted step: groups abandoned and, of them, groups that would have
+   * been kept had every member run (their plans disagree), and the same for those abandoned on
+   * agreeing wrong answers; over the counted steps (not per step), how often that estimate
+   * misjudged the groups decided the normal way (`mispredicted` of `checked`). The first seed's.
+   */
+  abandonment: AbandonAudit;
   busyFraction: number;
   /** KV occupancy (see `SimStep.kvOccupancyByTenth`) over the first eight tenths of a step and the last two. */
   kvOccupancy: { body: number; tail: number };
@@ -401,6 +412,7 @@ async function simulateConfiguration(
   const promptTokens = new Map<number, number>();
   const keptTrajectories: BoundTrajectory[][] = [];
   const droppedTrajectories: BoundTrajectory[][] = [];
+  const audits: AbandonAudit[] = [];
   const config = rolloutConfigSchema.parse({
     groupSize: workload.groupSize,
     batchSize: workload.stepPrompts,
@@ -418,6 +430,9 @@ async function simulateConfiguration(
         ? null
         : Math.round(configuration.kvBudget * workload.replicas * workload.kvCapacityTokens),
     tailCut: configuration.tailCut ?? null,
+    siblingPriority: configuration.siblingPriority === true,
+    abandonAgreeing: abandonAgreeingFor(workload, configuration),
+    abandonVerdict: configuration.abandonVerdict ?? 'either',
     ...(configuration.overProvision === undefined
       ? {}
       : { overProvision: Math.round(configuration.overProvision * workload.stepPrompts) }),
@@ -454,18 +469,28 @@ async function simulateConfiguration(
       );
       state = result.state;
       const rolloutSeconds = (clock.now() - startedMs) / 1000;
+      const problemOf = (outcome: (typeof result.kept)[number]) => {
+        const problem = Number(outcome.problem.id.replace('problem-', ''));
+        let tokens = promptTokens.get(problem);
+        if (tokens === undefined) {
+          tokens = promptTokensOf(tokenizer, plans.problemText(problem));
+          promptTokens.set(problem, tokens);
+        }
+        return { problem, tokens };
+      };
       const boundTrajectories = (outcomes: typeof result.kept): BoundTrajectory[] => {
         const list: BoundTrajectory[] = [];
         for (const outcome of outcomes) {
-          const problem = Number(outcome.problem.id.replace('problem-', ''));
-          let tokens = promptTokens.get(problem);
-          if (tokens === undefined) {
-            tokens = promptTokensOf(tokenizer, plans.problemText(problem));
-            promptTokens.set(problem, tokens);
-          }
+          const { problem, tokens } = problemOf(outcome);
           for (const trajectory of outcome.trajectories) {
             const plan: TrajectoryPlan | undefined = policy.planOf(trajectory.id);
             if (plan !== undefined) list.push({ promptTokens: tokens, problem, plan });
+          }
+          // Abandoned members count for the work they did, not their whole plans.
+          for (const trajectory of outcome.abandoned ?? []) {
+            const plan: TrajectoryPlan | undefined = policy.planOf(trajectory.id);
+            if (plan !== undefined)
+              list.push({ promptTokens: tokens, problem, plan: planSoFar(plan, ranSoFar(trajectory)) });
           }
         }
         return list;
@@ -473,6 +498,37 @@ async function simulateConfiguration(
       const kept = boundTrajectories(result.kept);
       keptTrajectories.push(kept);
       droppedTrajectories.push(boundTrajectories(result.dropped));
+      // Would each group have been kept with every member run? Abandoned groups: a kept group
+      // lost; the others check the estimate against what happened.
+      const audit: AbandonAudit = {
+        groupsAbandoned: 0,
+        keptGroupsLost: 0,
+        abandonedAllWrong: 0,
+        keptGroupsLostAllWrong: 0,
+        mispredicted: 0,
+        checked: 0,
+      };
+      if (config.abandonAgreeing !== null) {
+        for (const outcome of [...result.kept, ...result.dropped]) {
+          if (outcome.dropReason === 'stale' || outcome.dropReason === 'rewards-missing') continue;
+          const { problem, tokens } = problemOf(outcome);
+          const members = Array.from({ length: workload.groupSize }, (_, sample) =>
+            plans.planFor(problem, sample),
+          );
+          const wouldKeep = groupWouldBeKept(workload, tokens, members);
+          if (outcome.dropReason === 'abandoned') {
+            const allWrong = outcome.correct.every((correct) => correct !== true);
+            audit.groupsAbandoned++;
+            if (allWrong) audit.abandonedAllWrong++;
+            if (wouldKeep) audit.keptGroupsLost++;
+            if (wouldKeep && allWrong) audit.keptGroupsLostAllWrong++;
+          } else {
+            audit.checked++;
+            if (wouldKeep !== outcome.kept) audit.mispredicted++;
+          }
+        }
+      }
+      audits.push(audit);
       const trainSeconds =
         (kept.reduce((sum, trajectory) => sum + trainedTokens(workload, trajectory), 0) * msPerTrainToken) /
         1000;
@@ -509,6 +565,8 @@ async function simulateConfiguration(
         trajectoriesParked: result.stats.trajectoriesParked,
         trajectoriesStale: result.stats.trajectoriesStale,
         tailCut: result.stats.tailCut,
+        groupsAbandoned: audit.groupsAbandoned,
+        keptGroupsLost: audit.keptGroupsLost,
         // Stretches still under way count up to now (their whole is reported when they end).
         kvOccupancyByTenth: occupancyByTenth(
           [...stretches, ...engines.flatMap((engine) => engine.stretchSoFar() ?? [])],
@@ -554,6 +612,9 @@ async function simulateConfiguration(
       perBatch(keptTrainSeconds),
     ) + weightSyncSeconds;
   const rolloutTotal = counted.reduce((sum, step) => sum + step.rolloutSeconds, 0);
+  const auditsCounted = figures.length > 1 ? audits.slice(1) : audits;
+  const auditTotal = (pick: (audit: AbandonAudit) => number) =>
+    auditsCounted.reduce((sum, audit) => sum + pick(audit), 0);
   return {
     name: configuration.name,
     seed: workload.seed,
@@ -583,6 +644,14 @@ async function simulateConfiguration(
     },
     preemptions: meanOf((step) => step.preemptions),
     hostLoadedTokens: meanOf((step) => step.hostLoadedTokens),
+    abandonment: {
+      groupsAbandoned: auditTotal((audit) => audit.groupsAbandoned) / auditsCounted.length,
+      keptGroupsLost: auditTotal((audit) => audit.keptGroupsLost) / auditsCounted.length,
+      abandonedAllWrong: auditTotal((audit) => audit.abandonedAllWrong) / auditsCounted.length,
+      keptGroupsLostAllWrong: auditTotal((audit) => audit.keptGroupsLostAllWrong) / auditsCounted.length,
+      mispredicted: auditTotal((audit) => audit.mispredicted),
+      checked: auditTotal((audit) => audit.checked),
+    },
     busyFraction: meanOf((step) => step.busyFraction),
     kvOccupancy: {
       body: meanOf((step) => averageOf(step.kvOccupancyByTenth.slice(0, 8))),
@@ -591,6 +660,16 @@ async function simulateConfiguration(
     realSeconds: (performance.now() - realStarted) / 1000,
     steps: figures,
   };
+}
+
+/**
+ * The rollout's `abandonAgreeing` for a configuration: its count of the paper's group of 8,
+ * scaled to the workload's group size and kept below it.
+ */
+function abandonAgreeingFor(workload: Workload, configuration: SimConfiguration): number | null {
+  if (configuration.abandonAgreeing === undefined) return null;
+  const scaled = Math.round((configuration.abandonAgreeing * workload.groupSize) / 8);
+  return Math.max(1, Math.min(workload.groupSize - 1, scaled));
 }
 
 function hostLoadPerTokenMs(workload: Workload, configuration: SimConfiguration): number {

@@ -33,6 +33,7 @@ export function simulationJson(report: SimulationReport): unknown {
       kvOccupancy: configuration.kvOccupancy,
       preemptions: configuration.preemptions,
       hostLoadedTokens: configuration.hostLoadedTokens,
+      abandonment: configuration.abandonment,
       busyFraction: configuration.busyFraction,
       realSeconds: configuration.realSeconds,
       steps: configuration.steps,

@@ -109,6 +109,8 @@ describe('grpoBatch and rlMetrics of a hand-made group', () => {
         groupsKept: 1,
         groupsDropped: 0,
         tailCut: false,
+        groupsAbandoned: 0,
+        trajectoriesAbandoned: 0,
         groupsBackfilled: 0,
         groupsCarried: 0,
         trajectoriesStale: 0,
