@@ -157,15 +157,20 @@ export const SIM_CONFIGURATIONS: readonly SimConfiguration[] = [
   },
   // KV kept during tool waits on the GPU: a session's KV pinned for 2 s or 10 s while its tool
   // runs (the `paper` workload's tools take 1.2 s on average; docs/simulation.md measures both).
-  ...[2, 10].map(
-    (seconds): SimConfiguration => ({
-      name: `async+partial+prefix-aware+kv-budget+tail-cut+kv-ttl-${seconds}s`,
+  // With the host-memory tier as well: what the pins do not keep is loaded back, not prefilled.
+  ...[
+    { suffix: '+kv-ttl-2s', kvTtlSeconds: 2 },
+    { suffix: '+kv-ttl-10s', kvTtlSeconds: 10 },
+    { suffix: '+host-kv+kv-ttl-2s', kvTtlSeconds: 2, hostKv: 4 },
+  ].map(
+    ({ suffix, ...options }): SimConfiguration => ({
+      name: `async+partial+prefix-aware+kv-budget+tail-cut${suffix}`,
       mode: 'async',
       partialRollout: true,
       router: 'prefix-aware',
       kvBudget: 1,
       tailCut: 0.5,
-      kvTtlSeconds: seconds,
+      ...options,
       onRequest: true,
     }),
   ),
