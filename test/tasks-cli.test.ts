@@ -28,6 +28,26 @@ describe('agentmath tasks', () => {
     expect(lines).toEqual(arithBenchmark({ count: 12 }));
   });
 
+  it('draws the spaced level 5 and refuses a level above it', async () => {
+    const { stdout } = await run(
+      process.execPath,
+      [cli, 'tasks', 'arith', '--split', 'eval', '--count', '8', '--levels', '5', '--json'],
+      { timeout: 60_000 },
+    );
+    const lines = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(lines).toHaveLength(8);
+    for (const line of lines) {
+      expect(line.level).toBe(5);
+      expect(line.problem).toMatch(/\d \d{3}\b/);
+    }
+    await expect(
+      run(process.execPath, [cli, 'tasks', 'arith', '--levels', '6'], { timeout: 60_000 }),
+    ).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining("'--levels <list>'") });
+  });
+
   it('rejects an unknown kind, naming the option', async () => {
     await expect(
       run(process.execPath, [cli, 'tasks', 'arith', '--kinds', 'division'], { timeout: 60_000 }),

@@ -8,6 +8,11 @@ describe('resolveSftConfig', () => {
     expect(config.levels).toEqual([0, 1]);
   });
 
+  it('accepts the spaced level 5 and refuses a level above it', () => {
+    expect(resolveSftConfig({ levels: [3, 5] }).levels).toEqual([3, 5]);
+    expect(() => resolveSftConfig({ levels: [6] })).toThrow(/"levels\.0"/);
+  });
+
   it('refuses a tool share for tool data, naming the field', () => {
     expect(() => resolveSftConfig({ style: 'tool', toolShare: 0.1 })).toThrow(SftConfigError);
     expect(() => resolveSftConfig({ style: 'tool', toolShare: 0.1 })).toThrow(/"toolShare".*--text-only/);
