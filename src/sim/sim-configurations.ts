@@ -184,6 +184,12 @@ export const SIM_CONFIGURATIONS: readonly SimConfiguration[] = [
     { suffix: '+abandon-wrong-5', abandonAgreeing: 5, abandonVerdict: 'wrong' as const },
     { suffix: '+abandon-wrong-4', abandonAgreeing: 4, abandonVerdict: 'wrong' as const },
     { suffix: '+host-kv+abandon-wrong-4', hostKv: 4, abandonAgreeing: 4, abandonVerdict: 'wrong' as const },
+    {
+      suffix: '+kv-ttl-2s+abandon-wrong-4',
+      kvTtlSeconds: 2,
+      abandonAgreeing: 4,
+      abandonVerdict: 'wrong' as const,
+    },
   ].map(
     ({ suffix, ...options }): SimConfiguration => ({
       name: `async+partial+prefix-aware+kv-budget+tail-cut${suffix}`,
