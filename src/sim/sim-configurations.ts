@@ -184,6 +184,7 @@ export const SIM_CONFIGURATIONS: readonly SimConfiguration[] = [
     { suffix: '+abandon-wrong-5', abandonAgreeing: 5, abandonVerdict: 'wrong' as const },
     { suffix: '+abandon-wrong-4', abandonAgreeing: 4, abandonVerdict: 'wrong' as const },
     { suffix: '+host-kv+abandon-wrong-4', hostKv: 4, abandonAgreeing: 4, abandonVerdict: 'wrong' as const },
+    { suffix: '+host-kv+abandon-wrong-6', hostKv: 4, abandonAgreeing: 6, abandonVerdict: 'wrong' as const },
     {
       suffix: '+kv-ttl-2s+abandon-wrong-4',
       kvTtlSeconds: 2,
