@@ -112,6 +112,10 @@ export const rolloutConfigSchema = z
     message: "siblingPriority needs kvBudgetTokens (it orders the budget's queue)",
     path: ['siblingPriority'],
   })
+  .refine((config) => !config.siblingPriority || config.mode === 'async', {
+    message: 'siblingPriority applies to mode async',
+    path: ['siblingPriority'],
+  })
   .refine((config) => config.abandonAgreeing === null || config.mode === 'async', {
     message: 'abandonAgreeing applies to mode async',
     path: ['abandonAgreeing'],

@@ -35,6 +35,8 @@ export type GroupRecord = {
   dropReason: GroupOutcome['dropReason'];
   /** The oldest policy version among the members' model segments (null when none is versioned). */
   oldestPolicyVersion: number | null;
+  /** Dropped as `abandoned`: the members stopped unfinished (absent otherwise). */
+  abandonedIds?: string[];
 };
 
 export function groupRecord(group: GroupOutcome): GroupRecord {
@@ -48,6 +50,9 @@ export function groupRecord(group: GroupOutcome): GroupRecord {
     kept: group.kept,
     dropReason: group.dropReason,
     oldestPolicyVersion: group.oldestPolicyVersion,
+    ...(group.abandoned === undefined || group.abandoned.length === 0
+      ? {}
+      : { abandonedIds: group.abandoned.map((trajectory) => trajectory.id) }),
   };
 }
 

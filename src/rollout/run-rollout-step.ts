@@ -409,6 +409,10 @@ export async function runRolloutStep(
       closeQuietly(parts, slot.id);
       group.slots[index] = null;
     }
+    // The members thrown away no longer speak for the group (abandonment, sibling order).
+    group.finishedCorrect = 0;
+    group.finishedWrong = 0;
+    group.longestFinished = 0;
     return group;
   });
   const groups: GroupRun[] = [...carried];

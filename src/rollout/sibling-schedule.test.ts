@@ -12,8 +12,9 @@ import { tagsDialect } from '../protocol/tags-dialect.ts';
 import { systemClock } from '../shared/clock.ts';
 import type { Trajectory } from '../trajectory/trajectory.ts';
 import { rolloutConfigSchema } from './rollout-config.ts';
+import { groupRecord } from './rollout-records.ts';
 import { initialRolloutState, runRolloutStep } from './run-rollout-step.ts';
-import type { RolloutEvent, RolloutParts, RolloutProblem } from './types.ts';
+import type { GroupOutcome, RolloutEvent, RolloutParts, RolloutProblem } from './types.ts';
 
 const tokenizer = createByteLevelTokenizer();
 
@@ -96,6 +97,9 @@ describe('sibling-informed admission order (siblingPriority)', () => {
     expect(() => rolloutConfigSchema.parse({ siblingPriority: true })).toThrow(
       /siblingPriority needs kvBudgetTokens/,
     );
+    expect(() =>
+      rolloutConfigSchema.parse({ mode: 'sync', siblingPriority: true, kvBudgetTokens: 10 }),
+    ).toThrow(/siblingPriority applies to mode async/);
   });
 });
 
@@ -176,6 +180,8 @@ describe('early abandonment (abandonAgreeing)', () => {
     expect(abandoned.map((trajectory) => [trajectory.id, trajectory.finish?.reason])).toEqual([
       [sessions[2], 'paused'],
     ]);
+    // groups.jsonl names the member stopped, so its last `paused` line is not read as parked.
+    expect(groupRecord(result.dropped[0] as GroupOutcome).abandonedIds).toEqual([sessions[2]]);
     expect(result.state.parked).toEqual([]);
     // Every session opened was closed; none is left in the park.
     expect(run.park.size).toBe(0);
@@ -199,6 +205,70 @@ describe('early abandonment (abandonAgreeing)', () => {
     expect(() => rolloutConfigSchema.parse({ mode: 'sync', abandonAgreeing: 4 })).toThrow(/mode async/);
     expect(() => rolloutConfigSchema.parse({ groupSize: 4, abandonAgreeing: 4 })).toThrow(/below groupSize/);
     expect(rolloutConfigSchema.parse({ groupSize: 4, abandonAgreeing: 3 }).abandonAgreeing).toBe(3);
+  });
+});
+
+describe('a stale group restarted', () => {
+  it('forgets the verdicts of the members it threw away: abandonment counts only the new ones', async () => {
+    // Step 0: A's first member answers at once (wrong); the other two run one code call and
+    // park. Step 1 comes two policy versions later, so A is stale and restarts whole. With
+    // abandonAgreeing 2, A may be abandoned only once two of its NEW members agree.
+    const direct = new ScriptedEngine({ model: { parts: ['\\boxed{7}'] }, tokenizer });
+    const coded = new ScriptedEngine({ model: { parts: PARTS }, tokenizer });
+    const sessions: string[] = [];
+    const engine: Engine = {
+      name: 'mixed',
+      generate: async (request: GenerateRequest): Promise<GenerateResult> => {
+        const session = request.sessionId ?? '';
+        if (!sessions.includes(session)) sessions.push(session);
+        // A's first member, and the first member started after the restart, answer at once.
+        return ([0, 3].includes(sessions.indexOf(session)) ? direct : coded).generate(request);
+      },
+    };
+    const run = stepParts(engine, {}, { grade: async () => ({ correct: false }) });
+    const config = rolloutConfigSchema.parse({
+      groupSize: 3,
+      batchSize: 1,
+      overProvision: 0,
+      partialRollout: true,
+      segmentToolCalls: 1,
+      kvBudgetTokens: 1,
+      abandonAgreeing: 2,
+    });
+    const problems = source(['A', 'B']);
+    let state = initialRolloutState();
+    const finishedBy: number[] = [];
+    const history: string[] = [];
+    for (let index = 0; index < 3; index++) {
+      const result = await runRolloutStep(
+        {
+          step: index,
+          policyVersion: 2 * index,
+          state,
+          problems,
+          config,
+          agent: { sampling: { temperature: 1, topP: 1 } },
+        },
+        run.parts,
+      );
+      state = result.state;
+      for (const group of result.dropped) {
+        if (group.dropReason === 'abandoned' && group.problem.id === 'A')
+          finishedBy.push(group.trajectories.length);
+      }
+      history.push(
+        `${index}: dropped ${result.dropped.map((group) => `${group.problem.id}/${group.dropReason}/${group.trajectories.length}`).join(',')}; kept ${result.kept.map((group) => group.problem.id).join(',')}; parked ${result.state.parked.map((parked) => parked.problem.id).join(',')}; stale ${result.stats.trajectoriesStale}`,
+      );
+    }
+    // Whenever A was abandoned, at least two finished members agreed.
+    for (const finished of finishedBy) expect(finished).toBeGreaterThanOrEqual(2);
+    // Restarted at steps 1 and 2 (two versions behind each time), A keeps running: one new
+    // member's verdict is not two agreeing ones. (Before the fix, step 1 read "A/abandoned/1".)
+    expect(history).toEqual([
+      '0: dropped ; kept ; parked A; stale 0',
+      '1: dropped ; kept ; parked A; stale 3',
+      '2: dropped ; kept ; parked A; stale 3',
+    ]);
   });
 });
 
