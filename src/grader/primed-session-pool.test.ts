@@ -128,3 +128,33 @@ describe('PrimedSessionPool on a full provider', () => {
     await pool.close();
   });
 });
+
+describe('PrimedSessionPool time budget', () => {
+  it("charges a call's run time to the budget, but not the time of a session that failed under it", async () => {
+    const clock = new ManualClock();
+    let sessions = 0;
+    const provider: SandboxProvider = {
+      async openSession() {
+        const first = sessions++ === 0;
+        return {
+          id: `session-${sessions}`,
+          async execute(code: string): Promise<ExecutionOutcome> {
+            if (code === 'prelude') return { status: 'ok', stdout: '', stderr: '', ms: 0 };
+            // The first session crashes after 2 s (longer than the whole budget); the next answers in 300 ms.
+            clock.advance(first ? 2_000 : 300);
+            return first
+              ? { status: 'killed', reason: 'worker crashed' }
+              : { status: 'ok', stdout: 'True\n', stderr: '', ms: 300 };
+          },
+          async close() {},
+        };
+      },
+      async close() {},
+    };
+    const pool = new PrimedSessionPool(provider, 'prelude', { clock });
+    const budget = { remainingMs: 1_000 };
+    expect(await pool.run('check("1")', budget)).toEqual({ status: 'ok', line: 'True' });
+    expect(budget.remainingMs).toBe(700);
+    await pool.close();
+  });
+});

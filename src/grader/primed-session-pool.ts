@@ -88,8 +88,8 @@ export class PrimedSessionPool {
     let cause = '';
     // Whether every attempt's session was killed under this call (not failing to open).
     let killed = true;
+    if (budget.remainingMs <= 0) return { status: 'timeout' };
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-      if (budget.remainingMs <= 0) return { status: 'timeout' };
       const result = await this.runOnce(code, budget);
       if (result.status !== 'unavailable') return result;
       cause = attempt === 0 ? result.cause : `${cause}; retry: ${result.cause}`;
@@ -116,19 +116,24 @@ export class PrimedSessionPool {
     } catch (error) {
       await this.discard(session);
       return { status: 'unavailable', cause: `sandbox unavailable: ${(error as Error).message}` };
-    } finally {
-      budget.remainingMs -= this.clock.now() - started;
     }
+    // The time a session failing under the call took is the sandbox's, not the input's: a
+    // retry on a fresh session gets the budget the failed attempt found.
+    const ranMs = this.clock.now() - started;
     if (outcome.status !== 'ok') {
       await this.discard(session);
       // A call killed for ignoring its time limit ran out of time (the input's cost, as below);
       // any other kill (crash, lost node, expired session) is the sandbox failing under it.
-      if (outcome.status === 'killed' && outcome.reason.startsWith('timeout')) return { status: 'timeout' };
-      if (outcome.status === 'killed') return { status: 'unavailable', cause: `${KILLED}${outcome.reason}` };
+      if (outcome.status === 'killed' && !outcome.reason.startsWith('timeout')) {
+        return { status: 'unavailable', cause: `${KILLED}${outcome.reason}` };
+      }
+      budget.remainingMs -= ranMs;
+      if (outcome.status === 'killed') return { status: 'timeout' };
       if (outcome.status === 'error') return { status: 'error', message: outcome.exception };
       // Over the time or memory limit: the input's cost, a verdict of the grader's policy.
       return { status: 'timeout' };
     }
+    budget.remainingMs -= ranMs;
     this.release(session);
     return { status: 'ok', line: outcome.stdout.trim().split('\n').pop() ?? '' };
   }
