@@ -53,3 +53,33 @@ describe('agentmath report: the wrong folder', () => {
     }
   });
 });
+
+describe('agentmath report --table', () => {
+  it('prints a train rl run as Markdown tables, and refuses --target without --table', async () => {
+    const run = join(dir, 'rl-run');
+    await mkdir(run);
+    const metrics = [0, 1, 2].map((step) => ({
+      step,
+      accuracy: 0.1 * step,
+      codeFrequency: 0.2,
+      responseTokensMean: 100 + step,
+      selfCorrectionRate: 0,
+      groupsKept: 1,
+      groupsDropped: 2,
+    }));
+    await writeFile(join(run, 'metrics.jsonl'), metrics.map((line) => `${JSON.stringify(line)}\n`).join(''));
+    const byLevel = [{ level: 0, problems: 4, correct: 1, accuracy: 0.25 }];
+    await writeFile(
+      join(run, 'evals.jsonl'),
+      `${JSON.stringify({ step: 2, policyVersion: 3, accuracy: 0.25, codeFrequency: 0.5, toolCallsPerTrajectory: 0.5, responseTokensMean: 90, byLevel, problems: 4, wallMs: 1 })}\n`,
+    );
+    const table = await report([run, '--table', '--target', '0.2']);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toContain('| rl-run | 25.0% | 25.0 | 50.0% → 50.0% | 2 |');
+    expect(table.stdout).toContain('| rl-run | 3 | 5.0% → 20.0% |');
+
+    const alone = await report([run, '--target', '0.2']);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toMatch(/--target goes with --table/);
+  });
+});

@@ -360,7 +360,10 @@ export function describeRlEffect(effect: PairedDifference): string {
   return `RL against the tool model it started from: ${formatPairedDifference(effect)}; ${verdict}.`;
 }
 
-/** Right or wrong per problem of a run folder; a trajectory without a verdict is left out. */
+/**
+ * Right or wrong per problem of a run folder (the quickstart samples once per problem, k = 1);
+ * a trajectory without a verdict is left out.
+ */
 async function problemGrades(runDir: string): Promise<Map<string, boolean>> {
   const grades = new Map<string, boolean>();
   for (const trajectory of await readRunTrajectories(runDir)) {

@@ -52,6 +52,14 @@ export function registerReport(program: Command): void {
               `${odd} is not a train rl run (no metrics.jsonl); --compare puts runs of one kind side by side`,
             );
           }
+          if (options.target !== undefined && !options.table)
+            throw usageError(
+              '--target goes with --table (the first evaluated step reaching it is a table column)',
+            );
+          if (options.table && options.out !== undefined)
+            throw usageError(
+              '--table prints to standard output; --out names the page, which --table does not write',
+            );
           if (options.table) {
             const runs = await Promise.all(folders.map((folder) => readRlRun(folder)));
             process.stdout.write(
