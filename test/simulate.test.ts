@@ -1,32 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { parseWorkload, SIM_CONFIGURATIONS, simulate, simulationJson } from '../src/sim/index.ts';
+import { smallSimWorkload } from './sim-fixtures.ts';
 
-// A small long-tailed workload: 6 prompts × 4 samples on 2 replicas.
-const workload = parseWorkload(
-  {
-    name: 'small',
-    stepPrompts: 6,
-    groupSize: 4,
-    promptTokens: { constant: 200 },
-    responseTokens: { lognormal: { mu: 7.5, sigma: 1.2 }, min: 100, max: 12_000 },
-    toolCalls: { mean: 3, max: 12 },
-    toolOutputTokens: { constant: 40 },
-    toolLatencyMs: { lognormal: { mu: 6.5, sigma: 0.8 }, min: 50, max: 20_000 },
-    replicas: 2,
-    costModel: {
-      decodeBaseMs: 6.1,
-      decodePerSequenceMs: 0.033,
-      decodePerContextTokenMs: 0.000055,
-      prefillPerTokenMs: 0.033,
-    },
-    kvCapacityTokens: 60_000,
-    maxRunningRequests: 32,
-    sandboxWorkers: 8,
-    budgets: { maxTokens: 12_000, maxToolCalls: 12, partialRollouts: 3 },
-    seed: 7,
-  },
-  'test',
-);
+const workload = smallSimWorkload;
 const ladder = SIM_CONFIGURATIONS.filter((configuration) =>
   ['static-sync', 'async', 'async+partial+prefix-aware'].includes(configuration.name),
 );

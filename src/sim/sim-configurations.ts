@@ -60,6 +60,20 @@ export type SimConfiguration = {
   onRequest?: boolean;
 };
 
+/** The full system (partial rollout, prefix-aware routing, KV budget, tail cut) with options added, run when named. */
+function fullSystemWith(suffix: string, options: Partial<SimConfiguration>): SimConfiguration {
+  return {
+    name: `async+partial+prefix-aware+kv-budget+tail-cut${suffix}`,
+    mode: 'async',
+    partialRollout: true,
+    router: 'prefix-aware',
+    kvBudget: 1,
+    tailCut: 0.5,
+    ...options,
+    onRequest: true,
+  };
+}
+
 export const SIM_CONFIGURATIONS: readonly SimConfiguration[] = [
   { name: 'static-sync', mode: 'sync', partialRollout: false, router: 'round-robin' },
   // A synchronous system that shards its batch by replica keeps each trajectory on one: the
@@ -123,29 +137,11 @@ export const SIM_CONFIGURATIONS: readonly SimConfiguration[] = [
   },
   // KV kept during tool waits: evicted blocks go to host memory and are loaded back over PCIe
   // instead of prefilled again (docs/simulation.md measures it).
-  {
-    name: 'async+partial+prefix-aware+kv-budget+tail-cut+host-kv',
-    mode: 'async',
-    partialRollout: true,
-    router: 'prefix-aware',
-    kvBudget: 1,
-    tailCut: 0.5,
-    hostKv: 4,
-    onRequest: true,
-  },
+  fullSystemWith('+host-kv', { hostKv: 4 }),
   // Chunked prefill at SGLang's default chunk on an 80 GB GPU (8,192 tokens; also vLLM's
   // `max_num_batched_tokens` for its API server), decode beside each chunk as vLLM and SGLang's
   // `--enable-mixed-chunk` run it (docs/simulation.md measures it).
-  {
-    name: 'async+partial+prefix-aware+kv-budget+tail-cut+chunked-prefill',
-    mode: 'async',
-    partialRollout: true,
-    router: 'prefix-aware',
-    kvBudget: 1,
-    tailCut: 0.5,
-    chunkedPrefillTokens: 8192,
-    onRequest: true,
-  },
+  fullSystemWith('+chunked-prefill', { chunkedPrefillTokens: 8192 }),
   // The static baseline with the same chunked prefill: does chunking change what it wastes?
   {
     name: 'static-sync+chunked-prefill',
@@ -162,18 +158,7 @@ export const SIM_CONFIGURATIONS: readonly SimConfiguration[] = [
     { suffix: '+kv-ttl-2s', kvTtlSeconds: 2 },
     { suffix: '+kv-ttl-10s', kvTtlSeconds: 10 },
     { suffix: '+host-kv+kv-ttl-2s', kvTtlSeconds: 2, hostKv: 4 },
-  ].map(
-    ({ suffix, ...options }): SimConfiguration => ({
-      name: `async+partial+prefix-aware+kv-budget+tail-cut${suffix}`,
-      mode: 'async',
-      partialRollout: true,
-      router: 'prefix-aware',
-      kvBudget: 1,
-      tailCut: 0.5,
-      ...options,
-      onRequest: true,
-    }),
-  ),
+  ].map(({ suffix, ...options }) => fullSystemWith(suffix, options)),
   // Pushing the schedule (docs/simulation.md, "Pushing the schedule"): sibling-informed
   // admission order (Seer-like) and early abandonment of groups whose first members agree
   // (APRIL-like; biased, it loses groups whose last members would have disagreed).
@@ -191,16 +176,5 @@ export const SIM_CONFIGURATIONS: readonly SimConfiguration[] = [
       abandonAgreeing: 4,
       abandonVerdict: 'wrong' as const,
     },
-  ].map(
-    ({ suffix, ...options }): SimConfiguration => ({
-      name: `async+partial+prefix-aware+kv-budget+tail-cut${suffix}`,
-      mode: 'async',
-      partialRollout: true,
-      router: 'prefix-aware',
-      kvBudget: 1,
-      tailCut: 0.5,
-      ...options,
-      onRequest: true,
-    }),
-  ),
+  ].map(({ suffix, ...options }) => fullSystemWith(suffix, options)),
 ];
