@@ -44,6 +44,9 @@ function metricsLine(step: number, shift: number): RlMetrics {
     stalenessMean: 0.5,
     stalenessHistogram: { '0': 100, '1': 100 },
     stage: 0,
+    tokensSampled: 4000,
+    tokensPerKeptGroup: 1000,
+    problemsSkipped: 0,
   };
 }
 

@@ -11,7 +11,9 @@
  * and at T = 1 a group holds both. A run killed with SIGKILL after a committed step and resumed
  * must record the same steps as one that ran through: same samples, same rewards and group
  * decisions, the same training statistics up to float rounding (the engine's logprobs depend on
- * which requests shared a decode batch, at the 1e-6 level).
+ * which requests shared a decode batch, at the 1e-6 level). That run skips problems by their
+ * history and resamples on correct, so `problem-history.jsonl` and the resampled groups are
+ * checked the same way.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -178,7 +180,9 @@ describe('agentmath train rl', () => {
   }, 600_000);
 
   it('records the same steps when killed with SIGKILL and resumed as when run through', async () => {
-    const options = '--levels 0 --problems 16 --steps 5 --batch-size 2 --group-size 4 --mode sync --seed 0';
+    // With the problem history's skipping and resample-on-correct on: their records resume too.
+    const options =
+      '--levels 0 --problems 16 --steps 5 --batch-size 2 --group-size 4 --mode sync --seed 0 --skip-history --skip-base 0.6 --resample-on-correct 1.5';
     const run = (out: string) => [
       ...['train', 'rl', '--init', knowing, ...options.split(' ')],
       ...['--eval-every', '0', '--eval-problems', '2', '--out', out],
@@ -250,5 +254,17 @@ describe('agentmath train rl', () => {
         })
         .sort();
     expect(samples(cut)).toEqual(samples(through));
+    // Every group decided and every problem skipped is in the history once, as in the run through.
+    const history = (out: string) =>
+      lines(join(out, 'problem-history.jsonl'))
+        .map((line) => JSON.stringify(line))
+        .sort();
+    expect(history(cut)).toEqual(history(through));
+    expect(new Set(history(cut)).size).toBe(history(cut).length);
+    const groups = lines(join(through, 'groups.jsonl'));
+    expect(groups.every((group) => (group.trajectoryIds as string[]).length === 4)).toBe(true);
+    expect(groups.some((group) => (group.resampled as { sampled: number } | undefined)?.sampled === 6)).toBe(
+      true,
+    );
   }, 600_000);
 });

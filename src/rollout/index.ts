@@ -13,6 +13,23 @@ export {
 export { type AdvantageScale, type GroupAdvantageOptions, groupAdvantages } from './group-advantages.ts';
 export { type GroupDropReason, type GroupFilterInput, groupDropReason } from './group-filter.ts';
 export {
+  historyOutcome,
+  PROBLEM_HISTORY_FILE,
+  type ProblemGroupLine,
+  ProblemHistory,
+  type ProblemHistoryLine,
+  type ProblemSkipLine,
+} from './problem-history.ts';
+export { ProblemSkipper, type ProblemSkipperOptions } from './problem-skipper.ts';
+export {
+  formatFaultCount,
+  type ResampleChoice,
+  type ResampleMember,
+  resampleOnCorrect,
+  stringDraw,
+  toolErrorCount,
+} from './resample-on-correct.ts';
+export {
   budgetStageSchema,
   PAPER_BUDGET_STAGES,
   type RolloutConfig,
@@ -38,7 +55,15 @@ export {
   type RolloutRunResult,
   runRollout,
 } from './rollout-run.ts';
-export { initialRolloutState, runRolloutStep } from './run-rollout-step.ts';
+export { initialRolloutState, runRolloutStep, sampledGroupSize } from './run-rollout-step.ts';
+export {
+  DEFAULT_SKIP_RULE,
+  type HistoryOutcome,
+  type SkipRuleOptions,
+  skipProbability,
+  skipRuleProblem,
+  zeroVarianceStreak,
+} from './skip-rule.ts';
 export { isStale, oldestPolicyVersion } from './staleness.ts';
 export { rewardOrMissing } from './trajectory-reward.ts';
 export { barrierEngine, TurnBarrier } from './turn-barrier.ts';

@@ -102,6 +102,11 @@ export const rolloutConfigSchema = z
     reward: compositeRewardConfigSchema.default(() => compositeRewardConfigSchema.parse({})),
     /** Group advantage: (r − mean)/std (GRPO) or r − mean (Dr. GRPO, no std division). */
     advantageScale: z.enum(['std', 'mean-only']).default('std'),
+    /**
+     * Resample-on-correct (rStar2-Agent's GRPO-RoC): K ≥ 1; each group samples round(K · n)
+     * members and is cut back to n when decided (`resample-on-correct.ts`). 1: off.
+     */
+    resampleOnCorrect: z.number().min(1).max(8).default(1),
   })
   .strict()
   .refine((config) => config.tailCut === null || config.kvBudgetTokens !== null, {

@@ -12,6 +12,7 @@ import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises
 import { join } from 'node:path';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { parseTrajectory, type Trajectory } from '../trajectory/index.ts';
+import { PROBLEM_HISTORY_FILE, type ProblemHistoryLine } from './problem-history.ts';
 import type { GroupOutcome, RolloutProblem, StepStats } from './types.ts';
 
 export const ROLLOUT_FILES = {
@@ -37,6 +38,8 @@ export type GroupRecord = {
   oldestPolicyVersion: number | null;
   /** Dropped as `abandoned`: the members stopped unfinished (absent otherwise). */
   abandonedIds?: string[];
+  /** With resample-on-correct: members sampled, and those left out with why (absent otherwise). */
+  resampled?: GroupOutcome['resampled'];
 };
 
 export function groupRecord(group: GroupOutcome): GroupRecord {
@@ -53,6 +56,7 @@ export function groupRecord(group: GroupOutcome): GroupRecord {
     ...(group.abandoned === undefined || group.abandoned.length === 0
       ? {}
       : { abandonedIds: group.abandoned.map((trajectory) => trajectory.id) }),
+    ...(group.resampled === undefined ? {} : { resampled: group.resampled }),
   };
 }
 
@@ -90,6 +94,10 @@ export class RolloutRecords {
     this.#append(ROLLOUT_FILES.groups, groupRecord(group));
   }
 
+  appendHistory(line: ProblemHistoryLine): void {
+    this.#append(PROBLEM_HISTORY_FILE, line);
+  }
+
   appendStep(stats: StepStats): void {
     this.#append(ROLLOUT_FILES.steps, stats);
   }
@@ -113,7 +121,7 @@ export class RolloutRecords {
 }
 
 /** Reads the JSON lines of a run file; a torn last line (a kill mid-write) is dropped. */
-async function readLines(path: string): Promise<unknown[]> {
+export async function readRunLines(path: string): Promise<unknown[]> {
   if (!existsSync(path)) return [];
   const text = await readFile(path, 'utf8');
   const lines = text.split('\n');
@@ -153,7 +161,7 @@ export async function truncateToStep(folder: string, nextStep: number): Promise<
   const trajectories = new Map<string, Trajectory>();
   const keptTrajectories: unknown[] = [];
   const path = join(folder, ROLLOUT_FILES.trajectories);
-  for (const [index, value] of (await readLines(path)).entries()) {
+  for (const [index, value] of (await readRunLines(path)).entries()) {
     if (
       stepOf(value, (record) => (record.meta as Record<string, unknown> | undefined)?.rolloutStep) >= nextStep
     )
@@ -165,12 +173,14 @@ export async function truncateToStep(folder: string, nextStep: number): Promise<
   await rewrite(path, keptTrajectories);
   for (const name of [ROLLOUT_FILES.groups, ROLLOUT_FILES.steps])
     await truncateStepFile(join(folder, name), nextStep);
+  const history = join(folder, PROBLEM_HISTORY_FILE);
+  if (existsSync(history)) await truncateStepFile(history, nextStep);
   return trajectories;
 }
 
 /** Keeps the lines of a JSONL file whose `step` field is below `nextStep` (other run files use it too). */
 export async function truncateStepFile(path: string, nextStep: number): Promise<void> {
-  const kept = (await readLines(path)).filter((value) => {
+  const kept = (await readRunLines(path)).filter((value) => {
     const step = (value as Record<string, unknown>).step;
     return typeof step === 'number' && step < nextStep;
   });

@@ -13,6 +13,8 @@ import { AgentMathError } from '../shared/agentmath-error.ts';
 import { RUN_FOLDER_REFUSED } from '../shared/run-folder-check.ts';
 import { assertSameRun, type RunIdentity } from '../shared/run-identity.ts';
 import type { Trajectory } from '../trajectory/trajectory.ts';
+import { PROBLEM_HISTORY_FILE, ProblemHistory, type ProblemHistoryLine } from './problem-history.ts';
+import { ProblemSkipper } from './problem-skipper.ts';
 import type { RolloutConfig } from './rollout-config.ts';
 import {
   ROLLOUT_FILES,
@@ -20,9 +22,11 @@ import {
   RolloutRecordError,
   RolloutRecords,
   readCheckpoint,
+  readRunLines,
   truncateToStep,
 } from './rollout-records.ts';
 import { initialRolloutState, runRolloutStep } from './run-rollout-step.ts';
+import type { SkipRuleOptions } from './skip-rule.ts';
 import type {
   RolloutParts,
   RolloutProblem,
@@ -61,6 +65,13 @@ export type RolloutRunOptions = {
   parts: Omit<RolloutParts, 'onEvent'>;
   onEvent?: RolloutParts['onEvent'];
   onStep?: (stats: StepStats) => void;
+  /** Write `problem-history.jsonl` (on with `skipHistory`). */
+  recordHistory?: boolean;
+  /**
+   * Pre-rollout skipping from the history (`--skip-history`): the rule's options, and a uniform
+   * draw in [0, 1) fixed by its key (the run's seed goes into it).
+   */
+  skipHistory?: { rule: SkipRuleOptions; draw: (key: string) => number };
 };
 
 export type RolloutRunResult = { steps: StepStats[]; resumedFrom: number };
@@ -118,6 +129,19 @@ export async function runRollout(options: RolloutRunOptions): Promise<RolloutRun
   let state: RolloutState =
     checkpoint === null ? initialRolloutState() : stateFrom(checkpoint, known, folder);
   let taken = checkpoint?.problemsTaken ?? 0;
+  const history =
+    options.recordHistory === true || options.skipHistory !== undefined
+      ? ProblemHistory.fromLines(
+          (await readRunLines(join(folder, PROBLEM_HISTORY_FILE))) as ProblemHistoryLine[],
+        )
+      : null;
+  const skipper =
+    history === null || options.skipHistory === undefined
+      ? null
+      : new ProblemSkipper({ history, ...options.skipHistory });
+  // The pass over the problem set a problem was last drawn in, for its group's history line.
+  const drawnEpoch = new Map<string, number>();
+  const distinctProblems = new Set(problems.map((problem) => problem.id)).size;
   const steps: StepStats[] = [];
   const overlap = options.overlap ?? 0;
   // Steps rolled out whose training and commit are still running, oldest first.
@@ -132,11 +156,28 @@ export async function runRollout(options: RolloutRunOptions): Promise<RolloutRun
     if (failure !== null) break;
     if (options.shouldContinue !== undefined && !options.shouldContinue()) break;
     let takenThisStep = 0;
+    let skippedThisStep = 0;
     const source = {
       next: (): RolloutProblem | null => {
-        if (takenThisStep >= problems.length) return null;
-        takenThisStep++;
-        return problems[taken++ % problems.length] ?? null;
+        for (;;) {
+          if (takenThisStep >= problems.length) return null;
+          takenThisStep++;
+          const index = taken++;
+          const problem = problems[index % problems.length] as RolloutProblem;
+          const epoch = Math.floor(index / distinctProblems);
+          // At most one pass of skips a step: past it, problems run whatever their history says.
+          const skip =
+            skipper === null || skippedThisStep >= problems.length
+              ? null
+              : skipper.consider(problem, epoch, step);
+          if (skip !== null) {
+            skippedThisStep++;
+            records.appendHistory(skip);
+            continue;
+          }
+          drawnEpoch.set(problem.id, epoch);
+          return problem;
+        }
       },
     };
     let result: RolloutStepResult;
@@ -157,8 +198,13 @@ export async function runRollout(options: RolloutRunOptions): Promise<RolloutRun
           ...options.parts,
           signal,
           onEvent: (event) => {
-            if (event.type === 'group-decide') records.appendGroup(event.group);
-            else records.appendTrajectory(event.trajectory, event.step);
+            if (event.type === 'group-decide') {
+              records.appendGroup(event.group);
+              if (history !== null)
+                records.appendHistory(
+                  history.recordGroup(event.group, drawnEpoch.get(event.group.problem.id) ?? null),
+                );
+            } else records.appendTrajectory(event.trajectory, event.step);
             options.onEvent?.(event);
           },
         },
@@ -169,6 +215,7 @@ export async function runRollout(options: RolloutRunOptions): Promise<RolloutRun
       throw failure === null ? error : (failure as { error: unknown }).error;
     }
     if (failure !== null) break;
+    if (skipper !== null) result.stats.problemsSkipped = skippedThisStep;
     options.onRolloutEnd?.(result, step);
     state = result.state;
     const commit = checkpointOf(step + 1, state, taken);

@@ -34,6 +34,7 @@ import { nextStageIndex, segmentLimits, truncationRate } from './budget-stages.t
 import { type AdvantageScale, groupAdvantages } from './group-advantages.ts';
 import { groupDropReason } from './group-filter.ts';
 import { KvBudget, type KvHold } from './kv-budget.ts';
+import { formatFaultCount, resampleOnCorrect, stringDraw, toolErrorCount } from './resample-on-correct.ts';
 import type { RolloutConfig } from './rollout-config.ts';
 import { isStale, oldestPolicyVersion } from './staleness.ts';
 import { rewardOrMissing } from './trajectory-reward.ts';
@@ -149,7 +150,7 @@ export async function runRolloutStep(
       // Members left unfinished, started or not.
       counters.trajectoriesAbandoned += group.slots.filter((slot) => !isFinished(slot)).length;
     }
-    const outcome = decideGroup(group, step, kept.length >= config.batchSize, config.advantageScale);
+    const outcome = decideGroup(group, step, kept.length >= config.batchSize, config);
     if (outcome === null) return; // beyond the batch: carried over, decided next step
     (outcome.kept ? kept : dropped).push(outcome);
     parts.onEvent?.({ type: 'group-decide', group: outcome });
@@ -436,7 +437,7 @@ export async function runRolloutStep(
     const group = newGroupRun(
       problem,
       step,
-      new Array(config.groupSize).fill(null),
+      new Array(sampledGroupSize(config)).fill(null),
       pause.signal,
       config.abandonAgreeing !== null,
     );
@@ -621,16 +622,44 @@ function trajectorySeed(seed: number, group: GroupRun, sample: number): number {
   return (hash >>> 0) & 0x7fffffff;
 }
 
+/** Members a group samples: n, or round(K · n) with resample-on-correct. */
+export function sampledGroupSize(config: Pick<RolloutConfig, 'groupSize' | 'resampleOnCorrect'>): number {
+  return Math.max(config.groupSize, Math.round(config.resampleOnCorrect * config.groupSize));
+}
+
 /** The group's outcome, or null when the batch is already full and a kept group must wait. */
 function decideGroup(
   group: GroupRun,
   step: number,
   batchFull: boolean,
-  advantageScale: AdvantageScale,
+  config: Pick<RolloutConfig, 'groupSize' | 'resampleOnCorrect' | 'advantageScale'>,
 ): GroupOutcome | null {
-  const trajectories = group.slots.filter(
+  const advantageScale: AdvantageScale = config.advantageScale;
+  let trajectories = group.slots.filter(
     (slot): slot is Trajectory => slot !== null && (!group.abandoned || isFinished(slot)),
   );
+  let resampled: GroupOutcome['resampled'];
+  if (!group.abandoned && !group.stale && trajectories.length > config.groupSize) {
+    const members = trajectories.map((trajectory) => ({
+      correct: (trajectory.meta?.correct ?? null) as boolean | null,
+      toolErrors: toolErrorCount(trajectory),
+      formatFaults: formatFaultCount(trajectory),
+      draw: stringDraw(trajectory.id),
+    }));
+    const choice = resampleOnCorrect(members, config.groupSize);
+    resampled = {
+      sampled: trajectories.length,
+      discarded: choice.discarded.map(({ index, reason }) => ({
+        id: (trajectories[index] as Trajectory).id,
+        reason,
+        correct: (members[index] as (typeof members)[number]).correct,
+        toolErrors: (members[index] as (typeof members)[number]).toolErrors,
+        formatFaults: (members[index] as (typeof members)[number]).formatFaults,
+      })),
+    };
+    const all = trajectories;
+    trajectories = choice.keep.map((index) => all[index] as Trajectory);
+  }
   const rewards = trajectories.map((trajectory) => (trajectory.meta?.reward ?? null) as Reward);
   const correct = trajectories.map((trajectory) => (trajectory.meta?.correct ?? null) as boolean | null);
   const dropReason = group.abandoned ? 'abandoned' : groupDropReason({ correct, stale: group.stale });
@@ -649,6 +678,7 @@ function decideGroup(
       dropReason === null ? groupAdvantages(rewards, { scale: advantageScale }) : rewards.map(() => null),
     kept: dropReason === null,
     dropReason,
+    ...(resampled === undefined ? {} : { resampled }),
     ...(group.abandoned
       ? {
           abandoned: group.slots.filter((slot): slot is Trajectory => slot !== null && !isFinished(slot)),

@@ -82,6 +82,21 @@ export type GroupOutcome = {
    * sessions closed). `trajectories` holds the finished ones.
    */
   abandoned?: Trajectory[];
+  /**
+   * With resample-on-correct: how many members were sampled, and the ones left out of
+   * `trajectories` with why (`correct-more-faults`: a right answer with more tool errors or
+   * format faults than those kept; `uniform`: a wrong or ungraded one, drawn out uniformly).
+   */
+  resampled?: {
+    sampled: number;
+    discarded: {
+      id: string;
+      reason: 'correct-more-faults' | 'uniform';
+      correct: boolean | null;
+      toolErrors: number;
+      formatFaults: number;
+    }[];
+  };
 };
 
 /** Per replica counters of one step (as `steps.jsonl` writes them). */
@@ -116,6 +131,8 @@ export type StepStats = {
   toolCalls: number;
   stage: number;
   replicas: Record<string, ReplicaStepStats>;
+  /** Problems skipped before generation by their history (`--skip-history`; absent when off). */
+  problemsSkipped?: number;
 };
 
 /** Events for progress and records; the step emits them as they happen. */

@@ -3,6 +3,7 @@
  * sized for the embedded model on a 2-core CPU; docs/rl.md gives each one's reason.
  */
 import { z } from 'zod';
+import { DEFAULT_SKIP_RULE } from '../rollout/index.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { ARITH_MAX_LEVEL } from '../tasks/index.ts';
 
@@ -96,6 +97,13 @@ export const rlConfigSchema = z
     partialRollouts: positive.default(2),
     mode: z.enum(['async', 'sync']).default('async'),
     seed: z.number().int().nonnegative().default(0),
+    /** Pre-rollout skipping from `problem-history.jsonl` (GRESO); p, q and e of `skip-rule.ts`. */
+    skipHistory: z.boolean().default(false),
+    skipBase: z.number().min(0).max(1).default(DEFAULT_SKIP_RULE.base),
+    skipMax: z.number().min(0).max(1).default(DEFAULT_SKIP_RULE.max),
+    explore: z.number().min(0).max(1).default(DEFAULT_SKIP_RULE.explore),
+    /** Resample-on-correct K: sample K · n per group, keep n (rStar2-Agent's GRPO-RoC); 1 = off. */
+    resampleOnCorrect: z.number().min(1).max(8).default(1),
     trainThreads: z.number().int().nonnegative().default(1),
     sandboxWorkers: positive.default(8),
   })

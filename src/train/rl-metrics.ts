@@ -46,6 +46,11 @@ export type RlMetrics = {
   /** Trained model tokens by staleness (versions behind the trainer → tokens). */
   stalenessHistogram: Record<string, number>;
   stage: number;
+  /** Tokens the step's rollout sampled (every trajectory, kept or not), and per kept group (null: none kept). */
+  tokensSampled: number;
+  tokensPerKeptGroup: number | null;
+  /** Problems skipped before generation by their history (`--skip-history`; 0 when off). */
+  problemsSkipped: number;
 };
 
 export type RlMetricsInput = {
@@ -110,6 +115,10 @@ export function rlMetrics(input: RlMetricsInput): RlMetrics {
       input.trainedAtVersion,
     ),
     stage: input.rollout.stage,
+    tokensSampled: input.rollout.tokensGenerated,
+    tokensPerKeptGroup:
+      input.rollout.groupsKept === 0 ? null : input.rollout.tokensGenerated / input.rollout.groupsKept,
+    problemsSkipped: input.rollout.problemsSkipped ?? 0,
   };
 }
 

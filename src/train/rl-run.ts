@@ -174,6 +174,7 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
     // S versions from the overlap, one more for a trajectory continued across a step boundary.
     maxPolicyLag: config.maxStaleness + 1,
     advantageScale: config.advantage,
+    resampleOnCorrect: config.resampleOnCorrect,
     rewardKind: config.reward,
     reward: { alpha: config.toolRewardAlpha, beta: config.toolRewardBeta, rMax: config.toolRewardMax },
   });
@@ -201,6 +202,15 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
       problems,
       config: rollout,
       overlap: config.maxStaleness,
+      recordHistory: true,
+      ...(config.skipHistory
+        ? {
+            skipHistory: {
+              rule: { base: config.skipBase, max: config.skipMax, explore: config.explore },
+              draw: (key: string) => createSeededRandom(`${config.seed}:skip-history:${key}`)(),
+            },
+          }
+        : {}),
       agent: { sampling: { temperature: config.temperature, topP: 1, seed: config.seed } },
       // The version this step's groups will be trained at: the steps before it train first.
       policyVersion: () => policyVersion + stepsInFlight,

@@ -89,6 +89,11 @@ type RlFlags = {
   offPolicyMode: 'truncate' | 'mask';
   maskTruncated?: boolean;
   maskVoid?: boolean;
+  skipHistory?: boolean;
+  skipBase: number;
+  skipMax: number;
+  explore: number;
+  resampleOnCorrect: number;
   mode: 'async' | 'sync';
   seed: number;
   minutes?: number;
@@ -332,6 +337,34 @@ export function registerTrainRl(train: Command): void {
     )
     .option('--seed <s>', 'seed of the problem order and the worker', integerOption({ min: 0 }), d('seed'))
     .option(
+      '--skip-history',
+      'skip problems whose last epochs were all right or all wrong, before generating (problem-history.jsonl)',
+    )
+    .option(
+      '--skip-base <p>',
+      'with --skip-history: skip probability after one zero-variance epoch',
+      numberOption({ min: 0, max: 1 }),
+      d('skipBase'),
+    )
+    .option(
+      '--skip-max <q>',
+      'with --skip-history: the most a streak of zero-variance epochs reaches',
+      numberOption({ min: 0, max: 1 }),
+      d('skipMax'),
+    )
+    .option(
+      '--explore <e>',
+      'with --skip-history: share of draws never skipped',
+      numberOption({ min: 0, max: 1 }),
+      d('explore'),
+    )
+    .option(
+      '--resample-on-correct <K>',
+      'sample K times the group size and keep the group size: right answers with the fewest tool errors and format faults, wrong ones at random (1: off)',
+      numberOption({ min: 1, max: 8 }),
+      d('resampleOnCorrect'),
+    )
+    .option(
       '--minutes <m>',
       'stop at a step boundary after M minutes (resumable)',
       numberOption({ min: 0, minExclusive: true }),
@@ -398,6 +431,11 @@ export function registerTrainRl(train: Command): void {
         maskVoid: flags.maskVoid === true,
         mode: flags.mode,
         seed: flags.seed,
+        skipHistory: flags.skipHistory === true,
+        skipBase: flags.skipBase,
+        skipMax: flags.skipMax,
+        explore: flags.explore,
+        resampleOnCorrect: flags.resampleOnCorrect,
       });
       const stamp = new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19);
       const folder = resolve(flags.out ?? `runs/rl-${config.textOnly ? 'text' : 'tool'}-${stamp}`);
