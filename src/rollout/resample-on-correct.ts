@@ -68,7 +68,7 @@ export function formatFaultCount(trajectory: Trajectory): number {
   return Math.max(0, boxes - 1);
 }
 
-/** Uniform in [0, 1) from a string (FNV-1a, then a 32-bit mix): a fixed draw per trajectory id. */
+/** Uniform in [0, 1) from a string (FNV-1a, then a 32-bit mix): a fixed draw per member. */
 export function stringDraw(text: string): number {
   let hash = 2166136261;
   for (let index = 0; index < text.length; index++) hash = Math.imul(hash ^ text.charCodeAt(index), 16777619);

@@ -644,7 +644,8 @@ function decideGroup(
       correct: (trajectory.meta?.correct ?? null) as boolean | null,
       toolErrors: toolErrorCount(trajectory),
       formatFaults: formatFaultCount(trajectory),
-      draw: stringDraw(trajectory.id),
+      // Fixed by the group and the sample, not the trajectory's id: a resumed step draws the same.
+      draw: stringDraw(`${group.problem.id}\u0000${group.startedStep}\u0000${trajectory.sample}`),
     }));
     const choice = resampleOnCorrect(members, config.groupSize);
     resampled = {

@@ -7,6 +7,7 @@
  * The first three of the ladder use round-robin, the router a plain deployment starts with.
  */
 import type { RouterPolicyName } from '../engine/router/index.ts';
+import { DEFAULT_SKIP_RULE, type SkipRuleOptions } from '../rollout/index.ts';
 
 export type SimConfiguration = {
   name: string;
@@ -56,6 +57,12 @@ export type SimConfiguration = {
   abandonAgreeing?: number;
   /** With `abandonAgreeing`: the rollout's `abandonVerdict` (default `either`). */
   abandonVerdict?: 'either' | 'wrong';
+  /**
+   * Pre-rollout skipping from each problem's history (`--skip-history`, GRESO): a problem whose
+   * last groups were all right or all wrong is skipped before any generation with the rule's
+   * probability. Needs a workload with a finite problem set (`problemSet`), where problems recur.
+   */
+  skipHistory?: SkipRuleOptions;
   /** Run only when named with --configuration (measured, did not help: docs/simulation.md). */
   onRequest?: boolean;
 };
@@ -177,4 +184,14 @@ export const SIM_CONFIGURATIONS: readonly SimConfiguration[] = [
       abandonVerdict: 'wrong' as const,
     },
   ].map(({ suffix, ...options }) => fullSystemWith(suffix, options)),
+  // Skipping problems by their history, on workloads whose problems recur (`paper-epochs`).
+  fullSystemWith('+skip-history', { skipHistory: DEFAULT_SKIP_RULE }),
+  {
+    name: 'async+prefix-aware+skip-history',
+    mode: 'async',
+    partialRollout: false,
+    router: 'prefix-aware',
+    skipHistory: DEFAULT_SKIP_RULE,
+    onRequest: true,
+  },
 ];

@@ -18,6 +18,8 @@ import { gradeAnswer } from '../grader/grade-answer.ts';
 import { getDialect } from '../protocol/dialects.ts';
 import {
   initialRolloutState,
+  ProblemHistory,
+  ProblemSkipper,
   type ProblemSource,
   rolloutConfigSchema,
   runRolloutStep,
@@ -34,7 +36,7 @@ import {
   type SimulatedEngineMetrics,
   type StretchRecord,
 } from './simulated-engine.ts';
-import { SimulatedPolicy } from './simulated-policy.ts';
+import { SimulatedPolicy, simulatedProblemIndex } from './simulated-policy.ts';
 import { SimulatedSandbox } from './simulated-sandbox.ts';
 import { type BoundTrajectory, type StepBound, stepBound } from './step-bound.ts';
 import type { TrajectoryPlan } from './trajectory-plan.ts';
@@ -82,6 +84,9 @@ export type SimStep = {
   /** Early abandonment (`abandonAgreeing`): groups abandoned, and of them those that would have been kept. */
   groupsAbandoned: number;
   keptGroupsLost: number;
+  /** Pre-rollout skipping (`skipHistory`): problems skipped, and of them those whose group would have been kept. */
+  problemsSkipped: number;
+  skippedWouldKeep: number;
   /**
    * KV held by running sequences over the replicas' KV capacity, time-weighted, in each tenth
    * of the step (idle replicas count as empty): how full the batches were from start to end.
@@ -107,6 +112,8 @@ export const SEED_FIGURES = [
   'groupsKept',
   'rolloutSeconds',
   'trainSeconds',
+  'problemsSkipped',
+  'skipKeptGroupsLost',
 ] as const;
 export type SeedFigure = (typeof SEED_FIGURES)[number];
 
@@ -157,6 +164,12 @@ export type ConfigurationResult = {
    * misjudged the groups decided the normal way (`mispredicted` of `checked`). The first seed's.
    */
   abandonment: AbandonAudit;
+  /**
+   * Pre-rollout skipping, per counted step: problems skipped before generation, and of them
+   * those whose group would have been kept had it run (their plans disagree): kept groups lost
+   * to wrong skips. Zeros without `skipHistory`. The first seed's.
+   */
+  skipping: { problemsSkipped: number; keptGroupsLost: number };
   busyFraction: number;
   /** KV occupancy (see `SimStep.kvOccupancyByTenth`) over the first eight tenths of a step and the last two. */
   kvOccupancy: { body: number; tail: number };
@@ -246,6 +259,8 @@ function combineSeeds(runs: readonly SeedRun[], baseline: readonly SeedRun[] | n
       groupsKept: run.groupsKept,
       rolloutSeconds: run.stepParts.rolloutSeconds,
       trainSeconds: run.stepParts.trainSeconds,
+      problemsSkipped: run.skipping.problemsSkipped,
+      skipKeptGroupsLost: run.skipping.keptGroupsLost,
     };
     return row;
   });
@@ -395,12 +410,44 @@ async function simulateConfiguration(
   let nextProblem = 0;
   // Far beyond what dropped groups and extra rounds need: past it, no step will ever end.
   const problemLimit = 100 * workload.stepPrompts * steps;
+  const { problemSet } = workload;
+  if (configuration.skipHistory !== undefined && problemSet === undefined)
+    throw new WorkloadInvalidError(
+      `workload ${workload.name}: configuration ${configuration.name} skips problems by their history, which needs problems that recur (problemSet)`,
+    );
+  const history = configuration.skipHistory === undefined ? null : new ProblemHistory();
+  const skipper =
+    history === null || configuration.skipHistory === undefined
+      ? null
+      : new ProblemSkipper({
+          history,
+          rule: configuration.skipHistory,
+          draw: (key) => createSeededRandom(`${workload.seed}:skip-history:${key}`)(),
+        });
+  let currentStep = 0;
+  let stepSkips = { skipped: 0, wouldKeep: 0 };
   const problems: ProblemSource = {
     next: () => {
-      if (nextProblem >= problemLimit)
-        throw new SimulationNoProgressError(nextProblem, steps, workload.stepPrompts);
-      const index = nextProblem++;
-      return { id: `problem-${index}`, text: plans.problemText(index), answer: SIMULATED_ANSWER };
+      for (;;) {
+        if (nextProblem >= problemLimit)
+          throw new SimulationNoProgressError(nextProblem, steps, workload.stepPrompts);
+        const index = nextProblem++;
+        // A recurring problem keeps its id (the history's key); the text names the draw.
+        const base = problemSet === undefined ? index : index % problemSet.size;
+        const problem = { id: `problem-${base}`, text: plans.problemText(index), answer: SIMULATED_ANSWER };
+        if (skipper !== null && problemSet !== undefined) {
+          const epoch = Math.floor(index / problemSet.size);
+          if (skipper.consider(problem, epoch, currentStep) !== null) {
+            stepSkips.skipped++;
+            const members = Array.from({ length: workload.groupSize }, (_, sample) =>
+              plans.planFor(index, sample),
+            );
+            if (groupWouldBeKept(workload, promptTokensOfDraw(index), members)) stepSkips.wouldKeep++;
+            continue;
+          }
+        }
+        return problem;
+      }
     },
   };
   const { budgets } = workload;
@@ -410,6 +457,14 @@ async function simulateConfiguration(
   const msPerTrainToken = workload.training?.msPerToken ?? 0;
   const weightSyncSeconds = (workload.training?.weightSyncMs ?? 0) / 1000;
   const promptTokens = new Map<number, number>();
+  const promptTokensOfDraw = (problem: number): number => {
+    let tokens = promptTokens.get(problem);
+    if (tokens === undefined) {
+      tokens = promptTokensOf(tokenizer, plans.problemText(problem));
+      promptTokens.set(problem, tokens);
+    }
+    return tokens;
+  };
   const keptTrajectories: BoundTrajectory[][] = [];
   const droppedTrajectories: BoundTrajectory[][] = [];
   const audits: AbandonAudit[] = [];
@@ -448,6 +503,8 @@ async function simulateConfiguration(
       if (step > 0) for (const engine of engines) engine.flushCache();
       const startedMs = clock.now();
       stretches = [];
+      currentStep = step;
+      stepSkips = { skipped: 0, wouldKeep: 0 };
       const before = totals(engines);
       const result = await runRolloutStep(
         { step, policyVersion: step, state, problems, config },
@@ -469,14 +526,11 @@ async function simulateConfiguration(
       );
       state = result.state;
       const rolloutSeconds = (clock.now() - startedMs) / 1000;
+      if (history !== null)
+        for (const outcome of [...result.kept, ...result.dropped]) history.recordGroup(outcome, null);
       const problemOf = (outcome: (typeof result.kept)[number]) => {
-        const problem = Number(outcome.problem.id.replace('problem-', ''));
-        let tokens = promptTokens.get(problem);
-        if (tokens === undefined) {
-          tokens = promptTokensOf(tokenizer, plans.problemText(problem));
-          promptTokens.set(problem, tokens);
-        }
-        return { problem, tokens };
+        const problem = simulatedProblemIndex(outcome.problem.text) as number;
+        return { problem, tokens: promptTokensOfDraw(problem) };
       };
       const boundTrajectories = (outcomes: typeof result.kept): BoundTrajectory[] => {
         const list: BoundTrajectory[] = [];
@@ -567,6 +621,8 @@ async function simulateConfiguration(
         tailCut: result.stats.tailCut,
         groupsAbandoned: audit.groupsAbandoned,
         keptGroupsLost: audit.keptGroupsLost,
+        problemsSkipped: stepSkips.skipped,
+        skippedWouldKeep: stepSkips.wouldKeep,
         // Stretches still under way count up to now (their whole is reported when they end).
         kvOccupancyByTenth: occupancyByTenth(
           [...stretches, ...engines.flatMap((engine) => engine.stretchSoFar() ?? [])],
@@ -651,6 +707,10 @@ async function simulateConfiguration(
       keptGroupsLostAllWrong: auditTotal((audit) => audit.keptGroupsLostAllWrong) / auditsCounted.length,
       mispredicted: auditTotal((audit) => audit.mispredicted),
       checked: auditTotal((audit) => audit.checked),
+    },
+    skipping: {
+      problemsSkipped: meanOf((step) => step.problemsSkipped),
+      keptGroupsLost: meanOf((step) => step.skippedWouldKeep),
     },
     busyFraction: meanOf((step) => step.busyFraction),
     kvOccupancy: {

@@ -23,6 +23,12 @@ export function problemHeader(index: number): string {
 }
 
 const HEADER_PATTERN = /simulated problem (\d+)\./;
+
+/** The draw index a simulated problem's text names (`problemHeader`), or null. */
+export function simulatedProblemIndex(text: string): number | null {
+  const match = HEADER_PATTERN.exec(text);
+  return match === null ? null : Number(match[1]);
+}
 const HEADER_SCAN_TOKENS = 256;
 
 type SessionState = {

@@ -34,6 +34,7 @@ export function simulationJson(report: SimulationReport): unknown {
       preemptions: configuration.preemptions,
       hostLoadedTokens: configuration.hostLoadedTokens,
       abandonment: configuration.abandonment,
+      skipping: configuration.skipping,
       busyFraction: configuration.busyFraction,
       realSeconds: configuration.realSeconds,
       steps: configuration.steps,

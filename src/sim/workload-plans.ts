@@ -47,15 +47,24 @@ export function workloadPlans(workload: Workload): WorkloadPlans {
       lengthScale: Math.exp(sigma * normal - (sigma * sigma) / 2),
     };
   };
+  const { problemSet } = workload;
+  // With a finite problem set, draw `index` is problem index mod size in epoch ⌊index / size⌋.
+  const baseOf = (index: number) => (problemSet === undefined ? index : index % problemSet.size);
+  const epochOf = (index: number) => (problemSet === undefined ? 0 : Math.floor(index / problemSet.size));
   const problemText = (index: number): string => {
-    const random = createSeededRandom(`${workload.seed}:prompt:${index}`);
+    const random = createSeededRandom(`${workload.seed}:prompt:${baseOf(index)}`);
     const tokens = Math.max(0, Math.round(sample(workload.promptTokens, random)) - TEMPLATE_TOKENS);
     const header = `${problemHeader(index)} `;
     return header + 'q'.repeat(Math.max(0, tokens - header.length));
   };
   const planFor = (problem: number, index: number): TrajectoryPlan => {
     const random = createSeededRandom(`${workload.seed}:plan:${problem}:${index}`);
-    const { solveRate, lengthScale } = problemDifficulty(problem);
+    const difficultyNow = problemDifficulty(baseOf(problem));
+    const { lengthScale } = difficultyNow;
+    const solveRate = raisedSolveRate(
+      difficultyNow.solveRate,
+      (problemSet?.solveRateGainPerEpoch ?? 0) * epochOf(problem),
+    );
     // The answer has its own stream, so lengths and tool calls are drawn as without difficulty.
     const correct = createSeededRandom(`${workload.seed}:answer:${problem}:${index}`)() < solveRate;
     const lengthFactor =
@@ -82,6 +91,13 @@ export function workloadPlans(workload: Workload): WorkloadPlans {
     return { responseTokens, toolCalls, answer: correct ? SIMULATED_ANSWER : '0' };
   };
   return { problemText, planFor, meanResponseTokens };
+}
+
+/** s raised by `logitGain` in logit space (0 and 1 stay where they are). */
+export function raisedSolveRate(solveRate: number, logitGain: number): number {
+  if (logitGain === 0 || solveRate <= 0 || solveRate >= 1) return solveRate;
+  const logit = Math.log(solveRate / (1 - solveRate)) + logitGain;
+  return 1 / (1 + Math.exp(-logit));
 }
 
 /** A Poisson draw by inversion (λ up to a few hundred). */

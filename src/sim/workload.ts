@@ -63,6 +63,19 @@ export const workloadSchema = z
       .strict()
       .optional(),
     /**
+     * Epochs over a finite problem set (absent: every problem drawn is new). Draw i of the
+     * stream is problem i mod `size` in epoch ⌊i / size⌋; a problem keeps its difficulty and
+     * prompt, and its solve rate s rises each epoch as RL raises it:
+     * logit s_e = logit s_0 + `solveRateGainPerEpoch` · e.
+     */
+    problemSet: z
+      .object({
+        size: upTo(100_000_000),
+        solveRateGainPerEpoch: z.number().min(0).max(10).default(0),
+      })
+      .strict()
+      .optional(),
+    /**
      * The trainer and the weight update, for the step's time beyond its rollout (absent: both
      * free). `msPerToken`: trainer time per token of a kept trajectory (forward and backward,
      * old-policy forward); `weightSyncMs`: moving new weights into every replica.
@@ -128,7 +141,7 @@ export type Workload = z.infer<typeof workloadSchema>;
 export type WorkloadInput = z.input<typeof workloadSchema>;
 
 /** Names of the built-in workloads (files under `workloads/`). */
-export const BUILTIN_WORKLOADS = ['paper', 'paper-moe', 'heavy-tail', 'tool-heavy'] as const;
+export const BUILTIN_WORKLOADS = ['paper', 'paper-moe', 'heavy-tail', 'tool-heavy', 'paper-epochs'] as const;
 
 /** Validates a workload object; `where` names its source in errors. */
 export function parseWorkload(input: unknown, where: string): Workload {
