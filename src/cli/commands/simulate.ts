@@ -48,7 +48,7 @@ export function registerSimulate(program: Command): void {
     )
     .option(
       '--workload <name|file|->',
-      'built-in workload (paper, paper-moe, heavy-tail, tool-heavy), a JSON file, or - for standard input',
+      'built-in workload (paper, paper-moe, heavy-tail, tool-heavy, paper-epochs), a JSON file, or - for standard input',
       'paper',
     )
     .option(
