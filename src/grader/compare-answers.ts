@@ -144,7 +144,9 @@ function withoutRepeats(items: Answer[], reference: Answer[]): Answer[] {
 function labelledValue(answer: Extract<Answer, { kind: 'relation' }>): Answer | null {
   if (answer.operators.length !== 1 || answer.operators[0] !== '=') return null;
   const [label, value] = answer.sides as [Answer, Answer];
-  return LABEL.test(label.source) ? value : null;
+  if (!LABEL.test(label.source)) return null;
+  // A ratio of names (`AB:CD`, `\frac{AB}{CD}`, `AB/CD`) labels one number, not a tuple or set.
+  return value.kind !== 'expression' && /^(?:\\frac|[^(]*[:/])/.test(label.source) ? null : value;
 }
 
 /**
