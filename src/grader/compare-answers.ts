@@ -146,7 +146,8 @@ function labelledValue(answer: Extract<Answer, { kind: 'relation' }>): Answer | 
   const [label, value] = answer.sides as [Answer, Answer];
   if (!LABEL.test(label.source)) return null;
   // A ratio of names (`AB:CD`, `\frac{AB}{CD}`, `AB/CD`) labels one number, not a tuple or set.
-  return value.kind !== 'expression' && /^(?:\\frac|[^(]*[:/])/.test(label.source) ? null : value;
+  const several = value.kind === 'tuple' || value.kind === 'collection' || value.kind === 'union';
+  return (several || value.kind === 'matrix') && /^(?:\\frac|[^(]*[:/])/.test(label.source) ? null : value;
 }
 
 /**
