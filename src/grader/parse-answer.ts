@@ -161,7 +161,7 @@ function wholeMatrix(text: string): string | null {
 
 /**
  * The matrix after the last top-level `=` of a matrix computation (`M_1 + M_2 = M`, `AB =
- * M_1 M_2 = M`): a side before it holds a matrix or is a name; null otherwise.
+ * M_1 M_2 = M`) when a side before it holds a matrix; null otherwise (`A = M` is a label).
  */
 function matrixResult(text: string): string | null {
   if (!text.includes('\\begin') || !text.includes('=')) return null;
@@ -327,9 +327,10 @@ const ABSOLUTE_NAME = /^\s*\|\s*[A-Za-z](?:_\{?\w+\}?)?\s*\|\s*$/;
 /**
  * The set an inequality on a function's value or on `|t|` describes, as intervals (not marked
  * as written from an inequality, so an interval reference accepts them):
- * `-1 < h(x) < 3` → `(-1, 3)`, `2 \le |t| \le 5` → `[-5, -2] \cup [2, 5]`, `|t| < 4` → `(-4, 4)`,
- * `|t| \ge 1` → `(-\infty, -1] \cup [1, \infty)`, `f(x) \ge 2` → `[2, \infty)`. Bounds must be numbers, in order (the low
- * bound certainly below the high one, and a bound on `|t|` certainly positive), else null.
+ * `-1 < h(x) < 3` → `(-1, 3)`, `f(x) \ge 2` → `[2, \infty)`, `2 \le |t| \le 5` →
+ * `[-5, -2] \cup [2, 5]`, `|t| < 4` → `(-4, 4)`, `|t| \ge 1` → `(-\infty, -1] \cup [1, \infty)`.
+ * Bounds must be numbers, in order (the low bound certainly below the high one, and a bound on
+ * `|t|` certainly positive), else null.
  */
 function valueSetOf(sides: string[], operators: string[], source: string, depth: number): Answer | null {
   const rising = (operator: string) => operator === '<' || operator === '\\le';
@@ -344,7 +345,7 @@ function valueSetOf(sides: string[], operators: string[], source: string, depth:
     const ascending = rising(operators[0]!);
     [low, high] = ascending ? [sides[0]!, sides[2]!] : [sides[2]!, sides[0]!];
     [lowStrict, highStrict] = (ascending ? operators : [...operators].reverse()).map(
-      (o) => o === '<' || o === '>',
+      (operator) => operator === '<' || operator === '>',
     ) as [boolean, boolean];
     middle = sides[1]!;
   } else if (operators.length === 1 && (rising(operators[0]!) || falling(operators[0]!))) {
