@@ -1,8 +1,10 @@
 /**
  * The answer formats of real training data (src/grader/training-formats-corpus.jsonl, our own
  * wording): several boxes, labelled references, ratios, lists joined by words, units in boxes,
- * `<think>` responses, intervals against inequalities, Markdown answer lines — each with its verdict, graded with the
- * jailed sandbox. Cases where Math-Verify gives the other verdict carry a `note` saying why.
+ * `<think>` responses, intervals against inequalities, Markdown answer lines, matrix computations,
+ * lists of tuples with repeats or `;`, references joined by words, labelled roots and
+ * assignments, inequalities on `|t|` or `h(x)` as sets, values in prose — each with its verdict,
+ * graded with the jailed sandbox. Cases where Math-Verify gives the other verdict carry a `note` saying why.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -23,7 +25,22 @@ describe('training-data answer formats', () => {
   const sandboxOf = useGraderTestSandbox();
 
   it('covers every format with right answers and near misses', () => {
-    for (const kind of ['boxes', 'label', 'ratio', 'list', 'units', 'think', 'interval', 'markdown']) {
+    for (const kind of [
+      'boxes',
+      'label',
+      'ratio',
+      'list',
+      'units',
+      'think',
+      'interval',
+      'markdown',
+      'matrix',
+      'tuple-list',
+      'words-reference',
+      'labelled-roots',
+      'value-set',
+      'prose-value',
+    ]) {
       const cases = corpus.filter((item) => item.kind === kind);
       expect(cases.some((item) => item.correct)).toBe(true);
       expect(cases.some((item) => !item.correct)).toBe(true);

@@ -216,6 +216,47 @@ print('parent alive')`);
     expect(['ok', 'memory-exceeded', 'killed']).toContain(spread.status);
   });
 
+  it('stops native memory bombs of python-flint and z3 at the address-space limit', async () => {
+    await open();
+    // 3^(10^10) needs about 2 GB: FLINT's failed allocation aborts the process (the session is reset).
+    const flint = await run('import flint\nx = flint.fmpz(3) ** (10 ** 10)\nprint(x.bit_length())', 10_000);
+    expect(['killed', 'memory-exceeded']).toContain(flint.status);
+    if (flint.status === 'killed') expect(flint.reason).toMatch(/state was reset/);
+    expect(await run('print(1 + 1)')).toMatchObject({ status: 'ok', stdout: '2\n' });
+    // Bit-blasting a 65,536-bit cube runs out of memory long before the time limit; Z3 gives up.
+    const z3 = await run(
+      'import z3\nx = z3.BitVec("x", 1 << 16)\ns = z3.Solver()\ns.add(x * x * x == 12345)\nprint(s.check(), s.reason_unknown())',
+      10_000,
+    );
+    expect(z3).toMatchObject({ status: 'ok', stdout: 'unknown out of memory\n' });
+    expect(await run('print(2 + 2)')).toMatchObject({ status: 'ok', stdout: '4\n' });
+  });
+
+  it('stops native python-flint and z3 computations at the time limit', async () => {
+    await open();
+    const flint = await run('import flint\nprint(flint.fmpz(2 ** 400 + 1).factor())', 300);
+    expect(flint).toMatchObject({ status: 'killed' });
+    if (flint.status === 'killed') expect(flint.reason).toMatch(/^timeout: /);
+    // The pigeonhole principle for 12 holes: exponential for a SAT solver.
+    const pigeons = [
+      'import z3',
+      'n = 12',
+      'p = [[z3.Bool(f"p{i}_{j}") for j in range(n)] for i in range(n + 1)]',
+      's = z3.Solver()',
+      'for i in range(n + 1):',
+      '    s.add(z3.Or(p[i]))',
+      'for j in range(n):',
+      '    for a in range(n + 1):',
+      '        for b in range(a + 1, n + 1):',
+      '            s.add(z3.Not(z3.And(p[a][j], p[b][j])))',
+      'print(s.check())',
+    ].join('\n');
+    const z3 = await run(pigeons, 300);
+    expect(['timeout', 'killed']).toContain(z3.status);
+    if (z3.status === 'killed') expect(z3.reason).toMatch(/^timeout: /);
+    expect(await run('print(3 + 3)')).toMatchObject({ status: 'ok', stdout: '6\n' });
+  });
+
   it('kills loops that disable the timer or block the signal, and reports why', async () => {
     await open();
     const disabled = await run(

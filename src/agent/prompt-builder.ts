@@ -1,11 +1,13 @@
 /**
  * Prompt construction: a builder turns a problem into chat messages, the tokenizer's chat
  * template turns them into the prompt text. The default builder adds a system message saying
- * which dialect to use; `problemOnlyPrompt` sends the plain problem text as the only user
+ * which dialect to use and, in one line read from the sandbox's environment, which Python and
+ * libraries the interpreter has; `problemOnlyPrompt` sends the plain problem text as the only user
  * message (what the embedded model is trained on).
  */
 import type { ChatMessage, Tokenizer } from '../engine/tokenizer.ts';
 import type { Dialect, DialectName } from '../protocol/dialect.ts';
+import { jailLibraries, jailLibrariesLine } from '../shared/jail-libraries.ts';
 import type { Problem } from './problem.ts';
 
 /** Builds the chat messages for a problem in a dialect. */
@@ -23,11 +25,19 @@ const DIALECT_INSTRUCTIONS: Record<DialectName, string> = {
     '```output block. Give the final answer as \\boxed{answer}.',
 };
 
-/** System message with the dialect's instructions, then the problem as the user message. */
-export const instructedPrompt: PromptBuilder = (problem, dialect) => [
-  { role: 'system', content: DIALECT_INSTRUCTIONS[dialect.name] },
-  { role: 'user', content: problem.text },
-];
+/**
+ * System message with the dialect's instructions and the interpreter's libraries (`The
+ * interpreter is Python 3.11.2 with …, z3-solver 5.4.0.0 (import z3).`, omitted when the
+ * sandbox's environment cannot be read), then the problem as the user message.
+ */
+export const instructedPrompt: PromptBuilder = (problem, dialect) => {
+  const libraries = jailLibrariesLine(jailLibraries());
+  const instructions = DIALECT_INSTRUCTIONS[dialect.name];
+  return [
+    { role: 'system', content: libraries === null ? instructions : `${instructions} ${libraries}` },
+    { role: 'user', content: problem.text },
+  ];
+};
 
 /** The problem text alone, as the only user message. */
 export const problemOnlyPrompt: PromptBuilder = (problem) => [{ role: 'user', content: problem.text }];

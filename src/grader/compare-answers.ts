@@ -81,7 +81,7 @@ export async function compareAnswers(
     return compareExpressions(prediction.node, reference.node, context);
   }
   if (prediction.kind === 'collection' && reference.kind === 'collection') {
-    return compareUnordered(prediction.items, reference.items, context);
+    return compareUnordered(withoutRepeats(prediction.items, reference.items), reference.items, context);
   }
   // One value against a one-item collection (`\{5\}` vs `5`).
   if (prediction.kind === 'collection' && prediction.items.length === 1) {
@@ -120,14 +120,34 @@ export async function compareAnswers(
 
 /** One named quantity: `x`, `x_1`, `AB`, `|AB|`, `f(x)`, `\angle ABC`, `V_1`. */
 const NAME = String.raw`(?:\\(?:angle|overline|overrightarrow|widehat|triangle|measuredangle|vec)\{?(?:[A-Za-z](?:_(?:\{\w+\}|\w))?'*)+\}?|\|(?:[A-Za-z](?:_(?:\{\w+\}|\w))?'*)+\||(?:[A-Za-z](?:_(?:\{\w+\}|\w))?'*)+|[A-Za-z]\([A-Za-z0-9,]*\))`;
-/** A label: a name, a tuple of names `(p,q)`, or a ratio of names `V_1:V_2` (spaces removed). */
-const LABEL = new RegExp(String.raw`^(?:${NAME}|\(${NAME}(?:,${NAME})+\)|${NAME}(?::${NAME})+)$`);
+/**
+ * A label: a name, a tuple of names `(p,q)`, or a ratio of names `V_1:V_2`, `\frac{AB}{CD}`,
+ * `AB/CD` (spaces removed).
+ */
+const LABEL = new RegExp(
+  String.raw`^(?:${NAME}|\(${NAME}(?:,${NAME})+\)|${NAME}(?::${NAME})+|\\frac\{${NAME}\}\{${NAME}\}|${NAME}/${NAME})$`,
+);
+
+/**
+ * A response's items without repeats written the same way (`(1,2),(2,1),(1,2)`), when the
+ * reference lists no item twice: a list of solutions is a set. A reference with a repeat (a
+ * double root `1, 1, 2`) keeps the count.
+ */
+function withoutRepeats(items: Answer[], reference: Answer[]): Answer[] {
+  const distinct = (list: Answer[]) => new Set(list.map((item) => item.source)).size === list.length;
+  if (distinct(items) || !distinct(reference)) return items;
+  const seen = new Set<string>();
+  return items.filter((item) => !seen.has(item.source) && seen.add(item.source));
+}
 
 /** The value of `label = value` (one `=`, a label on the left), or null. */
 function labelledValue(answer: Extract<Answer, { kind: 'relation' }>): Answer | null {
   if (answer.operators.length !== 1 || answer.operators[0] !== '=') return null;
   const [label, value] = answer.sides as [Answer, Answer];
-  return LABEL.test(label.source) ? value : null;
+  if (!LABEL.test(label.source)) return null;
+  // A ratio of names (`AB:CD`, `\frac{AB}{CD}`, `AB/CD`) labels one number, not a tuple or set.
+  const several = value.kind === 'tuple' || value.kind === 'collection' || value.kind === 'union';
+  return (several || value.kind === 'matrix') && /^(?:\\frac|[^(]*[:/])/.test(label.source) ? null : value;
 }
 
 /**

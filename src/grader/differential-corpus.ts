@@ -4,7 +4,10 @@
  * compared. Each reference yields equivalent rewritings (boxes, answer phrases, prose around
  * the answer, spacing, LaTeX spellings, labels, the order of an unordered list, several boxes,
  * decimals for fractions, inequalities for intervals, `<think>` responses whose last answer
- * counts) and near misses (one digit, a sign, the order of a tuple, a missing solution).
+ * counts, a matrix computation ending in the answer, `;` in a tuple, solutions as math joined by
+ * `and`, repeated or labelled `x_{1}=…`, a value labelled `\frac{AB}{CD}=`) and near misses (one
+ * digit, a sign, the order of a tuple, a missing solution, a matrix computation ending in
+ * another matrix).
  * `intended` is what the rewriting was built to be; the verdict that counts in the comparison
  * is the verifier's. Deterministic: the only choice (which digit) is taken from the text.
  * It does not read files: callers hand it the references (read by path, never copied).
@@ -124,6 +127,21 @@ function changeOneDigit(answer: string): string | null {
     return `${body.slice(0, index)}${digit}${body.slice(index + 1)}${base?.[0] ?? ''}`;
   }
   return null;
+}
+
+/** The zero matrix of a `pmatrix` answer's shape, or null for any other answer. */
+function zeroMatrix(answer: string): string | null {
+  const match = /^\s*\\begin\{pmatrix\}(.*)\\end\{pmatrix\}\s*$/s.exec(answer);
+  if (match === null) return null;
+  const rows = match[1]!.split('\\\\').filter((row) => row.trim() !== '');
+  return `\\begin{pmatrix} ${rows
+    .map((row) =>
+      row
+        .split('&')
+        .map(() => '0')
+        .join(' & '),
+    )
+    .join(' \\\\ ')} \\end{pmatrix}`;
 }
 
 const REWRITINGS: Rewriting[] = [
@@ -398,6 +416,63 @@ const REWRITINGS: Rewriting[] = [
       `<think>\nTrying $n = 3$ gives 17, which is too large, so the count must be smaller.\n</think>\nThe final answer is $${answer}$.`,
   },
   {
+    kind: 'matrix-computation',
+    intended: 'equivalent',
+    build: (answer) => {
+      const zero = zeroMatrix(answer);
+      return zero === null
+        ? null
+        : `Adding the zero matrix changes nothing:\n$$${zero} + ${answer.trim()} = ${answer.trim()}$$`;
+    },
+  },
+  {
+    kind: 'tuple-semicolons',
+    intended: 'equivalent',
+    build: (answer) => {
+      const items = /\\cup/.test(answer) ? null : tupleItems(answer);
+      return items === null ? null : `$\\boxed{(${items.join('; ')})}$`;
+    },
+  },
+  {
+    kind: 'math-words',
+    intended: 'equivalent',
+    build: (answer) =>
+      isList(answer)
+        ? `The solutions are ${topLevelItems(answer)!
+            .map((item) => `$${item}$`)
+            .join(' and ')}.`
+        : null,
+  },
+  {
+    kind: 'repeated-solution',
+    intended: 'equivalent',
+    build: (answer) => {
+      const items = isList(answer) ? topLevelItems(answer)! : null;
+      return items === null || new Set(items).size !== items.length
+        ? null
+        : `$\\boxed{${[...items, items[0]!].join(', ')}}$`;
+    },
+  },
+  {
+    kind: 'labelled-roots',
+    intended: 'equivalent',
+    build: (answer) =>
+      isList(answer)
+        ? `Hence $${topLevelItems(answer)!
+            .map((item, index) => `x_{${index + 1}}=${item}`)
+            .join(',\\quad ')}$.`
+        : null,
+  },
+  {
+    kind: 'fraction-label',
+    intended: 'equivalent',
+    // A ratio labels one number: not an interval or point written with `\left(`.
+    build: (answer) =>
+      isSingleValue(answer) && !/^\s*\\left\s*[([]/.test(answer)
+        ? `$\\boxed{\\frac{AB}{CD}=${answer}}$`
+        : null,
+  },
+  {
     kind: 'labelled-one-digit',
     intended: 'near-miss',
     build: (answer) => {
@@ -488,6 +563,17 @@ const REWRITINGS: Rewriting[] = [
       if (items === null) return null;
       const swapped = [items[1]!, items[0]!, ...items.slice(2)];
       return `The point is $\\boxed{(${swapped.join(', ')})}$.`;
+    },
+  },
+  {
+    kind: 'matrix-computation-wrong',
+    intended: 'near-miss',
+    build: (answer) => {
+      const zero = zeroMatrix(answer);
+      const changed = zero === null ? null : changeOneDigit(answer);
+      return changed === null
+        ? null
+        : `Adding the zero matrix:\n$$${zero} + ${answer.trim()} = ${changed.trim()}$$`;
     },
   },
   {

@@ -52,15 +52,16 @@ function extractFrom(text: string): Extraction | null {
   const math = spans.at(-1) ?? null;
   const prose = isProse(without(tail, spans));
   if (math !== null) {
-    const after = prose ? lastNumber(tail.slice(math.end)) : null;
+    const after = prose ? lastValue(tail.slice(math.end)) : null;
     if (after !== null) return { answer: after, source: 'number' };
-    if (math.content.trim() !== '') return { answer: math.content.trim(), source: 'math' };
+    if (math.content.trim() !== '')
+      return { answer: joinedMath(tail, spans, spans.length - 1), source: 'math' };
   }
   const bare = text.trim();
   const short = bare !== '' && bare.length <= MAX_BARE_CHARS && !bare.includes('\n');
   if (short && !prose) return { answer: bare, source: 'bare' };
   // Not from inside inline math that spans lines (malformed, so not an answer).
-  const number = prose ? lastNumber(without(tail, malformed)) : null;
+  const number = prose ? lastValue(without(tail, malformed)) : null;
   if (number !== null) return { answer: number, source: 'number' };
   return short ? { answer: bare, source: 'bare' } : null;
 }
@@ -101,6 +102,33 @@ function isProse(text: string): boolean {
  */
 const NUMBER =
   /(?<![A-Za-z0-9.,\\])[-−]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?(?:\/\d+)?|\.\d+)(?![\d/])/g;
+
+/** The last value in prose: a bracketed tuple that no number follows, else the last number. */
+function lastValue(text: string): string | null {
+  return lastTuple(text) ?? lastNumber(text);
+}
+
+/**
+ * The last bracketed tuple in prose (`The point is (2, \frac{\pi}{3}).`), when no number
+ * follows it: brackets matched backwards from the last closing one (at most 300 characters),
+ * a top-level comma, a digit, and no prose inside. Null otherwise.
+ */
+function lastTuple(text: string): string | null {
+  const close = Math.max(text.lastIndexOf(')'), text.lastIndexOf(']'));
+  if (close === -1 || lastNumber(text.slice(close + 1)) !== null) return null;
+  let depth = 0;
+  let comma = false;
+  for (let index = close; index >= Math.max(0, close - 300); index--) {
+    const character = text[index]!;
+    if (character === ')' || character === ']') depth++;
+    else if (character === '(' || character === '[') depth--;
+    else if (character === ',' && depth === 1) comma = true;
+    if (depth > 0) continue;
+    const tuple = text.slice(index, close + 1);
+    return comma && /\d/.test(tuple) && !isProse(tuple) ? tuple : null;
+  }
+  return null;
+}
 
 function lastNumber(text: string): string | null {
   let last: string | null = null;
@@ -162,6 +190,24 @@ function scanMath(text: string): { spans: MathSpan[]; malformed: MathSpan[] } {
   return { spans, malformed };
 }
 
+/** What may stand between math environments that list one answer: `$4$ and $9$`, `$1$, $2$`. */
+const JOINS_MATH = /^\s*[,;]?\s*(?:(?:and|or)\s+)?$/i;
+
+/**
+ * The content of `spans[last]` with the environments before it that are joined to it by only
+ * spacing, `,`, `;`, `and` or `or` (`$4$ and $9$` → `4, 9`), at most 16.
+ */
+function joinedMath(text: string, spans: readonly MathSpan[], last: number): string {
+  const items = [spans[last]!.content.trim()];
+  for (let index = last; index > 0 && items.length < 16; index--) {
+    const between = text.slice(spans[index - 1]!.end, spans[index]!.start);
+    const content = spans[index - 1]!.content.trim();
+    if (between === '' || !JOINS_MATH.test(between) || content === '') break;
+    items.unshift(content);
+  }
+  return items.join(', ');
+}
+
 /** The next unescaped `$` from `from`, or -1. */
 function nextDollar(text: string, from: number): number {
   for (let index = from; index < text.length; index++) {
@@ -184,24 +230,45 @@ function without(text: string, spans: readonly MathSpan[]): string {
 }
 
 /**
- * Boxes before the last box, with only spacing, `,`, `;`, `$`, `\quad`, `\text{…}` or a few
- * words including `and` / `or` between (`\boxed{3} \quad \text{and} \quad \boxed{4}`,
- * `\boxed{3} papers and \boxed{4} bins`) and contents without braces, are one answer with it:
- * `3, 4`. Single characters in the separator pattern keep the match linear.
+ * Boxes before the last box, with only spacing, `,`, `;`, `$`, `\(`/`\)`, `\quad`, `\text{…}` or
+ * a few words including `and` / `or` between (`\boxed{3} \quad \text{and} \quad \boxed{4}`,
+ * `\(\boxed{3}\) and \(\boxed{-1}\)`, `\boxed{3} papers and \boxed{4} bins`), are one answer
+ * with it: `3, 4`. Single characters in the separator pattern keep the match linear; a box's
+ * braces are matched backwards from its closing brace, over a bounded window.
  */
-const BOX_BEFORE =
-  /\\boxed\{([^{}]*)\}((?:[\s,;$]|\\q?quad(?![A-Za-z])|\\[,;: ]|\\text\s*\{[^{}]*\}|[A-Za-z])*)$/;
+const SEPARATOR_BEFORE = /(?:[\s,;$]|\\q?quad(?![A-Za-z])|\\[,;: ()[\]]|\\text\s*\{[^{}]*\}|[A-Za-z])*$/;
+/** How far back a box before a box may start. */
+const BOX_WINDOW_CHARS = 2_000;
 
 function withAdjacentBoxes(text: string, last: { content: string; start: number }): string {
   const items = [last.content.trim()];
   let end = last.start;
   for (let count = 0; count < 16; count++) {
-    const before = BOX_BEFORE.exec(text.slice(Math.max(0, end - 300), end));
-    if (before === null || !joinsBoxes(before[2]!)) break;
-    items.unshift(before[1]!.trim());
-    end -= before[0].length;
+    const separator = SEPARATOR_BEFORE.exec(text.slice(Math.max(0, end - 300), end))?.[0] ?? '';
+    if (!joinsBoxes(separator)) break;
+    const box = boxEndingAt(text, end - separator.length);
+    if (box === null) break;
+    items.unshift(box.content.trim());
+    end = box.start;
   }
   return items.join(', ');
+}
+
+/** The `\boxed{…}` (or `\fbox{…}`) whose closing brace is just before `end`, or null. */
+function boxEndingAt(text: string, end: number): { content: string; start: number } | null {
+  if (text[end - 1] !== '}') return null;
+  let depth = 0;
+  for (let index = end - 1; index >= Math.max(0, end - BOX_WINDOW_CHARS); index--) {
+    const character = text[index];
+    if (character !== '{' && character !== '}') continue;
+    if (text[index - 1] === '\\' && text[index - 2] !== '\\') continue; // `\{`, `\}`
+    depth += character === '}' ? 1 : -1;
+    if (depth > 0) continue;
+    const command = /\\(?:boxed|fbox)\s*$/.exec(text.slice(Math.max(0, index - 16), index));
+    if (command === null) return null;
+    return { content: text.slice(index + 1, end - 1), start: index - command[0].length };
+  }
+  return null;
 }
 
 /** A separator of listed boxes: no words, or at most four words of which one is `and` / `or`. */
@@ -226,8 +293,12 @@ function lastAnswerPhrase(text: string): string | null {
     .trim();
   const { spans } = scanMath(answer);
   if (spans[0]?.start === 0) {
-    // `$x$.` / `\(x\)` right after the phrase: that environment is the answer.
-    answer = spans[0].content.trim();
+    // `$x$.` / `\(x\)` right after the phrase: that environment is the answer (with the ones
+    // joined to it by `and` / `or`: `$3$ or $4$`).
+    let last = 0;
+    while (last + 1 < spans.length && JOINS_MATH.test(answer.slice(spans[last]!.end, spans[last + 1]!.start)))
+      last++;
+    answer = joinedMath(answer, spans, last);
   } else {
     answer = answer.replace(/\.\s.*$/, '').replace(/[.\s]+$/, '');
     // "The largest $n$ is 34": the value after the sentence's last " is ".

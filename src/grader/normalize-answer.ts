@@ -17,6 +17,12 @@ const TRAILING_UNIT = new RegExp(
   String.raw`(?<=[\d}\s)])\s*(?:(?:${UNIT_WORDS})(?:\s*\^\s*\{?[23]\}?)?\s*)+$`,
 );
 
+/** A unit after a number inside a list (`12 cm, 5`), dropped item by item. */
+const LISTED_UNIT = new RegExp(
+  String.raw`(?<=\d)\s+(?:${UNIT_WORDS})(?:\s*\^\s*\{?[23]\}?)?(?=\s*[,;}]|\s*\\\}|$)`,
+  'g',
+);
+
 const NUMBER_WITH_WORDS = /^([+-]?\d+(?:,\d{3})*(?:\.\d+)?) ([A-Za-z]{2,}(?: [A-Za-z]{2,}){0,2})$/;
 /** Words after a number that change its value or make it an expression, not a unit. */
 const NOT_UNIT_WORDS =
@@ -84,9 +90,12 @@ export function normalizeAnswer(answer: string): string {
   text = unwrapText(text);
   // `1 or -2`, `3 and 4`: words that join listed values are list commas, as `\text{ or }` is.
   text = text.replace(/\s(?:or|and)\s/g, ', ');
+  // `(2,5)or(5,2)`: the same words written without spaces between bracketed values.
+  text = text.replace(/(?<=[)\]])\s*(?:or|and)\s*(?=[-([\d\\])/g, ', ');
   text = text.replace(/\s+/g, ' ').trim();
   text = text.replace(/[.,;:\s]+$/, '').replace(/^[=:\s]+/, '');
   text = text.replace(TRAILING_UNIT, '').trim();
+  if (/[,;]/.test(text)) text = text.replace(LISTED_UNIT, '');
   // `12 apples`, `12 \text{ red apples}`: a number followed only by a few words is that number.
   const counted = NUMBER_WITH_WORDS.exec(text);
   if (counted !== null && !NOT_UNIT_WORDS.test(counted[2]!)) text = counted[1]!;

@@ -3,6 +3,7 @@
  * interval (brackets kept), a union, an order-free collection (a set, a list, `a \pm b`), a
  * matrix, or a relation (`=`, `<`, `\le`, …). Each leaf expression is parsed once here.
  */
+import { floatValue } from './float-value.ts';
 import { parseLatex } from './latex-parser.ts';
 import { freeSymbols, type MathNode } from './math-node.ts';
 
@@ -66,15 +67,19 @@ export function parseAnswer(text: string, depth = 0): Answer {
   const source = squeeze(trimmed);
   if (depth > 8) return { kind: 'unparsed', source, error: 'structure too deep' };
 
-  // A matrix, also inside brackets (`\left[\begin{array}{cc}…\end{array}\right]`).
-  const matrix =
-    /^[([]?\s*\\begin\{([pbBvV]?matrix|smallmatrix|array)\}(?:\{[lcr|]*\})?(.*)\\end\{\1\}\s*[)\]]?$/s.exec(
-      trimmed,
-    );
-  if (matrix) return parseMatrix(matrix[2]!, source, depth);
+  const matrix = wholeMatrix(trimmed);
+  if (matrix !== null) return parseMatrix(matrix, source, depth);
+  // `A + B = \begin{pmatrix}…\end{pmatrix}`: a matrix computation's answer is its result.
+  const result = matrixResult(trimmed);
+  if (result !== null) return parseAnswer(result, depth + 1);
 
   const pieces = splitTopLevel(trimmed, (token) => token === ',' || token === ';');
   if (pieces === null) return { kind: 'unparsed', source, error: 'unbalanced brackets' };
+  const groups = assignmentGroups(pieces);
+  if (groups !== null) {
+    if (groups.length > MAX_ITEMS) return { kind: 'unparsed', source, error: 'too many items' };
+    return { kind: 'collection', source, items: groups.map((group) => parseAnswer(group, depth + 1)) };
+  }
   const listItems = pieces.filter((_, index) => index % 2 === 0);
   if (listItems.length > 1) {
     if (listItems.length > MAX_ITEMS) return { kind: 'unparsed', source, error: 'too many items' };
@@ -108,7 +113,9 @@ export function parseAnswer(text: string, depth = 0): Answer {
   const bracketed = /^[([]/.test(trimmed) && /[)\]]$/.test(trimmed) && closesAtEnd(trimmed);
   if (bracketed) {
     const inner = trimmed.slice(1, -1);
-    const parts = splitTopLevel(inner, (token) => token === ',');
+    let parts = splitTopLevel(inner, (token) => token === ',');
+    // `(1;0;2)`: `;` separates the entries when there is no comma.
+    if (parts !== null && parts.length === 1) parts = splitTopLevel(inner, (token) => token === ';');
     if (parts !== null && parts.length > 1) {
       const items = parts.filter((_, index) => index % 2 === 0).map((part) => parseAnswer(part, depth + 1));
       return { kind: 'tuple', source, open: trimmed[0]!, close: trimmed[trimmed.length - 1]!, items };
@@ -139,6 +146,51 @@ export function parseAnswer(text: string, depth = 0): Answer {
   return parsed.ok
     ? { kind: 'expression', source, node: parsed.node }
     : { kind: 'unparsed', source, error: parsed.error };
+}
+
+/** A matrix, also inside brackets (`\left[\begin{array}{cc}…\end{array}\right]`): its body, or null. */
+function wholeMatrix(text: string): string | null {
+  const matrix =
+    /^[([]?\s*\\begin\{([pbBvV]?matrix|smallmatrix|array)\}(?:\{[lcr|]*\})?(.*)\\end\{\1\}\s*[)\]]?$/s.exec(
+      text,
+    );
+  // One environment only: `\begin{pmatrix}…\end{pmatrix} + \begin{pmatrix}…\end{pmatrix}` is a sum.
+  if (matrix === null || matrix[2]!.includes(`\\end{${matrix[1]}}`)) return null;
+  return matrix[2]!;
+}
+
+/**
+ * The matrix after the last top-level `=` of a matrix computation (`M_1 + M_2 = M`, `AB =
+ * M_1 M_2 = M`) when a side before it holds a matrix; null otherwise (`A = M` is a label).
+ */
+function matrixResult(text: string): string | null {
+  if (!text.includes('\\begin') || !text.includes('=')) return null;
+  const parts = splitTopLevel(text, (token) => token === '=');
+  if (parts === null || parts.length < 3) return null;
+  const last = parts.at(-1)!.trim();
+  if (wholeMatrix(last) === null) return null;
+  const before = parts.slice(0, -2).filter((_, index) => index % 2 === 0);
+  return before.some((side) => side.includes('\\begin')) ? last : null;
+}
+
+/**
+ * `a=3,b=1;a=1,b=3`: `;` separates groups of assignments when every group is two or more
+ * `name = value` items joined by `,`; each group is then one answer (a labelled list). Null for
+ * any other list, which keeps `,` and `;` alike.
+ */
+function assignmentGroups(pieces: string[]): string[] | null {
+  if (!pieces.some((piece) => piece === ';') || !pieces.some((piece) => piece === ',')) return null;
+  const groups: string[] = [''];
+  for (const piece of pieces) {
+    if (piece === ';') groups.push('');
+    else groups[groups.length - 1] += piece;
+  }
+  const assignment = /^\s*[A-Za-z](?:_\{?\w+\}?)?\s*=[^=]+$/;
+  const valid = groups.every((group) => {
+    const items = splitTopLevel(group, (token) => token === ',')?.filter((_, index) => index % 2 === 0);
+    return items !== undefined && items.length > 1 && items.every((item) => assignment.test(item));
+  });
+  return valid && groups.length > 1 ? groups : null;
 }
 
 /** `11:21`: a ratio is the quotient of its two sides (so `22:42` and `\frac{11}{21}` are equal). */
@@ -214,6 +266,8 @@ function parseRelation(text: string, source: string, depth: number): Answer | nu
   }
   const interval = doubleInequality(sides, operators, source, depth);
   if (interval !== null) return interval;
+  const valueSet = valueSetOf(sides, operators, source, depth);
+  if (valueSet !== null) return valueSet;
   return { kind: 'relation', source, operators, sides: sides.map((side) => parseAnswer(side, depth + 1)) };
 }
 
@@ -263,6 +317,89 @@ function doubleInequality(
     items: [parseAnswer(low, depth + 1), parseAnswer(high, depth + 1)],
     fromInequality: true,
   };
+}
+
+/** A function's value `h(x)`, `f_1(t)`: a double inequality on it is the function's range. */
+const FUNCTION_VALUE = /^\s*[A-Za-z](?:_\{?\w+\}?)?\s*\(\s*[A-Za-z]\s*\)\s*$/;
+/** The absolute value of a name: `|t|`. */
+const ABSOLUTE_NAME = /^\s*\|\s*[A-Za-z](?:_\{?\w+\}?)?\s*\|\s*$/;
+
+/**
+ * The set an inequality on a function's value or on `|t|` describes, as intervals (not marked
+ * as written from an inequality, so an interval reference accepts them):
+ * `-1 < h(x) < 3` → `(-1, 3)`, `f(x) \ge 2` → `[2, \infty)`, `2 \le |t| \le 5` →
+ * `[-5, -2] \cup [2, 5]`, `|t| < 4` → `(-4, 4)`, `|t| \ge 1` → `(-\infty, -1] \cup [1, \infty)`.
+ * Bounds must be numbers, in order (the low bound certainly below the high one, and a bound on
+ * `|t|` certainly positive), else null.
+ */
+function valueSetOf(sides: string[], operators: string[], source: string, depth: number): Answer | null {
+  const rising = (operator: string) => operator === '<' || operator === '\\le';
+  const falling = (operator: string) => operator === '>' || operator === '\\ge';
+  const mirror = (operator: string) => ({ '<': '>', '>': '<', '\\le': '\\ge', '\\ge': '\\le' })[operator]!;
+  let low: string | null = null;
+  let high: string | null = null;
+  let lowStrict = true;
+  let highStrict = true;
+  let middle: string;
+  if (operators.length === 2 && (operators.every(rising) || operators.every(falling))) {
+    const ascending = rising(operators[0]!);
+    [low, high] = ascending ? [sides[0]!, sides[2]!] : [sides[2]!, sides[0]!];
+    [lowStrict, highStrict] = (ascending ? operators : [...operators].reverse()).map(
+      (operator) => operator === '<' || operator === '>',
+    ) as [boolean, boolean];
+    middle = sides[1]!;
+  } else if (operators.length === 1 && (rising(operators[0]!) || falling(operators[0]!))) {
+    // As `middle OP bound`: a bound on the left mirrors the operator.
+    const onLeft = ABSOLUTE_NAME.test(sides[1]!) || FUNCTION_VALUE.test(sides[1]!);
+    const operator = onLeft ? mirror(operators[0]!) : operators[0]!;
+    middle = onLeft ? sides[1]! : sides[0]!;
+    const bound = onLeft ? sides[0]! : sides[1]!;
+    if (rising(operator)) [high, highStrict] = [bound, operator === '<'];
+    else [low, lowStrict] = [bound, operator === '>'];
+  } else return null;
+  const absolute = ABSOLUTE_NAME.test(middle);
+  if (!absolute && !FUNCTION_VALUE.test(middle)) return null;
+  const lowAnswer = low === null ? null : parseAnswer(low, depth + 1);
+  const highAnswer = high === null ? null : parseAnswer(high, depth + 1);
+  const number = (answer: Answer | null) =>
+    answer?.kind === 'expression' && freeSymbols(answer.node).length === 0
+      ? floatValue(answer.node, new Map())
+      : null;
+  const [lowValue, highValue] = [number(lowAnswer), number(highAnswer)];
+  if ((lowAnswer !== null && lowValue === null) || (highAnswer !== null && highValue === null)) return null;
+  if (lowValue && highValue && !(lowValue.value + lowValue.error < highValue.value - highValue.error))
+    return null;
+  const interval = (open: string, items: Answer[], close: string): Answer => ({
+    kind: 'tuple',
+    source,
+    open,
+    close,
+    items,
+  });
+  const [openLow, closeHigh] = [lowStrict ? '(' : '[', highStrict ? ')' : ']'];
+  const infinity = (sign: string) => parseAnswer(`${sign}\\infty`, depth + 1);
+  if (!absolute)
+    return interval(openLow, [lowAnswer ?? infinity('-'), highAnswer ?? infinity('')], closeHigh);
+  // On |t|: a positive low bound splits the set in two, mirrored about 0.
+  for (const value of [lowValue, highValue]) if (value && !(value.value - value.error > 0)) return null;
+  const negative = (answer: Answer): Answer =>
+    answer.kind === 'expression'
+      ? { kind: 'expression', source: `-(${answer.source})`, node: { type: 'negate', argument: answer.node } }
+      : answer;
+  if (lowAnswer === null)
+    return interval(closeHigh === ']' ? '[' : '(', [negative(highAnswer!), highAnswer!], closeHigh);
+  const mirroredClose = openLow === '[' ? ']' : ')';
+  const left = interval(
+    highAnswer === null ? '(' : closeHigh === ']' ? '[' : '(',
+    [highAnswer === null ? infinity('-') : negative(highAnswer), negative(lowAnswer)],
+    mirroredClose,
+  );
+  const right = interval(
+    openLow,
+    [lowAnswer, highAnswer ?? infinity('')],
+    highAnswer === null ? ')' : closeHigh,
+  );
+  return { kind: 'union', source, parts: [left, right] };
 }
 
 function parseMatrix(body: string, source: string, depth: number): Answer {

@@ -16,6 +16,10 @@ describe('checkEnvironment', () => {
       'NumPy (jail)',
       'SciPy (jail)',
       'Math-Verify (jail)',
+      'python-flint (jail)',
+      'z3-solver (jail)',
+      'networkx (jail)',
+      'mpmath (jail)',
       'bubblewrap jail',
     ]) {
       expect(names).toContain(expected);

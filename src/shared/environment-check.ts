@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import { promisify } from 'node:util';
+import { jailLibraries } from './jail-libraries.ts';
 import { jailPython, trainerPython } from './python-environments.ts';
 
 const run = promisify(execFile);
@@ -23,12 +24,30 @@ export type CheckResult = {
 
 const SETUP_FIX = 'run: bash scripts/setup.sh (it creates .venv and .venv-jail from uv.lock)';
 
-/** One locked environment and the packages it must import (module name → label). */
+/**
+ * One locked environment and the packages it must import (module name → label, the label being
+ * the distribution's name where the module's `__version__` is missing).
+ */
 type PythonEnvironment = {
   label: string;
   python: string;
   packages: Record<string, string>;
 };
+
+/**
+ * The jail's packages: the ones the grader needs, and every library its environment offers
+ * model code (read from the environment, as the tool prompt is), each imported by the probe.
+ */
+function jailPackages(): Record<string, string> {
+  const packages: Record<string, string> = {
+    sympy: 'SymPy',
+    numpy: 'NumPy',
+    scipy: 'SciPy',
+    math_verify: 'Math-Verify',
+  };
+  for (const library of jailLibraries().libraries) packages[library.importName] ??= library.name;
+  return packages;
+}
 
 const ENVIRONMENTS: PythonEnvironment[] = [
   {
@@ -39,21 +58,27 @@ const ENVIRONMENTS: PythonEnvironment[] = [
   {
     label: 'jail',
     python: jailPython(),
-    packages: { sympy: 'SymPy', numpy: 'NumPy', scipy: 'SciPy', math_verify: 'Math-Verify' },
+    packages: jailPackages(),
   },
 ];
 
-/** Prints the interpreter's version and each module's version (null when it does not import). */
-function probeScript(modules: string[]): string {
+/**
+ * Prints the interpreter's version and each module's version (null when it does not import);
+ * without `__version__`, the version of the distribution named by the label (`z3-solver`).
+ */
+function probeScript(packages: Record<string, string>): string {
   return `
 import importlib, importlib.metadata, json, sys
 found = {"python": sys.version.split()[0], "modules": {}}
-for name in ${JSON.stringify(modules)}:
+for name, label in ${JSON.stringify(Object.entries(packages))}:
     try:
         module = importlib.import_module(name)
         version = getattr(module, "__version__", None)
         if version is None:
-            version = importlib.metadata.version(name.replace("_", "-"))
+            try:
+                version = importlib.metadata.version(label)
+            except importlib.metadata.PackageNotFoundError:
+                version = importlib.metadata.version(name.replace("_", "-"))
         found["modules"][name] = str(version)
     except Exception:
         found["modules"][name] = None
@@ -83,7 +108,7 @@ function checkNode(): CheckResult {
 async function probePython(environment: PythonEnvironment): Promise<PythonFacts | string> {
   if (!existsSync(environment.python)) return `${environment.python} not found`;
   try {
-    const { stdout } = await run(environment.python, ['-c', probeScript(Object.keys(environment.packages))], {
+    const { stdout } = await run(environment.python, ['-c', probeScript(environment.packages)], {
       timeout: 120_000,
     });
     return JSON.parse(stdout.trim()) as PythonFacts;
