@@ -39,8 +39,8 @@ class ModelDims:
         experts = getattr(config, "num_experts", None) or 0
         if experts:
             mlp = int(config.moe_intermediate_size) * int(config.num_experts_per_tok)
-        else:
-            mlp = int(config.intermediate_size)
+        else:  # a configuration without the field: the usual 4·H
+            mlp = int(getattr(config, "intermediate_size", None) or 4 * config.hidden_size)
         heads = int(config.num_attention_heads)
         head_dim = int(getattr(config, "head_dim", None) or config.hidden_size // heads)
         kv = int(getattr(config, "num_key_value_heads", None) or heads) * head_dim
