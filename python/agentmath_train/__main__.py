@@ -126,7 +126,7 @@ def _probe(args) -> int:
     import torch
 
     from .model import Placement, placement
-    from .trainer_probe import QWEN3_SHAPES, release_distributed, run_probe, tiny_shape
+    from .trainer_probe import QWEN3_SHAPES, camel_keys, release_distributed, run_probe, tiny_shape
 
     where = Placement(torch.device("cpu"), torch.float32, "gloo") if args.cpu else placement()
     shape = QWEN3_SHAPES[args.shape] if args.shape in QWEN3_SHAPES else tiny_shape(args.vocab_size, args.hidden, args.layers)
@@ -141,16 +141,8 @@ def _probe(args) -> int:
         warmup_steps=args.warmup_steps,
     )
     release_distributed()
-    print(json.dumps(_camel(dataclasses.asdict(result))))
+    print(json.dumps(camel_keys(dataclasses.asdict(result))))
     return 0
-
-
-def _camel(values: dict) -> dict:
-    def name(key: str) -> str:
-        head, *rest = key.split("_")
-        return head + "".join(part.capitalize() for part in rest)
-
-    return {name(key): value for key, value in values.items()}
 
 
 if __name__ == "__main__":

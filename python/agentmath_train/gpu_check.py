@@ -31,7 +31,7 @@ import torch
 import transformers
 
 from .model import Placement, placement
-from .trainer_probe import QWEN3_SHAPES, ModelShape, release_distributed, run_probe, tiny_shape
+from .trainer_probe import QWEN3_SHAPES, ModelShape, camel_keys, release_distributed, run_probe, tiny_shape
 
 CORPUS = ["def f(x):\n    return x * 2", "print(f(21))", "The answer is \\boxed{42}.", "Compute 123 * 456 + 789."]
 
@@ -145,14 +145,14 @@ def run_check(plan: CheckPlan, where: Placement, budget_seconds: float, log=prin
                 if not in_budget(f"train {shape.name} {kind} {tokens}"):
                     continue
                 result = run_probe(shape, kind, tokens, where, plan.steps, 512, True, plan.warmup_steps)
-                report["train"].append(_camel(dataclasses.asdict(result)))
+                report["train"].append(camel_keys(dataclasses.asdict(result)))
                 log(_line("train", result))
     for tokens in plan.head_tokens:
         for chunk in (512, 0):
             if not in_budget(f"head memory {plan.head_shape.name} {tokens} chunk {chunk}"):
                 continue
             result = run_probe(plan.head_shape, "grpo", tokens, where, 1, chunk, True, 0)
-            report["headMemory"].append(_camel(dataclasses.asdict(result)))
+            report["headMemory"].append(camel_keys(dataclasses.asdict(result)))
             log(_line("head", result))
     for batch in plan.generation_batches:
         if not in_budget(f"generation {plan.generation_shape.name} x{batch}"):
@@ -170,14 +170,6 @@ def _line(what: str, result) -> str:
     mfu = f", MFU {100 * result.mfu:.1f}%" if result.mfu is not None else ""
     head = f"chunk {result.logits_chunk_tokens}" if result.logits_chunk_tokens else "full logits"
     return f"{what} {result.shape} {result.kind} {result.tokens} tokens ({head}): {result.status}, {speed}{mfu}, peak {peak}"
-
-
-def _camel(values: Dict[str, Any]) -> Dict[str, Any]:
-    def name(key: str) -> str:
-        head, *rest = key.split("_")
-        return head + "".join(part.capitalize() for part in rest)
-
-    return {name(key): value for key, value in values.items()}
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -11,8 +11,6 @@ sums the head's gradient in fp32 where the full path sums it in bf16)."""
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import unittest
 
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -23,12 +21,11 @@ import torch.distributed as dist  # noqa: E402
 
 from agentmath_train.batch_io import decode_batch, encode_batch  # noqa: E402
 from agentmath_train.equivalence_probe import fixed_batch  # noqa: E402
-from agentmath_train.init_model import init_model  # noqa: E402
 from agentmath_train.model import Placement, load_model  # noqa: E402
 from agentmath_train.options import parse_step_options  # noqa: E402
 from agentmath_train.parallelize import freeze, parallelize  # noqa: E402
 from agentmath_train.step import StepRunner  # noqa: E402
-from agentmath_train.test_distributed import CORPUS, free_port  # noqa: E402
+from agentmath_train.test_distributed import TrainerTestCase, free_port  # noqa: E402
 
 TOLERANCES = {torch.float32: (1e-5, 1e-5), torch.bfloat16: (2e-3, 3e-2)}  # (loss relative, gradient share of max)
 
@@ -50,19 +47,10 @@ class GradientRecorder(torch.optim.Optimizer):
                 self.gradients[self.names[id(parameter)]] = gradient.float().clone()
 
 
-class ChunkedHeadStepTest(unittest.TestCase):
-    folder: str
-
+class ChunkedHeadStepTest(TrainerTestCase):
     @classmethod
     def setUpClass(cls) -> None:
-        cls.folder = tempfile.mkdtemp(prefix="agentmath-chunked-head-")
-        corpus = os.path.join(cls.folder, "corpus.txt")
-        with open(corpus, "w") as handle:
-            handle.write(CORPUS)
-        cls.models = {}
-        for arch in ("qwen3", "llama"):
-            cls.models[arch] = os.path.join(cls.folder, arch)
-            init_model(arch, cls.models[arch], corpus, layers=1, hidden=32, vocab_size=400, seed=3)
+        super().setUpClass()  # the models of the distributed tests; Qwen3 ties its head, Llama does not
         os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "RANK": "0", "WORLD_SIZE": "1"})
         if not dist.is_initialized():
             dist.init_process_group("gloo")
@@ -71,7 +59,7 @@ class ChunkedHeadStepTest(unittest.TestCase):
     def tearDownClass(cls) -> None:
         if dist.is_initialized():
             dist.destroy_process_group()
-        shutil.rmtree(cls.folder, ignore_errors=True)
+        super().tearDownClass()
 
     def runner(self, folder: str, where: Placement, chunk_tokens: int) -> StepRunner:
         torch.manual_seed(0)
@@ -102,7 +90,8 @@ class ChunkedHeadStepTest(unittest.TestCase):
         return results
 
     def test_chunked_and_full_logits_give_the_same_losses_and_gradients(self):
-        for arch, folder in self.models.items():
+        for arch in ("qwen3", "llama"):
+            folder = self.models[arch]
             for dtype in (torch.float32, torch.bfloat16):
                 with self.subTest(arch=arch, dtype=str(dtype)):
                     where = Placement(torch.device("cpu"), dtype, "gloo")

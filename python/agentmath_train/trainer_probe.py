@@ -91,6 +91,16 @@ class ProbeResult:
     error: Optional[str] = None
 
 
+def camel_keys(values: Dict[str, object]) -> Dict[str, object]:
+    """snake_case keys → camelCase, as the TypeScript side reads them."""
+
+    def name(key: str) -> str:
+        head, *rest = key.split("_")
+        return head + "".join(part.capitalize() for part in rest)
+
+    return {name(key): value for key, value in values.items()}
+
+
 def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
