@@ -17,7 +17,6 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
 
 from agentmath_train.batch_io import decode_batch, encode_batch  # noqa: E402
 from agentmath_train.equivalence_probe import fixed_batch  # noqa: E402
@@ -25,7 +24,7 @@ from agentmath_train.model import Placement, load_model  # noqa: E402
 from agentmath_train.options import parse_step_options  # noqa: E402
 from agentmath_train.parallelize import freeze, parallelize  # noqa: E402
 from agentmath_train.step import StepRunner  # noqa: E402
-from agentmath_train.test_distributed import TrainerTestCase, free_port  # noqa: E402
+from agentmath_train.test_distributed import OneProcessGroupTestCase  # noqa: E402
 
 TOLERANCES = {torch.float32: (1e-5, 1e-5), torch.bfloat16: (2e-3, 3e-2)}  # (loss relative, gradient share of max)
 
@@ -47,19 +46,8 @@ class GradientRecorder(torch.optim.Optimizer):
                 self.gradients[self.names[id(parameter)]] = gradient.float().clone()
 
 
-class ChunkedHeadStepTest(TrainerTestCase):
-    @classmethod
-    def setUpClass(cls) -> None:
-        super().setUpClass()  # the models of the distributed tests; Qwen3 ties its head, Llama does not
-        os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "RANK": "0", "WORLD_SIZE": "1"})
-        if not dist.is_initialized():
-            dist.init_process_group("gloo")
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        if dist.is_initialized():
-            dist.destroy_process_group()
-        super().tearDownClass()
+class ChunkedHeadStepTest(OneProcessGroupTestCase):
+    """On the distributed tests' models: Qwen3 ties its head, Llama does not."""
 
     def runner(self, folder: str, where: Placement, chunk_tokens: int) -> StepRunner:
         torch.manual_seed(0)
