@@ -39,10 +39,37 @@ def main(argv=None) -> int:
     serve.add_argument("--no-auth", action="store_true")
     serve.add_argument("--micro-batch-tokens", type=int, default=8192)
     serve.add_argument("--activation-checkpointing", action="store_true")
+    serve.add_argument(
+        "--logits-chunk-tokens",
+        type=int,
+        default=None,
+        help="tokens per LM-head chunk when scoring (default 512; 0: full [T x V] logits)",
+    )
+    serve.add_argument(
+        "--memory-limit-gb",
+        type=float,
+        default=0.0,
+        help="what one rank may hold (default: the device's memory); a step estimated above it is refused",
+    )
     serve.add_argument("--weight-decay", type=float, default=0.01)
     serve.add_argument("--max-grad-norm", type=float, default=1.0)
     serve.add_argument("--seed", type=int, default=0)
+    probe = commands.add_parser("probe", help="one process: steps of a random-init model over one sequence, timed and measured")
+    probe.add_argument("--shape", default="tiny", choices=("tiny", "qwen3-0.6b", "qwen3-1.7b"))
+    probe.add_argument("--vocab-size", type=int, default=151_936, help="vocabulary of the tiny shape")
+    probe.add_argument("--hidden", type=int, default=64, help="hidden size of the tiny shape")
+    probe.add_argument("--layers", type=int, default=2, help="layers of the tiny shape")
+    probe.add_argument("--kind", default="grpo", choices=("sft", "grpo"))
+    probe.add_argument("--tokens", type=int, default=8192)
+    probe.add_argument("--steps", type=int, default=1)
+    probe.add_argument("--warmup-steps", type=int, default=0)
+    probe.add_argument("--logits-chunk-tokens", type=int, default=512, help="0: full [T x V] logits")
+    probe.add_argument("--activation-checkpointing", action="store_true")
+    probe.add_argument("--cpu", action="store_true", help="run on CPU even where a GPU is present")
     args = parser.parse_args(argv)
+
+    if args.command == "probe":
+        return _probe(args)
 
     if args.command == "init-model":
         from .init_model import init_model
@@ -55,6 +82,12 @@ def main(argv=None) -> int:
         print(json.dumps(result))
         return 0
 
+    if args.logits_chunk_tokens is not None and args.logits_chunk_tokens < 0:
+        print(f"agentmath_train serve: --logits-chunk-tokens {args.logits_chunk_tokens}: must be 0 (full logits) or more", file=sys.stderr)
+        return 2
+    if args.memory_limit_gb < 0:
+        print(f"agentmath_train serve: --memory-limit-gb {args.memory_limit_gb}: must be 0 (the device's memory) or more", file=sys.stderr)
+        return 2
     token = os.environ.get("AGENTMATH_TRAINER_TOKEN") or None
     if not _loopback(args.host) and token is None and not args.no_auth:
         print(
@@ -70,11 +103,45 @@ def main(argv=None) -> int:
         reference=args.reference,
         micro_batch_tokens=args.micro_batch_tokens,
         activation_checkpointing=args.activation_checkpointing,
+        memory_limit_bytes=int(args.memory_limit_gb * 2**30),
+        **({} if args.logits_chunk_tokens is None else {"logits_chunk_tokens": args.logits_chunk_tokens}),
         weight_decay=args.weight_decay,
         max_grad_norm=args.max_grad_norm,
         seed=args.seed,
     )
     run_service(settings, args.host, args.port, token)
+    return 0
+
+
+def _probe(args) -> int:
+    for name in ("vocab_size", "hidden", "layers", "tokens", "steps"):
+        if getattr(args, name) < 1:
+            print(f"agentmath_train probe: --{name.replace('_', '-')} must be at least 1", file=sys.stderr)
+            return 2
+    if args.tokens < 2 or args.logits_chunk_tokens < 0 or args.hidden % 16 != 0:
+        print("agentmath_train probe: --tokens ≥ 2, --logits-chunk-tokens ≥ 0 and --hidden a multiple of 16", file=sys.stderr)
+        return 2
+    import dataclasses
+
+    import torch
+
+    from .model import Placement, placement
+    from .trainer_probe import QWEN3_SHAPES, camel_keys, release_distributed, run_probe, tiny_shape
+
+    where = Placement(torch.device("cpu"), torch.float32, "gloo") if args.cpu else placement()
+    shape = QWEN3_SHAPES[args.shape] if args.shape in QWEN3_SHAPES else tiny_shape(args.vocab_size, args.hidden, args.layers)
+    result = run_probe(
+        shape,
+        args.kind,
+        args.tokens,
+        where,
+        steps=args.steps,
+        logits_chunk_tokens=args.logits_chunk_tokens,
+        activation_checkpointing=args.activation_checkpointing,
+        warmup_steps=args.warmup_steps,
+    )
+    release_distributed()
+    print(json.dumps(camel_keys(dataclasses.asdict(result))))
     return 0
 
 

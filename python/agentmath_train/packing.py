@@ -10,12 +10,13 @@ The first token of each sequence has no prediction: its log-prob is 0, as in a p
 from __future__ import annotations
 
 import dataclasses
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
-from agentmath_worker.losses import token_logprobs
+from agentmath_worker.lm_head_logprobs import model_token_logprobs
+from agentmath_worker.losses import token_entropy, token_logprobs
 
 
 def split_across_ranks(lengths: Sequence[int], world_size: int) -> List[List[int]]:
@@ -71,6 +72,26 @@ def packed_logprobs(logits: torch.Tensor, row: PackedRow, temperature: float = 1
     logprobs = token_logprobs(logits, row.input_ids, temperature)
     starts = torch.tensor([start for start, _ in row.spans], device=logprobs.device)
     return logprobs.index_fill(1, starts, 0.0)
+
+
+def packed_scores(
+    model: torch.nn.Module, row: PackedRow, temperature: float = 1.0, chunk_tokens: int = 0, entropy: bool = True
+) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """(log π, entropy) over the packed row, each [1, T], 0 at each sequence's first token.
+
+    chunk_tokens > 0: from the hidden states, the LM head a chunk of tokens at a time (never
+    [T × V]); 0: from the model's full logits (the entropy then carries no gradient)."""
+    starts = torch.tensor([start for start, _ in row.spans], device=row.input_ids.device)
+    if chunk_tokens > 0:
+        logprobs, entropies = model_token_logprobs(model, row.input_ids, row.position_ids, None, temperature, chunk_tokens)
+        return logprobs.index_fill(1, starts, 0.0), entropies.index_fill(1, starts, 0.0) if entropy else None
+    logits = model(input_ids=row.input_ids, position_ids=row.position_ids, use_cache=False).logits
+    logprobs = packed_logprobs(logits, row, temperature)
+    if not entropy:
+        return logprobs, None
+    with torch.no_grad():
+        entropies = token_entropy(logits, temperature).index_fill(1, starts, 0.0)
+    return logprobs, entropies
 
 
 def unpack(values: torch.Tensor, row: PackedRow, fill: float = 0.0) -> torch.Tensor:

@@ -33,15 +33,17 @@ import threading
 import time
 from concurrent.futures import Future
 from datetime import timedelta
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import torch
 import torch.distributed as dist
 
+from agentmath_worker.lm_head_logprobs import DEFAULT_CHUNK_TOKENS
 from agentmath_worker.parent_watch import watch_parent
 
 from .batch_io import BatchFormatError, decode_batch
 from .checkpoint import export_hugging_face, load_checkpoint, save_checkpoint
+from .memory_plan import MemoryOptions, ModelDims, refusal
 from .model import Placement, init_distributed, load_model, placement
 from .options import StepOptionsError, parse_step_options
 from .parallelize import freeze, parallelize
@@ -66,6 +68,10 @@ class TrainerSettings:
     reference: Optional[str] = None
     micro_batch_tokens: int = 8192
     activation_checkpointing: bool = False
+    # Tokens per LM-head chunk when scoring (0: the model's full [T × V] logits).
+    logits_chunk_tokens: int = DEFAULT_CHUNK_TOKENS
+    # What a rank may hold (0: the device's memory); steps estimated above it are refused.
+    memory_limit_bytes: int = 0
     weight_decay: float = 0.01
     beta1: float = 0.9
     beta2: float = 0.95
@@ -97,7 +103,30 @@ class TrainerCore:
             settings.micro_batch_tokens,
             settings.max_grad_norm,
             reference=lambda: freeze(load_model(reference_path, self.where), self.where),
+            logits_chunk_tokens=settings.logits_chunk_tokens,
         )
+
+    def check_fits(self, lengths) -> None:
+        """Refuses (ValueError) a step whose longest micro-batch is estimated not to fit a rank."""
+        device = self.where.device
+        if device.type == "cuda":
+            capacity = torch.cuda.get_device_properties(device).total_memory
+            name = f"{device} ({torch.cuda.get_device_name(device)})"
+        else:
+            capacity = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+            name = "this machine's memory"
+        reason = refusal(
+            ModelDims.of(self.model.config, sum(p.numel() for p in self.model.parameters())),
+            [int(length) for length in lengths],
+            self.settings.micro_batch_tokens,
+            dist.get_world_size(),
+            MemoryOptions(self.settings.activation_checkpointing, self.settings.logits_chunk_tokens),
+            torch.finfo(self.where.compute_dtype).bits // 8,
+            self.settings.memory_limit_bytes or capacity,
+            name if not self.settings.memory_limit_bytes else "the --memory-limit-gb",
+        )
+        if reason is not None:
+            raise ValueError(reason)
 
     def describe(self) -> Dict[str, Any]:
         """What this rank knows without asking the others."""
@@ -170,7 +199,9 @@ ROUTES = {"/state", "/sft_step", "/grpo_step", "/score", "/save_checkpoint", "/l
 BINARY_ROUTES = {"/sft_step", "/grpo_step", "/score", "/transfer_probe"}
 
 
-def validate(route: str, payload: Dict[str, Any], body: bytes, reference: str) -> None:
+def validate(
+    route: str, payload: Dict[str, Any], body: bytes, reference: str, check_fits: Optional[Callable[[Any], None]] = None
+) -> None:
     """Rank 0's check before a command reaches the other ranks (raises ValueError)."""
     if route in BINARY_ROUTES:
         batch = decode_batch(body)
@@ -191,6 +222,8 @@ def validate(route: str, payload: Dict[str, Any], body: bytes, reference: str) -
             trained = sum(int(batch.loss_mask[offsets[i] + 1 : offsets[i + 1]].sum()) for i in range(len(batch)))
             if trained == 0:
                 raise ValueError("the batch has no trained tokens (every loss_mask entry after position 0 is 0)")
+            if check_fits is not None:
+                check_fits(batch.lengths)
     elif route in ("/save_checkpoint", "/load_checkpoint", "/export"):
         if not isinstance(payload.get("path"), str) or not payload["path"]:
             raise ValueError(f"{route} needs a JSON body with a non-empty string `path`")
@@ -272,7 +305,7 @@ def serve(core: TrainerCore, host: str, port: int, token: Optional[str]) -> None
                     self._send(400, {"error": f"{self.path}: body is not JSON: {error}"})
                     return
             try:
-                validate(self.path, payload, body, core.settings.reference or core.settings.model)
+                validate(self.path, payload, body, core.settings.reference or core.settings.model, core.check_fits)
             except (BatchFormatError, StepOptionsError, ValueError, KeyError) as error:
                 self._send(400, {"error": f"{self.path}: {error}"})
                 return

@@ -22,14 +22,18 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from agentmath_worker.losses import grpo_loss_sum, sft_loss_sum, token_entropy
+from agentmath_worker.lm_head_logprobs import DEFAULT_CHUNK_TOKENS
+from agentmath_worker.losses import grpo_loss_sum, sft_loss_sum
 
 from .batch_io import Batch
 from .options import StepOptions
-from .packing import PackedRow, micro_batches, pack, packed_logprobs, padded, split_across_ranks, unpack
+from .packing import PackedRow, micro_batches, pack, packed_scores, padded, split_across_ranks, unpack
 
-# A micro-batch's loss (already divided by the normaliser) and its statistics' sums.
-LossFunction = Callable[[List[int], PackedRow, torch.Tensor], Tuple[torch.Tensor, Dict[str, torch.Tensor]]]
+# A micro-batch's loss (already divided by the normaliser) and its statistics' sums, from its
+# packed row and the row's per-token log-probs and entropies ([1, T] each).
+LossFunction = Callable[
+    [List[int], PackedRow, torch.Tensor, Optional[torch.Tensor]], Tuple[torch.Tensor, Dict[str, torch.Tensor]]
+]
 
 
 class StepRunner:
@@ -41,12 +45,15 @@ class StepRunner:
         micro_batch_tokens: int,
         max_grad_norm: float,
         reference: Optional[Callable[[], torch.nn.Module]] = None,
+        logits_chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
     ) -> None:
         self.model = model
         self.optimizer = optimizer
         self.device = device
         self.micro_batch_tokens = micro_batch_tokens
         self.max_grad_norm = max_grad_norm
+        # Tokens per LM-head chunk (0: the model's full [T × V] logits).
+        self.logits_chunk_tokens = logits_chunk_tokens
         self._reference_loader = reference
         self._reference: Optional[torch.nn.Module] = None
         self.optimizer_steps = 0
@@ -58,13 +65,12 @@ class StepRunner:
         indices = list(range(len(batch)))
         normaliser = _trained_tokens(batch, indices)
 
-        def loss_of(members, row, logits):
-            logprobs = packed_logprobs(logits, row)
+        def loss_of(members, row, logprobs, _entropy):
             mask = self._packed_mask(batch, members, row)
             logprob_sum = (logprobs * mask).sum()
             return sft_loss_sum(logprobs, mask) / normaliser, {"logprob_sum": logprob_sum.detach()}
 
-        sums, grad_norm, skipped = self._optimizer_step(batch, indices, loss_of, options.learning_rate)
+        sums, grad_norm, skipped = self._optimizer_step(batch, indices, loss_of, options.learning_rate, 1.0, False)
         return self._result(batch, sums, grad_norm, skipped, options, started, {"loss": -sums["logprob_sum"] / normaliser})
 
     def grpo_step(self, batch: Batch, options: StepOptions) -> Dict[str, float]:
@@ -90,16 +96,16 @@ class StepRunner:
                 else:
                     normaliser = _trained_tokens(batch, chunk)
 
-                def loss_of(members, row, logits, normaliser=normaliser, sequence_mean=sequence_mean):
-                    logprobs = unpack(packed_logprobs(logits, row, options.temperature), row)
+                def loss_of(members, row, row_logprobs, row_entropy, normaliser=normaliser, sequence_mean=sequence_mean):
+                    logprobs = unpack(row_logprobs, row)
                     mask = unpack(self._packed_mask(batch, members, row), row)
                     old = padded([_slice(batch.old_logprobs, offsets, i) for i in members], row.max_length).to(self.device)
                     advantages = torch.from_numpy(batch.advantages[members].astype(np.float32)).to(self.device)
                     ref = None
                     if reference is not None:
                         with torch.no_grad():
-                            ref_logits = reference(input_ids=row.input_ids, position_ids=row.position_ids, use_cache=False).logits
-                            ref = unpack(packed_logprobs(ref_logits, row, options.temperature), row)
+                            scored, _ = packed_scores(reference, row, options.temperature, self.logits_chunk_tokens, entropy=False)
+                            ref = unpack(scored, row)
                     if options.proximal == "recompute":
                         proximal = (
                             padded([proximal_all[i] for i in members], row.max_length).to(self.device)
@@ -126,13 +132,15 @@ class StepRunner:
                         off_policy_mode=options.off_policy_mode,
                     )
                     with torch.no_grad():
-                        entropy = unpack(token_entropy(logits, options.temperature), row)
+                        entropy = unpack(row_entropy.detach(), row)
                         stats = {key: value.detach() for key, value in parts.items() if key != "loss"}
                         stats["entropy_sum"] = (entropy * mask).sum()
                         stats["objective_sum"] = -parts["loss"].detach() / normaliser
                     return parts["loss"] / normaliser, stats
 
-                sums, grad_norm, skipped = self._optimizer_step(batch, chunk, loss_of, options.learning_rate)
+                sums, grad_norm, skipped = self._optimizer_step(
+                    batch, chunk, loss_of, options.learning_rate, options.temperature, True
+                )
                 grad_norms.append(grad_norm)
                 any_skipped = any_skipped or skipped
                 updates += 0 if skipped else 1
@@ -173,8 +181,8 @@ class StepRunner:
             if index < len(plan):
                 members = plan[index]
                 row = self._row(batch, members)
-                logits = self.model(input_ids=row.input_ids, position_ids=row.position_ids, use_cache=False).logits
-                values = packed_logprobs(logits, row, temperature)[0].float().cpu().numpy()
+                scored, _ = packed_scores(self.model, row, temperature, self.logits_chunk_tokens, entropy=False)
+                values = scored[0].float().cpu().numpy()
                 for member, (start, end) in zip(members, row.spans):
                     found[member] = values[start:end]
             else:
@@ -213,7 +221,13 @@ class StepRunner:
         return self.model(input_ids=ids, position_ids=torch.arange(ids.shape[1], device=self.device)[None], use_cache=False).logits.sum() * 0.0
 
     def _optimizer_step(
-        self, batch: Batch, indices: List[int], loss_of: LossFunction, learning_rate: float
+        self,
+        batch: Batch,
+        indices: List[int],
+        loss_of: LossFunction,
+        learning_rate: float,
+        temperature: float,
+        with_entropy: bool,
     ) -> Tuple[Dict[str, float], float, bool]:
         world, rank = dist.get_world_size(), dist.get_rank()
         lengths = batch.lengths.tolist()
@@ -230,8 +244,8 @@ class StepRunner:
             if index < len(plan):
                 members = plan[index]
                 row = self._row(batch, members)
-                logits = self.model(input_ids=row.input_ids, position_ids=row.position_ids, use_cache=False).logits
-                loss, stats = loss_of(members, row, logits)
+                logprobs, entropy = packed_scores(self.model, row, temperature, self.logits_chunk_tokens, with_entropy)
+                loss, stats = loss_of(members, row, logprobs, entropy)
                 for key, value in stats.items():
                     sums[key] = sums.get(key, torch.zeros((), dtype=torch.float64, device=self.device)) + value.double()
             else:

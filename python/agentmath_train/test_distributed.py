@@ -163,7 +163,9 @@ class DistributedTest(TrainerTestCase):
                 self.assertGreater(moved, 100 * WEIGHT_TOLERANCE, "the steps must move the weights")
 
 
-class CheckpointTest(TrainerTestCase):
+class OneProcessGroupTestCase(TrainerTestCase):
+    """The models, and a one-process gloo group in this process for the trainer's code."""
+
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
@@ -177,6 +179,8 @@ class CheckpointTest(TrainerTestCase):
             dist.destroy_process_group()
         super().tearDownClass()
 
+
+class CheckpointTest(OneProcessGroupTestCase):
     def core(self, folder):
         from agentmath_train.service import TrainerCore, TrainerSettings
 

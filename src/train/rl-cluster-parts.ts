@@ -27,6 +27,7 @@ import { AgentMathError } from '../shared/agentmath-error.ts';
 import { systemClock } from '../shared/clock.ts';
 import { DistributedTrainerClient } from './distributed-trainer-client.ts';
 import type { RlParts } from './rl-parts.ts';
+import type { TrainerMemoryOptions } from './trainer-memory-options.ts';
 import { startTrainerService, type TrainerService } from './trainer-service.ts';
 import { type PausableEngine, syncWeightsFromDisk } from './weight-sync.ts';
 
@@ -45,7 +46,8 @@ export type ClusterPartsOptions = {
   /** The trainer's URL (`--trainer`); null: start it here with `trainerProcesses` ranks. */
   trainerUrl: string | null;
   trainerProcesses: number;
-  microBatchTokens: number;
+  /** The memory options of a trainer started here (--micro-batch-tokens, --activation-checkpointing, …). */
+  trainerMemory: TrainerMemoryOptions;
   /** Sandbox node URLs (`--sandbox`); empty: a local jailed sandbox. */
   sandboxes: string[];
   sandboxWorkers: number;
@@ -229,7 +231,7 @@ async function startTrainer(
     // The KL reference is the initial policy, also after a resume.
     reference: options.model,
     processes: options.trainerProcesses,
-    microBatchTokens: options.microBatchTokens,
+    ...options.trainerMemory,
     seed: options.seed,
     onLog: (line) => {
       if (/error|traceback/i.test(line)) log(`trainer: ${line}`);

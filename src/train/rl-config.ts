@@ -40,6 +40,12 @@ export const rlConfigSchema = z
     trainerUrl: z.string().url().nullable().default(null),
     trainerProcs: positive.default(1),
     microBatchTokens: positive.default(4096),
+    /** The trainer started here: activation checkpointing per decoder layer. */
+    activationCheckpointing: z.boolean().default(false),
+    /** The trainer started here: tokens per LM-head chunk when it scores (0: full [T × V] logits). */
+    logitsChunkTokens: z.number().int().nonnegative().default(512),
+    /** The trainer started here: GiB one rank may hold (0: the device's memory); a step estimated above it is refused before it runs. */
+    memoryLimitGb: z.number().nonnegative().default(0),
     /** Sandbox node URLs (empty: a local jailed sandbox). */
     sandboxes: z.array(z.string().url()).default([]),
     /** Trainer steps the rollout may run ahead (0: synchronous; 1: the next batch is generated while this one trains). */
@@ -139,6 +145,10 @@ export function rlDefiningConfig(config: RlConfig): Record<string, unknown> {
     sandboxes: _sandboxes,
     sandboxWorkers: _sandboxWorkers,
     trainThreads: _trainThreads,
+    // How the trainer holds a step in memory changes nothing it computes.
+    activationCheckpointing: _activationCheckpointing,
+    logitsChunkTokens: _logitsChunkTokens,
+    memoryLimitGb: _memoryLimitGb,
     ...defining
   } = config;
   return { command: 'train rl', ...defining };

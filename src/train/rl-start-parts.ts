@@ -7,8 +7,13 @@
 import { isHuggingFaceModelFolder } from './hf-sft-run.ts';
 import { startClusterParts } from './rl-cluster-parts.ts';
 import { startColocatedParts } from './rl-colocated-parts.ts';
-import { type RlConfig, RlConfigError } from './rl-config.ts';
+import { type RlConfig, RlConfigError, resolveRlConfig } from './rl-config.ts';
 import type { RlParts } from './rl-parts.ts';
+import { startedTrainerFlags, trainerMemoryOptions } from './trainer-memory-options.ts';
+
+function memoryDefaults(): RlConfig {
+  return resolveRlConfig({ init: 'defaults' });
+}
 
 export async function startRlParts(
   config: RlConfig,
@@ -29,6 +34,7 @@ export async function startRlParts(
       ['--sandbox', config.sandboxes.length > 0],
     ];
     if (config.maxStaleness > 0) clusterOnly.push(['--max-staleness above 0', true]);
+    for (const flag of startedTrainerFlags(config, memoryDefaults())) clusterOnly.push([flag, true]);
     const given = clusterOnly.filter(([, set]) => set).map(([flag]) => flag);
     if (given.length > 0) {
       throw new RlConfigError(
@@ -44,6 +50,12 @@ export async function startRlParts(
       workerLog: log,
     });
   }
+  const elsewhere = config.trainerUrl === null ? [] : startedTrainerFlags(config, memoryDefaults());
+  if (elsewhere.length > 0) {
+    throw new RlConfigError(
+      `${elsewhere.join(', ')}: for the trainer train rl starts; the trainer at ${config.trainerUrl} keeps the options it was started with (\`agentmath trainer serve\`)`,
+    );
+  }
   return startClusterParts({
     folder,
     model: config.init,
@@ -54,7 +66,7 @@ export async function startRlParts(
     maxInFlight: config.maxInFlight,
     trainerUrl: config.trainerUrl,
     trainerProcesses: config.trainerProcs,
-    microBatchTokens: config.microBatchTokens,
+    trainerMemory: trainerMemoryOptions(config),
     sandboxes: config.sandboxes,
     sandboxWorkers: config.sandboxWorkers,
     prompt: config.prompt ?? 'instructed',

@@ -31,6 +31,10 @@ export type TrainerServiceOptions = {
   noAuth?: boolean;
   microBatchTokens?: number;
   activationCheckpointing?: boolean;
+  /** Tokens per LM-head chunk when scoring (0: full [T × V] logits; default the trainer's, 512). */
+  logitsChunkTokens?: number;
+  /** GiB one rank may hold (default the device's memory); a step estimated above it is refused. */
+  memoryLimitGb?: number;
   seed?: number;
   /** More torchrun arguments (multi-node: --nnodes, --node-rank, --rdzv-endpoint, …). */
   torchrunArgs?: string[];
@@ -49,39 +53,51 @@ export type TrainerService = {
   stop(): Promise<void>;
 };
 
+/** The interpreter's argv: torchrun, then `agentmath_train serve` with every option given. */
+export function trainerServeArgs(
+  options: TrainerServiceOptions & { processes: number; host: string; port: number },
+): string[] {
+  return [
+    '-m',
+    'torch.distributed.run',
+    '--nproc-per-node',
+    String(options.processes),
+    ...(options.torchrunArgs ?? ['--standalone']),
+    '-m',
+    'agentmath_train',
+    'serve',
+    '--model',
+    options.model,
+    '--host',
+    options.host,
+    '--port',
+    String(options.port),
+    ...(options.reference === undefined ? [] : ['--reference', options.reference]),
+    ...(options.microBatchTokens === undefined
+      ? []
+      : ['--micro-batch-tokens', String(options.microBatchTokens)]),
+    ...(options.activationCheckpointing ? ['--activation-checkpointing'] : []),
+    ...(options.logitsChunkTokens === undefined
+      ? []
+      : ['--logits-chunk-tokens', String(options.logitsChunkTokens)]),
+    ...(options.memoryLimitGb === undefined || options.memoryLimitGb === 0
+      ? []
+      : ['--memory-limit-gb', String(options.memoryLimitGb)]),
+    ...(options.seed === undefined ? [] : ['--seed', String(options.seed)]),
+    ...(options.noAuth ? ['--no-auth'] : []),
+  ];
+}
+
 /** Starts the service and resolves once rank 0 listens. */
 export async function startTrainerService(options: TrainerServiceOptions): Promise<TrainerService> {
   const {
-    model,
     processes = 1,
     host = '127.0.0.1',
     port = 0,
     startupTimeoutMs = 300_000,
     onLog = () => {},
   } = options;
-  const serveArgs = [
-    '-m',
-    'torch.distributed.run',
-    '--nproc-per-node',
-    String(processes),
-    ...(options.torchrunArgs ?? ['--standalone']),
-    '-m',
-    'agentmath_train',
-    'serve',
-    '--model',
-    model,
-    '--host',
-    host,
-    '--port',
-    String(port),
-    ...(options.reference === undefined ? [] : ['--reference', options.reference]),
-    ...(options.microBatchTokens === undefined
-      ? []
-      : ['--micro-batch-tokens', String(options.microBatchTokens)]),
-    ...(options.activationCheckpointing ? ['--activation-checkpointing'] : []),
-    ...(options.seed === undefined ? [] : ['--seed', String(options.seed)]),
-    ...(options.noAuth ? ['--no-auth'] : []),
-  ];
+  const serveArgs = trainerServeArgs({ ...options, processes, host, port });
   const environment: NodeJS.ProcessEnv = {
     ...process.env,
     PYTHONPATH: join(PROJECT_ROOT, 'python'),

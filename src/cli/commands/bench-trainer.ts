@@ -6,6 +6,12 @@ import type { Command } from 'commander';
 import { renderTrainerBench, runTrainerBench } from '../../bench/trainer-bench.ts';
 import { initHfModel } from '../../train/index.ts';
 import { integerOption, listOption } from '../cli-options.ts';
+import {
+  addTrainerMemoryOptions,
+  isMemoryMode,
+  runTrainerMemoryMode,
+  type TrainerMemoryFlags,
+} from './bench-trainer-memory.ts';
 
 type TrainerBenchFlags = {
   model?: string;
@@ -17,11 +23,11 @@ type TrainerBenchFlags = {
   hidden: number;
   layers: number;
   json?: boolean;
-};
+} & TrainerMemoryFlags;
 
 export function registerTrainerBench(bench: Command): void {
-  bench
-    .command('trainer')
+  const command = bench.command('trainer');
+  addTrainerMemoryOptions(command)
     .description(
       'distributed trainer: SFT and GRPO step tokens/s for 1 vs P processes, peak memory per parameter, packed vs padded real-token share, batch transfer at paper scale',
     )
@@ -45,6 +51,7 @@ export function registerTrainerBench(bench: Command): void {
     .option('--micro-batch-tokens <n>', 'packed micro-batch budget', integerOption({ min: 16 }), 1024)
     .option('--json', 'print the report as JSON')
     .action(async (flags: TrainerBenchFlags) => {
+      if (isMemoryMode(flags)) return runTrainerMemoryMode(flags, command);
       const scratch =
         flags.model === undefined ? await mkdtemp(join(tmpdir(), 'agentmath-bench-trainer-')) : null;
       try {

@@ -55,6 +55,9 @@ type RlFlags = {
   trainer?: string;
   trainerProcs: number;
   microBatchTokens: number;
+  activationCheckpointing?: boolean;
+  logitsChunkTokens: number;
+  memoryLimitGb: number;
   sandbox: string[];
   maxStaleness: number;
   weightSync: 'disk' | 'distributed';
@@ -178,6 +181,22 @@ export function registerTrainRl(train: Command): void {
       'tokens per trainer micro-batch',
       integerOption({ min: 1 }),
       d('microBatchTokens'),
+    )
+    .option(
+      '--activation-checkpointing',
+      'the trainer started here checkpoints each decoder layer (less memory, ~1/3 more compute)',
+    )
+    .option(
+      '--logits-chunk-tokens <n>',
+      'tokens per LM-head chunk in the trainer started here (0: full [T x V] logits)',
+      integerOption({ min: 0 }),
+      d('logitsChunkTokens'),
+    )
+    .option(
+      '--memory-limit-gb <g>',
+      'GiB one trainer rank may hold (0: the device memory); a step estimated above it is refused before it runs',
+      numberOption({ min: 0 }),
+      d('memoryLimitGb'),
     )
     .option(
       '--sandbox <url>',
@@ -396,6 +415,9 @@ export function registerTrainRl(train: Command): void {
         trainerUrl: flags.trainer ?? null,
         trainerProcs: flags.trainerProcs,
         microBatchTokens: flags.microBatchTokens,
+        activationCheckpointing: flags.activationCheckpointing === true,
+        logitsChunkTokens: flags.logitsChunkTokens,
+        memoryLimitGb: flags.memoryLimitGb,
         sandboxes: flags.sandbox,
         maxStaleness: flags.maxStaleness,
         weightSync: flags.weightSync,

@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { checkBindAuth } from '../../shared/bind-auth.ts';
 import { startTrainerService } from '../../train/index.ts';
-import { hostOption, integerOption, usageError } from '../cli-options.ts';
+import { hostOption, integerOption, numberOption, usageError } from '../cli-options.ts';
 import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
 
 const TOKEN_VARIABLE = 'AGENTMATH_TRAINER_TOKEN';
@@ -21,6 +21,8 @@ type TrainerServeFlags = {
   auth: boolean;
   microBatchTokens: number;
   activationCheckpointing?: boolean;
+  logitsChunkTokens: number;
+  memoryLimitGb: number;
   nnodes?: number;
   nodeRank?: number;
   rdzvEndpoint?: string;
@@ -53,6 +55,18 @@ export function registerTrainer(program: Command): void {
       8192,
     )
     .option('--activation-checkpointing', 'recompute activations in the backward pass (less memory)')
+    .option(
+      '--logits-chunk-tokens <n>',
+      'tokens per LM-head chunk when scoring (0: full [T x V] logits)',
+      integerOption({ min: 0 }),
+      512,
+    )
+    .option(
+      '--memory-limit-gb <g>',
+      'GiB one rank may hold (0: the device memory); a step estimated above it is refused before it runs',
+      numberOption({ min: 0 }),
+      0,
+    )
     .option('--nnodes <n>', "torchrun's node count (multi-node)", integerOption({ min: 1 }))
     .option('--node-rank <r>', "torchrun's node rank", integerOption({ min: 0 }))
     .option('--rdzv-endpoint <host:port>', "torchrun's rendezvous endpoint (node 0's address)")
@@ -92,6 +106,8 @@ export function registerTrainer(program: Command): void {
         ...(flags.auth ? {} : { noAuth: true }),
         microBatchTokens: flags.microBatchTokens,
         activationCheckpointing: flags.activationCheckpointing === true,
+        logitsChunkTokens: flags.logitsChunkTokens,
+        memoryLimitGb: flags.memoryLimitGb,
         ...(multiNode === undefined ? {} : { torchrunArgs: multiNode }),
         onLog: (line) => process.stderr.write(`${line}\n`),
       });
