@@ -10,13 +10,14 @@ import { TokenizerError } from './tokenizer-errors.ts';
 
 /** Loads the tokenizer in `dir`; errors name the file and field at fault. */
 export async function loadTokenizer(dir: string): Promise<HfTokenizer> {
-  const tokenizerJson = await readJson(join(dir, 'tokenizer.json'));
-  const tokenizerConfig = await readJson(join(dir, 'tokenizer_config.json'));
+  const tokenizerJson = await readTokenizerFile(join(dir, 'tokenizer.json'));
+  const tokenizerConfig = await readTokenizerFile(join(dir, 'tokenizer_config.json'));
   const chatTemplate = await readFile(join(dir, 'chat_template.jinja'), 'utf8').catch(() => null);
   return new HfTokenizer({ tokenizerJson, tokenizerConfig, chatTemplate, name: basename(dir), where: dir });
 }
 
-async function readJson(path: string): Promise<unknown> {
+/** The JSON of a tokenizer file; a missing or malformed one is `TOKENIZER_INVALID` naming the file. */
+export async function readTokenizerFile(path: string): Promise<unknown> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');

@@ -12,6 +12,7 @@ import type { Command } from 'commander';
 import { embeddedModelPaths } from '../../engine/embedded/index.ts';
 import { assertRunIdentity, readCheckpoint } from '../../rollout/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
+import { assertNotAFile } from '../../shared/run-folder-check.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import { ARITH_MAX_LEVEL } from '../../tasks/index.ts';
 import {
@@ -402,6 +403,7 @@ export function registerTrainRl(train: Command): void {
       const stamp = new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19);
       const folder = resolve(flags.out ?? `runs/rl-${config.textOnly ? 'text' : 'tool'}-${stamp}`);
       // Checked before anything starts: a refusal leaves nothing running.
+      assertNotAFile(folder);
       if (!existsSync(config.init)) {
         throw new AgentMathError(
           'INPUT_NOT_FOUND',
