@@ -40,7 +40,7 @@ import type { SandboxProvider } from '../../sandbox/types.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import { assertSameRun, type IdentityValue, type RunIdentity } from '../../shared/run-identity.ts';
 import { type AgentFlags, addAgentFlags } from '../agent-flags.ts';
-import { integerOption, usageError } from '../cli-options.ts';
+import { integerOption, oneHttpUrl, usageError } from '../cli-options.ts';
 import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
 import { resumeCommand } from '../resume-command.ts';
 import { API_KEY_HELP, API_KEY_VARIABLES, withoutApiKey } from './api-key.ts';
@@ -103,8 +103,11 @@ export function registerEval(program: Command): void {
     .option('--out <dir>', 'output folder (default: runs/eval-<bench>-<time>)')
     .option('--resume', 'continue the run in --out, skipping finished (problem, sample) pairs')
     .option(
-      '--engine <url>',
+      '--engine <url...>',
       'inference server base URL (default: the embedded model under .agentmath/models/)',
+      oneHttpUrl(
+        "eval talks to one server; to spread requests over replicas, put a router (SGLang's router, any load balancer) in front and pass its URL",
+      ),
     )
     .addOption(
       new Option('--api <api>', 'server API')

@@ -29,6 +29,7 @@ import {
 } from '../../train/index.ts';
 import {
   choiceOption,
+  collectHttpUrls,
   defaultOf,
   httpUrlOption,
   integerOption,
@@ -98,8 +99,6 @@ type RlFlags = {
   json?: boolean;
 };
 
-const collectUrl = (value: string, previous: string[]) => [...previous, httpUrlOption(value)];
-
 const d = <K extends keyof ReturnType<typeof rlConfigSchema.parse> & string>(key: K) =>
   defaultOf(rlConfigSchema, key);
 
@@ -138,7 +137,12 @@ export function registerTrainRl(train: Command): void {
       'prompt + response token budget (default: the context length)',
       integerOption({ min: 1 }),
     )
-    .option('--engine <url>', 'an SGLang engine replica serving --model (repeat for several)', collectUrl, [])
+    .option(
+      '--engine <url...>',
+      'SGLang engine replicas serving --model: --engine URL URL … or --engine URL repeated',
+      collectHttpUrls,
+      [],
+    )
     .option('--api <api>', 'engine API', choiceOption(['sglang', 'vllm'] as const), d('api'))
     .option(
       '--router <policy>',
@@ -176,9 +180,9 @@ export function registerTrainRl(train: Command): void {
       d('microBatchTokens'),
     )
     .option(
-      '--sandbox <url>',
-      'a sandbox node (`agentmath sandbox serve`; repeat for several)',
-      collectUrl,
+      '--sandbox <url...>',
+      'sandbox nodes (`agentmath sandbox serve`): --sandbox URL URL … or --sandbox URL repeated',
+      collectHttpUrls,
       [],
     )
     .option(
