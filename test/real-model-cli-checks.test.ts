@@ -13,11 +13,12 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { killAllClis, startCli } from './cli-process.ts';
+import { metricSteps } from './metric-steps.ts';
 
 let folder: string;
 let model: string;
@@ -138,15 +139,6 @@ const sftArgs = (out: string, dataFile: string, extra: string[] = []) => [
   '512',
   ...extra,
 ];
-
-async function metricSteps(run: string): Promise<number[]> {
-  const path = join(run, 'metrics.jsonl');
-  if (!existsSync(path)) return [];
-  return (await readFile(path, 'utf8'))
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => (JSON.parse(line) as { step: number }).step);
-}
 
 describe('train sft --model', () => {
   it('refuses --out FILE with exit 2, naming the option', async () => {
