@@ -5,6 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
+import { stripBom } from '../shared/text-input.ts';
 import { HfTokenizer } from './hf-tokenizer.ts';
 import { TokenizerError } from './tokenizer-errors.ts';
 
@@ -27,7 +28,7 @@ export async function readTokenizerFile(path: string): Promise<unknown> {
     });
   }
   try {
-    return JSON.parse(text);
+    return JSON.parse(stripBom(text));
   } catch (error) {
     throw new TokenizerError('TOKENIZER_INVALID', `${path}: not JSON (${(error as Error).message})`, {
       cause: error,
