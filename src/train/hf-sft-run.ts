@@ -10,6 +10,8 @@
  * at the end, the model in Hugging Face layout in `DIR/model/`.
  * Resume (`--resume`, also after kill -9) loads the newest committed checkpoint, drops metric
  * lines of steps after it (they are redone), and continues; the configuration must match.
+ * One writer at a time (`run.lock`); `config.json` is written only after the inputs were read;
+ * a stop asked for by `signal` is a result (`status: 'stopped'`), not an error.
  * Not covered: sequence parallelism; sequences longer than the micro-batch budget go alone.
  */
 import { existsSync, readFileSync } from 'node:fs';
