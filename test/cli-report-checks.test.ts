@@ -1,7 +1,9 @@
 /**
  * `agentmath report` named the wrong thing (issue 29): `--out` naming a folder is a usage
  * error (exit 2) instead of a raw EISDIR, and a rollout or synthesis run folder is named for
- * what it is, with the kinds of run `report` reads, instead of "trajectory … has no grade".
+ * what it is, with the kinds of run `report` reads, instead of "trajectory … has no grade";
+ * `--table` on a `train sft --model` run (its metrics.jsonl holds losses) is exit 2, not NaN
+ * rows (issue 37).
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -81,5 +83,32 @@ describe('agentmath report --table', () => {
     const alone = await report([run, '--target', '0.2']);
     expect(alone.code).toBe(2);
     expect(alone.stderr).toMatch(/--target goes with --table/);
+  });
+});
+
+describe('agentmath report --table on a run that is not train rl', () => {
+  it('refuses a train sft --model run with exit 2 instead of NaN rows', async () => {
+    const run = join(dir, 'sft-run');
+    await mkdir(run);
+    await writeFile(join(run, 'config.json'), `${JSON.stringify({ model: '/m', data: '/d', steps: 2 })}\n`);
+    // What train sft --model writes (src/train/hf-sft-run.ts, HfSftMetrics).
+    const lines = [1, 2].map((step) => ({
+      step,
+      loss: 6.4,
+      tokens: 400,
+      learningRate: 1e-4,
+      gradNorm: 1.1,
+      tokensPerSecond: 300,
+      stepMs: 1300,
+      skipped: false,
+    }));
+    await writeFile(join(run, 'metrics.jsonl'), lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
+    const table = await report([run, '--table']);
+    expect(table.code).toBe(2);
+    expect(table.stderr).toMatch(/--table reads train rl runs; .*sft-run is an `agentmath train sft` run/);
+    expect(table.stdout).not.toMatch(/NaN/);
+    const page = await report([run]);
+    expect(page.code).toBe(1);
+    expect(page.stderr).toMatch(/is an `agentmath train sft` run; report reads eval runs/);
   });
 });

@@ -30,11 +30,11 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-/** 12 problems × 4 samples; `shift` makes the second run better and more tool-happy. */
-async function writeFixtureRun(folder: string, shift: number): Promise<void> {
+/** `count` problems × 4 samples; `shift` makes the second run better and more tool-happy. */
+async function writeFixtureRun(folder: string, shift: number, count = 12): Promise<void> {
   mkdirSync(folder, { recursive: true });
-  const problems: BenchmarkProblem[] = Array.from({ length: 12 }, (_, index) => ({
-    id: `fx-${String(index + 1).padStart(2, '0')}`,
+  const problems: BenchmarkProblem[] = Array.from({ length: count }, (_, index) => ({
+    id: `fx-${String(index + 1).padStart(count > 99 ? 3 : 2, '0')}`,
     problem: `problem ${index}`,
     answer: String(index * 7),
   }));
@@ -51,7 +51,7 @@ async function writeFixtureRun(folder: string, shift: number): Promise<void> {
           sample,
           answer: correct ? problem.answer : sample === 3 ? null : '1',
           calls,
-          text: `${'reasoning '.repeat(10 + index * 9 + sample * 5)}\\boxed{${correct ? problem.answer : '1'}}`,
+          text: `${'reasoning '.repeat(10 + (index % 12) * 9 + sample * 5)}\\boxed{${correct ? problem.answer : '1'}}`,
           ...(sample === 3 && !correct ? { finish: 'max-tokens' as const } : {}),
           grade: { reference: problem.answer, correct },
         }),
@@ -217,6 +217,31 @@ describe.skipIf(!existsSync(CHROMIUM) && process.env.CI !== 'true')(
       expect(bars.length).toBeGreaterThan(2 * 12);
       expect(dom).toContain('avg@k per problem');
       expect(dom).toContain('fx-12');
+    }, 240_000);
+
+    it('past a few dozen problems draws them by accuracy, not one unreadable label each', async () => {
+      await writeFixtureRun(join(root, 'wide-baseline'), 0, 200);
+      await writeFixtureRun(join(root, 'wide-tuned'), 1, 200);
+      const report = await writeRunReport([join(root, 'wide-baseline'), join(root, 'wide-tuned')], {
+        equivalent: (a, b) => a === b,
+        outFile: join(root, 'wide-report.html'),
+      });
+      const screenshot = join(root, 'wide-report.png');
+      await chromium([...SCREENSHOT_ARGS, `--screenshot=${screenshot}`, `file://${report}`]);
+      const image = decodePng(readFileSync(screenshot));
+      expect([image.width, image.height]).toEqual([1200, 2000]);
+
+      const dom = await chromium(['--dump-dom', `file://${report}`]);
+      const accuracy = /<svg[^>]*aria-label="problems by avg@k[^"]*"[\s\S]*?<\/svg>/.exec(dom)?.[0] ?? '';
+      expect(accuracy).toContain('200 problems');
+      expect(accuracy).not.toContain('fx-'); // no per-problem label in the chart
+      const labels = [...accuracy.matchAll(/class="tick">([^<]*%)<\/text>/g)].map((match) => match[1]);
+      expect(labels).toEqual(['0%', '0–20%', '20–40%', '40–60%', '60–80%', '80–100%', '100%']);
+      // Every problem is still in the table, and the bars count every problem of each run.
+      expect(dom).toContain('fx-001');
+      expect(dom).toContain('fx-200');
+      const counts = [...accuracy.matchAll(/<title>[^<]*: (\d+)<\/title>/g)].map((match) => Number(match[1]));
+      expect(counts.slice(0, 14).reduce((sum, count) => sum + count, 0)).toBe(2 * 200);
     }, 240_000);
   },
 );

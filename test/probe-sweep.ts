@@ -10,10 +10,19 @@
  *
  *   bash scripts/probe-sweep.sh              # all probes
  *   bash scripts/probe-sweep.sh rollout      # only probes whose name contains "rollout"
+ *   bash scripts/probe-sweep.sh 37/          # only the probes of issue 37 (their item says so)
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -484,13 +493,15 @@ async function main(): Promise<number> {
         limitMs: 30_000,
       }),
     ),
+    // Issue 37, part A: the real-model commands (model init, train sft --model), --engine URL URL.
+    ...realModelProbes(),
   ];
 
   let failed = 0;
   let passed = 0;
   let skipped = 0;
   for (const probe of probes) {
-    if (!probe.name.includes(filter)) continue;
+    if (!probe.name.includes(filter) && !probe.item.includes(filter)) continue;
     const skip = probe.skip?.() ?? null;
     if (skip !== null) {
       skipped++;
@@ -515,6 +526,296 @@ async function main(): Promise<number> {
 }
 
 let firstWriter: ChildProcess | null = null;
+
+/**
+ * Issue 37, part A: `model init` and `train sft --model` with a tiny model of `model init` and
+ * `tasks write-arith` data (made once, by the first probe that needs them), `--engine URL URL`.
+ */
+function realModelProbes(): Probe[] {
+  const model = join(work, 'tiny-qwen3');
+  const data = join(work, 'arith-text.jsonl');
+  const bomData = join(work, 'arith-text-bom.jsonl');
+  const file = join(work, 'a-file.txt');
+  const link = join(work, 'a-link');
+  const notes = join(work, 'notes');
+  const matches = (pattern: RegExp) => (outcome: Outcome) =>
+    pattern.test(outcome.stderr) ? [] : [`stderr does not match ${pattern}`];
+  const cli = (args: string[]) => {
+    const result = spawnSync(process.execPath, [CLI, ...args], { cwd: work, encoding: 'utf8' });
+    if (result.status !== 0) throw new Error(`agentmath ${args.join(' ')}: ${result.stderr}`);
+  };
+  const files = () => {
+    if (!existsSync(file)) writeFileSync(file, 'mine\n');
+    if (!existsSync(link)) symlinkSync(file, link);
+  };
+  const ensureModel = () => {
+    if (!existsSync(join(model, 'model-init.json')))
+      cli(['model', 'init', '--arch', 'qwen3', '--out', model, '--hidden', '32']);
+    if (!existsSync(data))
+      cli(['tasks', 'write-arith', '--out', data, '--count', '8', '--levels', '1', '--style', 'text']);
+    if (!existsSync(bomData)) writeFileSync(bomData, `\uFEFF${readFileSync(data, 'utf8')}`);
+  };
+  const init = (target: string, extra: string[] = []) => [
+    'model',
+    'init',
+    '--arch',
+    'qwen3',
+    '--out',
+    target,
+    '--hidden',
+    '32',
+    ...extra,
+  ];
+  const sft = (name: string, dataFile = bomData, extra: string[] = []) => [
+    'train',
+    'sft',
+    '--model',
+    model,
+    '--data',
+    dataFile,
+    '--out',
+    out(name),
+    '--batch-size',
+    '2',
+    '--micro-batch-tokens',
+    '512',
+    '--checkpoint-every',
+    '1',
+    ...extra,
+  ];
+  const firstMetric = (name: string) => async (child: ChildProcess) => {
+    await waitFor(() => existsSync(join(out(name), 'metrics.jsonl')) || child.exitCode !== null, 240_000);
+    signal(child, 'SIGINT');
+  };
+  const engines = ['http://127.0.0.1:1', 'http://127.0.0.1:2'];
+  return [
+    {
+      name: "model init --out DIR beside a user's DIR.tmp",
+      item: '37/2',
+      setup: () => {
+        mkdirSync(`${model}.tmp`, { recursive: true });
+        writeFileSync(join(`${model}.tmp`, 'notes.md'), 'mine\n');
+      },
+      args: () => init(model),
+      expect: { code: 0 },
+      untouched: () => [join(`${model}.tmp`, 'notes.md')],
+      limitMs: 180_000,
+    },
+    {
+      name: 'model init --out a folder of notes',
+      item: '37/2',
+      setup: () => {
+        mkdirSync(notes, { recursive: true });
+        writeFileSync(join(notes, 'plan.md'), 'my plan\n');
+      },
+      args: () => init(notes),
+      expect: { code: 2 },
+      untouched: () => [join(notes, 'plan.md')],
+      check: matches(/notes holds files that `agentmath model init` did not write/),
+    },
+    ...[
+      ['FILE', file],
+      ['a link to a file', link],
+    ].map(
+      ([label, target]): Probe => ({
+        name: `model init --out ${label}`,
+        item: '37/3',
+        setup: files,
+        args: () => init(target as string),
+        expect: { code: 2 },
+        untouched: () => [file],
+        absent: () => [`${target}.tmp`],
+        check: matches(/\[RUN_FOLDER_REFUSED\] --out .* is a file/),
+      }),
+    ),
+    {
+      name: 'train sft --model --out FILE',
+      item: '37/3',
+      setup: () => {
+        ensureModel();
+        files();
+      },
+      args: () => sft('x').map((arg) => (arg === out('x') ? file : arg)),
+      expect: { code: 2 },
+      untouched: () => [file],
+      check: matches(/--out .* is a file/),
+    },
+    {
+      name: 'train rl --out FILE',
+      item: '37/3',
+      setup: files,
+      args: () => ['train', 'rl', '--out', file],
+      expect: { code: 2 },
+      untouched: () => [file],
+      check: matches(/--out .* is a file/),
+    },
+    {
+      name: 'train sft --model with a missing --data',
+      item: '37/11',
+      setup: ensureModel,
+      args: () => sft('sft-run', join(work, 'missing.jsonl'), ['--steps', '2']),
+      expect: { code: 1 },
+      absent: () => [join(out('sft-run'), 'config.json')],
+    },
+    {
+      name: 'train sft --model corrected, its data starting with a UTF-8 BOM',
+      item: '37/11, 13',
+      setup: ensureModel,
+      args: () => sft('sft-run', bomData, ['--steps', '2']),
+      expect: { code: 0 },
+      limitMs: 300_000,
+    },
+    {
+      name: 'report --table on the train sft --model run',
+      item: '37/15',
+      args: () => ['report', out('sft-run'), '--table'],
+      expect: { code: 2 },
+      check: (outcome) => [
+        ...matches(/--table reads train rl runs/)(outcome),
+        ...(/NaN/.test(outcome.stdout) ? ['NaN rows printed'] : []),
+      ],
+    },
+    {
+      name: 'train sft --model --resume on a corrupt config.json',
+      item: '37/12',
+      setup: () => {
+        ensureModel();
+        mkdirSync(out('sft-corrupt'), { recursive: true });
+        writeFileSync(join(out('sft-corrupt'), 'config.json'), '{"model": "m", "da');
+      },
+      args: () => [...sft('sft-corrupt'), '--resume'],
+      expect: { code: 1 },
+      untouched: () => [join(out('sft-corrupt'), 'config.json')],
+      check: matches(
+        /\[RUN_CONFIG_INVALID\] .*config\.json: the run's saved configuration is not valid JSON/,
+      ),
+    },
+    {
+      name: 'bench tokenizer on a tokenizer.json that is not JSON',
+      item: '37/12',
+      setup: () => {
+        ensureModel();
+        mkdirSync(join(work, 'broken-tokenizer'), { recursive: true });
+        writeFileSync(
+          join(work, 'broken-tokenizer', 'tokenizer_config.json'),
+          readFileSync(join(model, 'tokenizer_config.json')),
+        );
+        writeFileSync(join(work, 'broken-tokenizer', 'tokenizer.json'), '{"model": {"voc');
+      },
+      args: () => ['bench', 'tokenizer', '--tokenizer', join(work, 'broken-tokenizer')],
+      expect: { code: 1 },
+      check: matches(/\[TOKENIZER_INVALID\] .*broken-tokenizer\/tokenizer\.json: not JSON/),
+    },
+    {
+      name: 'train sft --model: a second --resume while the run is live',
+      item: '37/1',
+      setup: async () => {
+        ensureModel();
+        const first = spawn(process.execPath, [CLI, ...sft('sft-live', bomData, ['--steps', '200'])], {
+          cwd: work,
+          detached: true,
+          stdio: 'ignore',
+        });
+        firstWriter = first;
+        await waitFor(() => existsSync(join(out('sft-live'), 'metrics.jsonl')), 240_000);
+      },
+      args: () => [...sft('sft-live', bomData, ['--steps', '200']), '--resume'],
+      expect: { code: 2 },
+      untouched: () => [join(out('sft-live'), 'config.json')],
+      limitMs: 120_000,
+      check: async (outcome) => {
+        const steps = readFileSync(join(out('sft-live'), 'metrics.jsonl'), 'utf8')
+          .trim()
+          .split('\n').length;
+        const first = firstWriter;
+        const problems: string[] = [];
+        if (first?.pid !== undefined) {
+          const tree = [first.pid, ...descendantsOf(first.pid)];
+          process.kill(first.pid, 'SIGTERM');
+          await waitFor(() => alive(tree).length === 0, 60_000);
+          if (alive(tree).length > 0) problems.push(`the first writer left ${alive(tree).join(', ')}`);
+        }
+        const after = readFileSync(join(out('sft-live'), 'metrics.jsonl'), 'utf8')
+          .trim()
+          .split('\n');
+        if (after.length < steps) problems.push(`metrics.jsonl lost lines: ${steps} → ${after.length}`);
+        return [...problems, ...matches(/RUN_FOLDER_LOCKED/)(outcome)];
+      },
+    },
+    {
+      name: 'train sft --model: SIGINT mid-run prints the command that resumes',
+      item: '37/10',
+      setup: ensureModel,
+      args: () => sft('sft-stopped', bomData, ['--steps', '200']),
+      during: firstMetric('sft-stopped'),
+      expect: { signal: 'SIGINT' },
+      limitMs: 300_000,
+      check: (outcome) => [
+        ...matches(/resume with:\n {2}agentmath train sft --model \S+ .*--out \S+ --resume\n/)(outcome),
+        ...(/HF_SFT_FAILED/.test(outcome.stderr) ? ['the stop is labelled a failure'] : []),
+      ],
+    },
+    ...[
+      ['--engine URL URL', ['--engine', ...engines]],
+      ['--engine URL --engine URL', engines.flatMap((url) => ['--engine', url])],
+    ].map(
+      ([label, flags]): Probe => ({
+        name: `rollout ${label as string}`,
+        item: '37/17',
+        args: () =>
+          [
+            'rollout',
+            '--bench',
+            bench,
+            ...(flags as string[]),
+            '--tokenizer',
+            tokenizer,
+            '--steps',
+            '1',
+            '--group-size',
+            '2',
+            '--batch-size',
+            '1',
+            '--limit',
+            '1',
+            '--sandbox-workers',
+            '1',
+            '--out',
+            out(`engines-${label === '--engine URL URL' ? 'one' : 'two'}`),
+          ] as string[],
+        expect: { code: 1 },
+        check: matches(new RegExp(`router over ${engines.join(', ')}`)),
+      }),
+    ),
+    {
+      name: 'train rl --engine URL URL',
+      item: '37/17',
+      setup: () => {
+        mkdirSync(join(work, 'byte-model'), { recursive: true });
+        writeFileSync(join(work, 'byte-model', 'config.json'), '{}\n');
+      },
+      args: () => [
+        'train',
+        'rl',
+        '--init',
+        join(work, 'byte-model'),
+        '--engine',
+        ...engines,
+        '--out',
+        out('rl-engines'),
+      ],
+      expect: { code: 1 },
+      check: matches(/--engine: for a Hugging Face model/),
+    },
+    {
+      name: 'eval --engine URL URL (one server)',
+      item: '37/17',
+      args: () => ['eval', '--bench', bench, '--engine', ...engines, '--api', 'openai', '--model', 'm'],
+      expect: { code: 2 },
+      check: matches(/one URL only .*eval talks to one server/),
+    },
+  ];
+}
 
 /** Sends `name` to the launcher if it still runs (a probe that ended early is reported by its status). */
 function signal(child: ChildProcess, name: NodeJS.Signals): void {

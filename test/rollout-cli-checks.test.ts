@@ -96,7 +96,7 @@ describe('agentmath rollout: the run folder', () => {
       [['--kv-budget-tokens', '1000', '--tail-cut', '1.5'], /--tail-cut must be a fraction/],
       [['--temperature', '-1'], /--temperature/],
       [['--group-size', '1'], /--group-size/],
-      [['--engine', 'not-a-url'], /--engine <url>' argument 'not-a-url' is invalid/],
+      [['--engine', 'not-a-url'], /--engine <url...>' argument 'not-a-url' is invalid/],
     ];
     for (const [extra, message] of cases) {
       const out = join(folder, `bad-${extra.join('')}`);

@@ -3,7 +3,7 @@
  * implementation runs, agrees with the Rust library on the corpus, and reports figures for each
  * corpus class (no speed is asserted).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -42,4 +42,24 @@ describe('bench tokenizer', () => {
     // Byte-level: one token per UTF-8 byte, and the added tokens written in text.
     expect(report.tokens).toBeGreaterThan(report.texts);
   }, 120_000);
+});
+
+describe('bench tokenizer on a broken tokenizer folder', () => {
+  it('names the file that is not JSON, with the code TOKENIZER_INVALID, before anything runs', async () => {
+    const broken = await mkdtemp(join(tmpdir(), 'agentmath-tokenizer-broken-'));
+    try {
+      await writeByteLevelTokenizerFiles(broken);
+      await writeFile(join(broken, 'tokenizer.json'), '{"model": {"type": "BPE", "voc');
+      const error = await benchTokenizer({
+        tokenizerDir: broken,
+        dataDir: null,
+        rounds: 1,
+        coldRepeats: 1,
+      }).catch((caught: unknown) => caught);
+      expect((error as { code?: string }).code).toBe('TOKENIZER_INVALID');
+      expect((error as Error).message).toContain(`${join(broken, 'tokenizer.json')}: not JSON`);
+    } finally {
+      await rm(broken, { recursive: true, force: true });
+    }
+  });
 });

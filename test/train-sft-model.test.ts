@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DistributedTrainerError, startTrainerService, type TrainerService } from '../src/train/index.ts';
 import { killAllClis, killGroup, startCli } from './cli-process.ts';
+import { metricSteps } from './metric-steps.ts';
 import { alive, descendantsOf } from './process-tree.ts';
 
 let folder: string;
@@ -37,15 +38,6 @@ function readSafetensors(path: string): Map<string, Float32Array> {
     );
   }
   return tensors;
-}
-
-async function metricSteps(run: string): Promise<number[]> {
-  const path = join(run, 'metrics.jsonl');
-  if (!existsSync(path)) return [];
-  return (await readFile(path, 'utf8'))
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => (JSON.parse(line) as { step: number }).step);
 }
 
 const trainArgs = (out: string) => [

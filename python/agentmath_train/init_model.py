@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from typing import List
 
 import torch
@@ -118,19 +117,17 @@ def init_model(arch: str, out: str, corpus_path: str, layers: int, hidden: int, 
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.generation_config = transformers.GenerationConfig(eos_token_id=[eos_id, pad_id], pad_token_id=pad_id)
-    temporary = out.rstrip("/") + ".tmp"
-    shutil.rmtree(temporary, ignore_errors=True)
-    model.save_pretrained(temporary)
-    tokenizer.save_pretrained(temporary)
+    # Written into `out` as it is: the caller gives a folder of its own (`agentmath model init`
+    # passes a fresh temporary folder beside the target and moves it into place).
+    os.makedirs(out, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
     # Also in tokenizer_config.json, for readers that look only there.
-    config_path = os.path.join(temporary, "tokenizer_config.json")
+    config_path = os.path.join(out, "tokenizer_config.json")
     with open(config_path) as handle:
         tokenizer_config = json.load(handle)
     tokenizer_config["chat_template"] = CHAT_TEMPLATE
     with open(config_path, "w") as handle:
         json.dump(tokenizer_config, handle, indent=2)
-    if os.path.exists(out):
-        shutil.rmtree(out)
-    os.replace(temporary, out)
     parameters = sum(p.numel() for p in model.parameters())
     return {"arch": arch, "out": out, "parameters": parameters, "vocabSize": len(tokenizer), "layers": layers, "hidden": hidden}

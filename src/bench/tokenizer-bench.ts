@@ -13,7 +13,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { HfTokenizer } from '../engine/index.ts';
+import { HfTokenizer, readTokenizerFile } from '../engine/index.ts';
 import { ascending, percentile } from '../shared/percentile.ts';
 import { runPythonTokenizers } from './python-tokenizers.ts';
 import { buildTokenizerCorpus, CORPUS_CLASSES, type CorpusText } from './tokenizer-corpus.ts';
@@ -80,8 +80,8 @@ type Timings = {
 export async function benchTokenizer(options: TokenizerBenchOptions): Promise<TokenizerBenchReport> {
   const { tokenizerDir, dataDir, rounds = 20, coldRepeats = 3, onProgress = () => {} } = options;
   const tokenizerFile = join(tokenizerDir, 'tokenizer.json');
-  const tokenizerJson = JSON.parse(await readFile(tokenizerFile, 'utf8'));
-  const tokenizerConfig = JSON.parse(await readFile(join(tokenizerDir, 'tokenizer_config.json'), 'utf8'));
+  const tokenizerJson = (await readTokenizerFile(tokenizerFile)) as { added_tokens?: unknown };
+  const tokenizerConfig = await readTokenizerFile(join(tokenizerDir, 'tokenizer_config.json'));
   const addedTokens = (tokenizerJson.added_tokens as Array<{ content: string }> | undefined)?.map(
     (token) => token.content,
   );

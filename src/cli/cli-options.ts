@@ -17,6 +17,12 @@
  * - `numberOption({ min, max, minExclusive })`: a finite number in range.
  * - `portOption`, `hostOption`: a TCP port 0..65535; an IP address or a host name.
  * - `httpUrlOption`: an http:// or https:// URL (a server's base URL).
+ * - `collectHttpUrls`: for `--engine <url...>`, an option given once with several URLs
+ *   (`--engine A B`), repeated (`--engine A --engine B`), or both: every URL, in order. Only for
+ *   commands without positional arguments (a variadic option takes the words that follow it);
+ *   a word that is not a URL is refused, never taken silently.
+ * - `oneHttpUrl(option, hint)`: the same syntax for a command that talks to one server: a second
+ *   URL is refused with `hint`, instead of commander's "too many arguments" or the last one winning.
  * - `listOption(parser)`: comma-separated values, each parsed by `parser`.
  * - `choiceOption([...])`: one of the given words; `main.ts` calls `showChoicesInHelp` so
  *   `--help` lists them.
@@ -112,6 +118,20 @@ export function httpUrlOption(value: string): string {
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new InvalidArgumentError(`expected an http:// or https:// URL (got ${url.protocol})`);
   return value;
+}
+
+/** Collects every URL of a variadic, repeatable option (`--engine <url...>`), in order. */
+export function collectHttpUrls(value: string, previous: string[] = []): string[] {
+  return [...previous, httpUrlOption(value)];
+}
+
+/** A variadic URL option of a command that talks to one server: a second URL is refused. */
+export function oneHttpUrl(hint: string): (value: string, previous: string | undefined) => string {
+  return (value, previous) => {
+    if (previous !== undefined)
+      throw new InvalidArgumentError(`one URL only (${previous} given already): ${hint}`);
+    return httpUrlOption(value);
+  };
 }
 
 /** A comma-separated list, each item parsed by `item`. */

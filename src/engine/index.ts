@@ -28,7 +28,7 @@ export {
 } from './engine-errors.ts';
 export { HfTokenizer, type HfTokenizerSource } from './hf-tokenizer.ts';
 export { JsonHttpClient, type JsonHttpClientOptions, type PostResult } from './json-http-client.ts';
-export { loadTokenizer } from './load-tokenizer.ts';
+export { loadTokenizer, readTokenizerFile } from './load-tokenizer.ts';
 export { OpenAiChatEngine, type OpenAiChatEngineOptions } from './openai-chat-engine.ts';
 export { OpenAiCompletionsEngine, type OpenAiCompletionsEngineOptions } from './openai-completions-engine.ts';
 export {

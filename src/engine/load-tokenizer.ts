@@ -5,18 +5,20 @@
  */
 import { readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
+import { stripBom } from '../shared/text-input.ts';
 import { HfTokenizer } from './hf-tokenizer.ts';
 import { TokenizerError } from './tokenizer-errors.ts';
 
 /** Loads the tokenizer in `dir`; errors name the file and field at fault. */
 export async function loadTokenizer(dir: string): Promise<HfTokenizer> {
-  const tokenizerJson = await readJson(join(dir, 'tokenizer.json'));
-  const tokenizerConfig = await readJson(join(dir, 'tokenizer_config.json'));
+  const tokenizerJson = await readTokenizerFile(join(dir, 'tokenizer.json'));
+  const tokenizerConfig = await readTokenizerFile(join(dir, 'tokenizer_config.json'));
   const chatTemplate = await readFile(join(dir, 'chat_template.jinja'), 'utf8').catch(() => null);
   return new HfTokenizer({ tokenizerJson, tokenizerConfig, chatTemplate, name: basename(dir), where: dir });
 }
 
-async function readJson(path: string): Promise<unknown> {
+/** The JSON of a tokenizer file; a missing or malformed one is `TOKENIZER_INVALID` naming the file. */
+export async function readTokenizerFile(path: string): Promise<unknown> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -26,7 +28,7 @@ async function readJson(path: string): Promise<unknown> {
     });
   }
   try {
-    return JSON.parse(text);
+    return JSON.parse(stripBom(text));
   } catch (error) {
     throw new TokenizerError('TOKENIZER_INVALID', `${path}: not JSON (${(error as Error).message})`, {
       cause: error,

@@ -8,6 +8,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AgentMathError } from '../shared/agentmath-error.ts';
+import { stripBom } from '../shared/text-input.ts';
 
 export const DEFAULT_NGRAM = 8;
 
@@ -68,7 +69,7 @@ export async function addJsonlToIndex(index: NgramIndex, file: string, label = f
     );
   }
   let added = 0;
-  const lines = text.split('\n');
+  const lines = stripBom(text).split('\n');
   for (let index_ = 0; index_ < lines.length; index_++) {
     const line = lines[index_]!;
     if (line.trim() === '') continue;

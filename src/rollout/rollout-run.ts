@@ -7,9 +7,10 @@
  * over the list; one step takes at most one pass over it.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AgentMathError } from '../shared/agentmath-error.ts';
+import { readRunConfigFile } from '../shared/run-config-file.ts';
 import { RUN_FOLDER_REFUSED } from '../shared/run-folder-check.ts';
 import { assertSameRun, type RunIdentity } from '../shared/run-identity.ts';
 import type { Trajectory } from '../trajectory/trajectory.ts';
@@ -97,7 +98,7 @@ export async function assertRunIdentity(
   if (!existsSync(path)) return false;
   if (!resume)
     throw new RolloutRunConfigError(`${folder} already holds a run: pass --resume, or another --out`);
-  const saved = JSON.parse(await readFile(path, 'utf8')) as RunIdentity;
+  const saved = (await readRunConfigFile(path)) as RunIdentity;
   assertSameRun({
     run: folder,
     saved,

@@ -11,6 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { stripBom } from '../shared/text-input.ts';
 import { distributionSchema, quantile } from './distribution.ts';
 import { costModelSchema } from './engine-cost-model.ts';
 import { WorkloadInvalidError } from './sim-errors.ts';
@@ -166,7 +167,7 @@ export function loadWorkload(nameOrPath: string): Workload {
   let text: string;
   try {
     // A UTF-8 byte-order mark is accepted, as the other readers do.
-    text = readFileSync(stdin ? 0 : path, 'utf8').replace(/^\uFEFF/, '');
+    text = stripBom(readFileSync(stdin ? 0 : path, 'utf8'));
   } catch (error) {
     throw new WorkloadInvalidError(
       `workload ${nameOrPath}: not a built-in workload (${BUILTIN_WORKLOADS.join(', ')}) and not a readable file`,

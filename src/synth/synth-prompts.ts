@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AgentMathError } from '../shared/agentmath-error.ts';
+import { stripBom } from '../shared/text-input.ts';
 
 export const PROMPTS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'prompts');
 
@@ -22,7 +23,7 @@ const REQUIRED: Record<keyof SynthPrompts, string[]> = {
 async function load(file: string, name: keyof SynthPrompts): Promise<string> {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = stripBom(await readFile(file, 'utf8'));
   } catch (error) {
     throw new AgentMathError(
       'SYNTH_INPUT_INVALID',

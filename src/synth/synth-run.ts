@@ -20,6 +20,7 @@ import { buildDecontaminationIndex } from '../eval/decontamination.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { type Clock, systemClock } from '../shared/clock.ts';
+import { readRunConfigFile } from '../shared/run-config-file.ts';
 import { checkRunFolder, RUN_FOLDER_REFUSED } from '../shared/run-folder-check.ts';
 import { assertSameRun, type RunIdentity } from '../shared/run-identity.ts';
 import type { Trajectory } from '../trajectory/trajectory.ts';
@@ -174,7 +175,7 @@ export async function assertSynthFolder(dir: string, config: SynthConfig, resume
     throw error;
   }
   if (!isRun) return;
-  const saved = resolveSynthConfig(JSON.parse(await readFile(join(dir, 'synth-run.json'), 'utf8')));
+  const saved = resolveSynthConfig(await readRunConfigFile(join(dir, 'synth-run.json')));
   assertSameRun({
     run: dir,
     saved: definingConfig(saved) as RunIdentity,

@@ -10,15 +10,19 @@
  * at the end, the model in Hugging Face layout in `DIR/model/`.
  * Resume (`--resume`, also after kill -9) loads the newest committed checkpoint, drops metric
  * lines of steps after it (they are redone), and continues; the configuration must match.
+ * One writer at a time (`run.lock`); `config.json` is written only after the inputs were read;
+ * a stop asked for by `signal` is a result (`status: 'stopped'`), not an error.
  * Not covered: sequence parallelism; sequences longer than the micro-batch budget go alone.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { appendFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { appendFile, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { instructedPrompt, problemOnlyPrompt } from '../agent/index.ts';
 import { loadTokenizer } from '../engine/load-tokenizer.ts';
 import { getDialect } from '../protocol/index.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
+import { readRunConfigFile } from '../shared/run-config-file.ts';
+import { acquireRunFolderLock, RUN_LOCK_FILE } from '../shared/run-folder-lock.ts';
 import { assertSameRun, type RunIdentity } from '../shared/run-identity.ts';
 import { createSeededRandom } from '../tasks/seeded-random.ts';
 import { learningRateAt } from './learning-rate-schedule.ts';
@@ -80,7 +84,10 @@ export type HfSftOptions = {
   signal?: AbortSignal;
 };
 
-export type HfSftResult = { steps: number; finalLoss: number | null; model: string };
+/** How a run ended: the model exported, or stopped by `signal` after a checkpoint (resumable). */
+export type HfSftResult =
+  | { status: 'finished'; steps: number; finalLoss: number | null; model: string }
+  | { status: 'stopped'; step: number; totalSteps: number; checkpoint: string };
 
 const CONFIG_FILE = 'config.json';
 const METRICS_FILE = 'metrics.jsonl';
@@ -100,7 +107,7 @@ export function isHuggingFaceModelFolder(path: string): boolean {
   }
 }
 
-/** Runs (or resumes) an SFT job; resolves when the model is exported. */
+/** Runs (or resumes) an SFT job; resolves when the model is exported, or when `signal` stopped it after a checkpoint. */
 export async function runHfSft({
   out,
   config,
@@ -112,9 +119,40 @@ export async function runHfSft({
   const dir = resolve(out);
   const model = resolve(config.model);
   const identity = { ...config, model, data: resolve(config.data) } as unknown as RunIdentity;
-  await prepareRunFolder(dir, identity, resume);
-
+  // Refusals first, then the inputs are read; the run's identity is written only once they
+  // were read (a bad --data leaves nothing that would refuse the corrected command), and
+  // only under the folder's lock (a second writer never touches a live run's files).
+  await checkRunFolder(dir, identity, resume);
   const examples = await loadExamples(config, model, onEvent);
+  const releaseLock = await acquireRunFolderLock(dir, { command: 'train sft --model' });
+  try {
+    await checkRunFolder(dir, identity, resume);
+    if (!resume) await writeFile(join(dir, CONFIG_FILE), `${JSON.stringify(identity, null, 2)}\n`);
+    return await train({ dir, config, model, examples, resume, onEvent, onTrainerLog, signal });
+  } finally {
+    await releaseLock();
+  }
+}
+
+async function train({
+  dir,
+  config,
+  model,
+  examples,
+  resume,
+  onEvent,
+  onTrainerLog,
+  signal,
+}: {
+  dir: string;
+  config: HfSftConfig;
+  model: string;
+  examples: SftExample[];
+  resume: boolean;
+  onEvent: (event: HfSftEvent) => void;
+  onTrainerLog: ((line: string) => void) | undefined;
+  signal: AbortSignal | undefined;
+}): Promise<HfSftResult> {
   const checkpoint = resume ? await newestCheckpoint(dir) : null;
   const startStep = checkpoint?.step ?? 0;
   if (resume) await keepMetricsUpTo(dir, startStep);
@@ -173,26 +211,24 @@ export async function runHfSft({
         await service.client.saveCheckpoint(path);
         await pruneCheckpoints(dir, path);
         onEvent({ type: 'checkpoint-saved', step: step + 1, path });
-      }
-      if (stopping && !last) {
-        throw new HfSftError(
-          `training stopped at step ${step + 1}; continue with: train sft --resume --out ${out}`,
-        );
+        if (stopping && !last)
+          return { status: 'stopped', step: step + 1, totalSteps: config.steps, checkpoint: path };
       }
     }
     const modelDir = join(dir, 'model');
     await service.client.exportModel(modelDir);
     onEvent({ type: 'model-exported', path: modelDir });
-    return { steps: config.steps, finalLoss, model: modelDir };
+    return { status: 'finished', steps: config.steps, finalLoss, model: modelDir };
   } finally {
     await service.stop();
   }
 }
 
-async function prepareRunFolder(dir: string, identity: RunIdentity, resume: boolean): Promise<void> {
+/** Refuses, without writing, a folder that is not this run: another run, no run to resume, other files. */
+async function checkRunFolder(dir: string, identity: RunIdentity, resume: boolean): Promise<void> {
   const configPath = join(dir, CONFIG_FILE);
   if (existsSync(configPath)) {
-    const saved = JSON.parse(await readFile(configPath, 'utf8')) as RunIdentity;
+    const saved = (await readRunConfigFile(configPath)) as RunIdentity;
     if (!resume) {
       throw new HfSftError(
         `${dir} already holds a training run; continue it with --resume or choose another --out`,
@@ -207,11 +243,10 @@ async function prepareRunFolder(dir: string, identity: RunIdentity, resume: bool
     return;
   }
   if (resume) throw new HfSftError(`${dir} holds no training run to resume (no ${CONFIG_FILE})`);
-  if (existsSync(dir) && (await readdir(dir)).length > 0) {
+  const entries = existsSync(dir) ? (await readdir(dir)).filter((name) => name !== RUN_LOCK_FILE) : [];
+  if (entries.length > 0) {
     throw new HfSftError(`${dir} is not empty and holds no training run; choose an empty or new --out`);
   }
-  await mkdir(dir, { recursive: true });
-  await writeFile(configPath, `${JSON.stringify(identity, null, 2)}\n`);
 }
 
 async function loadExamples(

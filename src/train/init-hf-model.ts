@@ -4,16 +4,24 @@
  * arith task's problems and solutions and the agent's prompts, and a ChatML chat template.
  * For smoke tests, CI and trying the real path without weights; nothing is downloaded. The
  * Python side (`agentmath_train.init_model`) builds it with `transformers` and `tokenizers`.
+ *
+ * The folder is written whole or not at all: into a fresh temporary folder of our own beside
+ * `--out` (`.NAME.model-init-XXXXXX`, made by mkdtemp, so it never is a folder of the user's),
+ * then renamed into place. `--out` may be missing, empty, or a model this command wrote (its
+ * `model-init.json`), which is replaced; anything else (a file, a folder of other files) is
+ * refused with code `RUN_FOLDER_REFUSED` before anything is written, unless `force`.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { instructedPrompt } from '../agent/index.ts';
 import { getDialect } from '../protocol/index.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { PROJECT_ROOT, trainerPython } from '../shared/python-environments.ts';
+import { RUN_FOLDER_REFUSED } from '../shared/run-folder-check.ts';
 import { arithToolPlan, arithTrainProblems, writeArithTextSolution } from '../tasks/index.ts';
 
 const run = promisify(execFile);
@@ -28,7 +36,12 @@ export type InitHfModelOptions = {
   hidden?: number;
   vocabSize?: number;
   seed?: number;
+  /** Replace `out` even when it holds files this command did not write. */
+  force?: boolean;
 };
+
+/** The file that marks a folder as written by `model init` (so a second init may replace it). */
+export const MODEL_INIT_MARKER = 'model-init.json';
 
 export type InitHfModelResult = {
   arch: string;
@@ -58,10 +71,47 @@ export function tokenizerCorpus(problemCount = 400): string {
   return chunks.join('\n\n');
 }
 
+/**
+ * Refuses an `--out` that `initHfModel` must not replace: a file (or a link to one), or a
+ * folder holding files that are not a model this command wrote (unless `force`).
+ */
+export function checkModelInitOut(out: string, force = false): void {
+  const refuse = (message: string) => new AgentMathError(RUN_FOLDER_REFUSED, message);
+  if (!existsSync(out)) {
+    const parent = existingAncestor(out);
+    if (!statSync(parent).isDirectory())
+      throw refuse(`--out ${out}: ${parent} is a file; give a folder for the model (a new or empty one)`);
+    return;
+  }
+  if (!statSync(out).isDirectory())
+    throw refuse(`--out ${out} is a file; give a folder for the model (a new or empty one)`);
+  const entries = readdirSync(out);
+  if (entries.length === 0 || entries.includes(MODEL_INIT_MARKER) || force) return;
+  const shown = entries.sort().slice(0, 3).join(', ');
+  throw refuse(
+    `--out ${out} holds files that \`agentmath model init\` did not write (${shown}${entries.length > 3 ? ', …' : ''}; no ${MODEL_INIT_MARKER}): ` +
+      'nothing was changed; pass a new or empty folder, or --force to replace the folder and everything in it',
+  );
+}
+
+/** The nearest part of `path` (itself or a parent) that exists. */
+function existingAncestor(path: string): string {
+  let current = path;
+  while (!existsSync(current) && dirname(current) !== current) current = dirname(current);
+  return current;
+}
+
 export async function initHfModel(options: InitHfModelOptions): Promise<InitHfModelResult> {
-  const { arch, layers = 2, hidden = 64, vocabSize = 1024, seed = 0 } = options;
+  const { arch, layers = 2, hidden = 64, vocabSize = 1024, seed = 0, force = false } = options;
   const out = resolve(options.out);
-  const folder = await mkdtemp(join(tmpdir(), 'agentmath-model-init-'));
+  checkModelInitOut(out, force);
+  await mkdir(dirname(out), { recursive: true });
+  // Beside the target (same file system, so the rename is atomic), under a name mkdtemp made.
+  const staging = await mkdtemp(join(dirname(out), `.${basename(out)}.model-init-`));
+  const folder = await mkdtemp(join(tmpdir(), 'agentmath-model-init-')).catch(async (error: unknown) => {
+    await rm(staging, { recursive: true, force: true });
+    throw error;
+  });
   try {
     const corpus = join(folder, 'corpus.txt');
     await writeFile(corpus, tokenizerCorpus());
@@ -74,7 +124,7 @@ export async function initHfModel(options: InitHfModelOptions): Promise<InitHfMo
         '--arch',
         arch,
         '--out',
-        out,
+        staging,
         '--corpus',
         corpus,
         '--layers',
@@ -93,8 +143,17 @@ export async function initHfModel(options: InitHfModelOptions): Promise<InitHfMo
       },
     );
     const last = stdout.trim().split('\n').at(-1) ?? '';
-    return JSON.parse(last) as InitHfModelResult;
+    const result = { ...(JSON.parse(last) as InitHfModelResult), out };
+    await writeFile(
+      join(staging, MODEL_INIT_MARKER),
+      `${JSON.stringify({ command: 'agentmath model init', arch, layers, hidden, vocabSize, seed }, null, 2)}\n`,
+    );
+    checkModelInitOut(out, force); // unchanged meanwhile
+    await rm(out, { recursive: true, force: true });
+    await rename(staging, out);
+    return result;
   } catch (error) {
+    if (error instanceof AgentMathError) throw error;
     const stderr = (error as { stderr?: string }).stderr?.trim();
     throw new AgentMathError(
       'MODEL_INIT_FAILED',
@@ -103,5 +162,6 @@ export async function initHfModel(options: InitHfModelOptions): Promise<InitHfMo
     );
   } finally {
     await rm(folder, { recursive: true, force: true });
+    await rm(staging, { recursive: true, force: true });
   }
 }

@@ -7,7 +7,7 @@
  * Read from the run folder's records only: `metrics.jsonl`, `evals.jsonl`, `steps.jsonl`,
  * `config.json`.
  */
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { escapeHtml } from '../eval/escape-html.ts';
@@ -27,9 +27,37 @@ export type RlReportRun = {
   tokensByStep: Map<number, number>;
 };
 
-/** Whether a folder holds a `train rl` run (its `metrics.jsonl`). */
+/**
+ * Whether a folder holds a `train rl` run: its `metrics.jsonl`, whose first line (if any) is an
+ * RL step (an `accuracy` field). `train sft --model` writes a `metrics.jsonl` too, of loss lines.
+ */
 export function isRlRunFolder(folder: string): boolean {
-  return existsSync(join(folder, RL_FILES.metrics));
+  const path = join(folder, RL_FILES.metrics);
+  if (!existsSync(path)) return false;
+  const first = firstLine(path);
+  if (first === null) return true; // started, no step recorded yet
+  try {
+    return 'accuracy' in (JSON.parse(first) as object);
+  } catch {
+    return true; // a malformed line: the reader names it
+  }
+}
+
+/** The first non-empty line of a file (read from its start only), or null. */
+function firstLine(path: string): string | null {
+  const handle = openSync(path, 'r');
+  try {
+    const buffer = Buffer.alloc(64 * 1024);
+    const length = readSync(handle, buffer, 0, buffer.length, 0);
+    const line = buffer
+      .subarray(0, length)
+      .toString('utf8')
+      .split('\n')
+      .find((text) => text.trim() !== '');
+    return line ?? null;
+  } finally {
+    closeSync(handle);
+  }
 }
 
 /** Reads a run folder's records; a malformed line is an error naming the file and line. */

@@ -35,3 +35,19 @@ describe('readSftDataFile on a task-solution JSONL (tasks write-arith)', () => {
     await expect(readSftDataFile(file)).rejects.toThrow(/bad\.jsonl line 2: .*field "segments"/);
   });
 });
+
+describe('readSftDataFile and a UTF-8 byte-order mark', () => {
+  it('reads a JSONL and a ShareGPT file that start with one (editors on Windows write it)', async () => {
+    const jsonl = join(folder, 'bom.jsonl');
+    writeFileSync(jsonl, `\uFEFF${JSON.stringify(record)}\n${JSON.stringify(record)}\n`);
+    expect(await readSftDataFile(jsonl)).toEqual([record, record]);
+    const sharegpt = join(folder, 'bom-sharegpt.json');
+    const conversations = [
+      { from: 'human', value: 'Compute 2 + 3.' },
+      { from: 'gpt', value: 'The answer is \\boxed{5}.' },
+    ];
+    writeFileSync(sharegpt, `\uFEFF${JSON.stringify([{ id: 'a', conversations }])}`);
+    const [solution] = await readSftDataFile(sharegpt);
+    expect(solution?.problem.problem).toBe('Compute 2 + 3.');
+  });
+});

@@ -9,6 +9,7 @@
 import { readFile } from 'node:fs/promises';
 import { parquetReadObjects } from 'hyparquet';
 import { AgentMathError } from '../shared/agentmath-error.ts';
+import { stripBom } from '../shared/text-input.ts';
 import { taskSolutionSchema } from '../tasks/task-solution-schema.ts';
 import type { SolutionSegment, TaskSolution } from '../tasks/types.ts';
 import { parseTrajectoryLine } from '../trajectory/trajectory-jsonl.ts';
@@ -89,7 +90,7 @@ export async function readSftDataFile(file: string, { maskToolOutput = true } = 
   } else if (file.endsWith('.json')) {
     let records: unknown;
     try {
-      records = JSON.parse(bytes.toString('utf8'));
+      records = JSON.parse(stripBom(bytes.toString('utf8')));
     } catch (error) {
       throw new SftDataFileError(`${file}: not valid JSON`, { cause: error });
     }
@@ -113,7 +114,8 @@ export async function readSftDataFile(file: string, { maskToolOutput = true } = 
       );
     });
   } else {
-    const lines = bytes.toString('utf8').split('\n');
+    // A byte-order mark (editors on Windows write one) is not part of the first record.
+    const lines = stripBom(bytes.toString('utf8')).split('\n');
     solutions = [];
     lines.forEach((text, index) => {
       if (text.trim() === '') return;

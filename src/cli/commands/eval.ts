@@ -40,8 +40,9 @@ import type { SandboxProvider } from '../../sandbox/types.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import { assertSameRun, type IdentityValue, type RunIdentity } from '../../shared/run-identity.ts';
 import { type AgentFlags, addAgentFlags } from '../agent-flags.ts';
-import { integerOption, usageError } from '../cli-options.ts';
+import { integerOption, oneHttpUrl, usageError } from '../cli-options.ts';
 import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
+import { resumeCommand } from '../resume-command.ts';
 import { API_KEY_HELP, API_KEY_VARIABLES, withoutApiKey } from './api-key.ts';
 import { locateEmbeddedModel, resolveEngineTarget } from './engine-target.ts';
 
@@ -102,8 +103,11 @@ export function registerEval(program: Command): void {
     .option('--out <dir>', 'output folder (default: runs/eval-<bench>-<time>)')
     .option('--resume', 'continue the run in --out, skipping finished (problem, sample) pairs')
     .option(
-      '--engine <url>',
+      '--engine <url...>',
       'inference server base URL (default: the embedded model under .agentmath/models/)',
+      oneHttpUrl(
+        "eval talks to one server; to spread requests over replicas, put a router (SGLang's router, any load balancer) in front and pass its URL",
+      ),
     )
     .addOption(
       new Option('--api <api>', 'server API')
@@ -348,7 +352,7 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     );
     if (result.status === 'interrupted') {
       process.stderr.write(
-        `interrupted after ${result.done}/${result.total}; resume with:\n  ${resumeCommand(outDir, options.api)}\n`,
+        `interrupted after ${result.done}/${result.total}; resume with:\n  ${evalResumeCommand(outDir, options.api)}\n`,
       );
       return 130;
     }
@@ -362,7 +366,7 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
           ? `${result.failed} trajectories ended in an engine or sandbox error (see ${join(outDir, RUN_FILES.errors)}); `
           : '';
       process.stderr.write(
-        `${failed}${ungraded}${result.done}/${result.total} done. Retry them with:\n  ${resumeCommand(outDir, options.api)}\n`,
+        `${failed}${ungraded}${result.done}/${result.total} done. Retry them with:\n  ${evalResumeCommand(outDir, options.api)}\n`,
       );
       return 1;
     }
@@ -370,7 +374,7 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
   } catch (error) {
     reporter.finish();
     process.stderr.write(
-      `the run stopped; what was written is kept. Resume with:\n  ${resumeCommand(outDir, options.api)}\n`,
+      `the run stopped; what was written is kept. Resume with:\n  ${evalResumeCommand(outDir, options.api)}\n`,
     );
     throw error;
   } finally {
@@ -392,16 +396,10 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
  * The same command line with `--resume` and an explicit `--out`. An `--api-key` is left out
  * (never printed): the line after the command names the environment variable to set instead.
  */
-function resumeCommand(outDir: string, api: EvalCommandOptions['api']): string {
-  const { args: safe, dropped } = withoutApiKey(process.argv.slice(2));
-  const args = safe.filter((arg) => arg !== '--resume');
-  const outIndex = args.findIndex((arg) => arg === '--out' || arg.startsWith('--out='));
-  if (outIndex !== -1) args.splice(outIndex, args[outIndex] === '--out' ? 2 : 1);
-  const command = ['agentmath', ...args, '--out', outDir, '--resume'].map(shellQuote).join(' ');
+function evalResumeCommand(outDir: string, api: EvalCommandOptions['api']): string {
+  const { args, dropped } = withoutApiKey(process.argv.slice(2));
+  const command = resumeCommand(args, outDir);
   return dropped
     ? `${command}\n  (with the API key in ${API_KEY_VARIABLES[api]}; --api-key is left out so that the key is not printed)`
     : command;
-}
-function shellQuote(arg: string): string {
-  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", "'\\''")}'`;
 }

@@ -10,6 +10,7 @@ type ModelInitFlags = {
   hidden: number;
   vocabSize: number;
   seed: number;
+  force?: boolean;
 };
 
 export function registerModel(program: Command): void {
@@ -18,11 +19,15 @@ export function registerModel(program: Command): void {
     .command('init')
     .description('a random-init model (real architecture, small size) with a BPE tokenizer and chat template')
     .addOption(new Option('--arch <name>', 'architecture').choices(MODEL_ARCHITECTURES).makeOptionMandatory())
-    .requiredOption('--out <dir>', 'the model folder to write (replaced if it exists)')
+    .requiredOption(
+      '--out <dir>',
+      'the model folder to write: new, empty, or a model this command wrote (then replaced)',
+    )
     .option('--layers <n>', 'decoder layers', integerOption({ min: 1, max: 64 }), 2)
     .option('--hidden <h>', 'hidden size (a multiple of 16)', integerOption({ min: 32, max: 8192 }), 64)
     .option('--vocab-size <n>', 'BPE vocabulary size', integerOption({ min: 300, max: 200_000 }), 1024)
     .option('--seed <s>', 'seed of the initial weights', integerOption(), 0)
+    .option('--force', 'replace --out even when it holds files this command did not write')
     .action(async (flags: ModelInitFlags) => {
       const result = await initHfModel(flags);
       process.stdout.write(

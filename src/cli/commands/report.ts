@@ -41,6 +41,10 @@ export function registerReport(program: Command): void {
         const folders = [dir, ...(options.compare ?? [])];
         for (const folder of folders) {
           assertRunFolder(folder);
+          if (options.table && !isRlRunFolder(folder))
+            throw usageError(
+              `--table reads train rl runs; ${folder} is ${runKindOf(folder) ?? 'not one (no metrics.jsonl of RL steps)'}`,
+            );
           assertReadableKind(folder);
         }
         const rl = folders.map(isRlRunFolder);
@@ -90,14 +94,20 @@ export function registerReport(program: Command): void {
 const READS =
   'report reads eval runs (`agentmath eval --out`) and train rl runs (`agentmath train rl --out`)';
 
-/** A clear error for a run folder of a kind `report` does not read (a rollout or synthesis run). */
+/** The kind of a run folder that `report` does not read (a rollout, synthesis or SFT run), or null. */
+function runKindOf(folder: string): string | null {
+  if (existsSync(join(folder, 'synth-run.json'))) return 'an `agentmath synth run` folder';
+  if (existsSync(join(folder, 'groups.jsonl')) || existsSync(join(folder, 'steps.jsonl')))
+    return 'an `agentmath rollout` run';
+  if (existsSync(join(folder, 'sft-state.json')) || existsSync(join(folder, 'metrics.jsonl')))
+    return 'an `agentmath train sft` run';
+  return null;
+}
+
+/** A clear error for a run folder of a kind `report` does not read (a rollout, synthesis or SFT run). */
 function assertReadableKind(folder: string): void {
   if (isRlRunFolder(folder)) return;
-  const kind = existsSync(join(folder, 'synth-run.json'))
-    ? 'an `agentmath synth run` folder'
-    : existsSync(join(folder, 'groups.jsonl')) || existsSync(join(folder, 'steps.jsonl'))
-      ? 'an `agentmath rollout` run'
-      : null;
+  const kind = runKindOf(folder);
   if (kind !== null)
     throw new AgentMathError(
       'RUN_KIND_UNSUPPORTED',

@@ -38,7 +38,7 @@ import { systemClock } from '../../shared/clock.ts';
 import { assertNotAFile, checkRunFolder } from '../../shared/run-folder-check.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import { createSeededRandom } from '../../tasks/seeded-random.ts';
-import { httpUrlOption, integerOption, numberOption, usageError } from '../cli-options.ts';
+import { collectHttpUrls, integerOption, numberOption, usageError } from '../cli-options.ts';
 import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
 import { addEngineTimeoutOption } from './engine-target.ts';
 
@@ -80,7 +80,6 @@ type RolloutCommandOptions = {
 
 const integer = (min: number) => integerOption({ min });
 const number = numberOption();
-const collect = (value: string, previous: string[]) => [...previous, httpUrlOption(value)];
 
 export function registerRollout(program: Command): void {
   const command = program
@@ -90,9 +89,9 @@ export function registerRollout(program: Command): void {
     .option('--data-dir <dir>', 'folder of named benchmark files')
     .option('--limit <n>', 'only the first n problems', integer(1))
     .option(
-      '--engine <url>',
-      'an engine replica (repeat for several; default: embedded replicas)',
-      collect,
+      '--engine <url...>',
+      'engine replicas: --engine URL URL … or --engine URL repeated (default: embedded replicas)',
+      collectHttpUrls,
       [],
     )
     .addOption(

@@ -12,6 +12,7 @@ import type { Command } from 'commander';
 import { embeddedModelPaths } from '../../engine/embedded/index.ts';
 import { assertRunIdentity, readCheckpoint } from '../../rollout/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
+import { assertNotAFile } from '../../shared/run-folder-check.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import { ARITH_MAX_LEVEL } from '../../tasks/index.ts';
 import {
@@ -28,6 +29,7 @@ import {
 } from '../../train/index.ts';
 import {
   choiceOption,
+  collectHttpUrls,
   defaultOf,
   httpUrlOption,
   integerOption,
@@ -105,8 +107,6 @@ type RlFlags = {
   json?: boolean;
 };
 
-const collectUrl = (value: string, previous: string[]) => [...previous, httpUrlOption(value)];
-
 const d = <K extends keyof ReturnType<typeof rlConfigSchema.parse> & string>(key: K) =>
   defaultOf(rlConfigSchema, key);
 
@@ -145,7 +145,12 @@ export function registerTrainRl(train: Command): void {
       'prompt + response token budget (default: the context length)',
       integerOption({ min: 1 }),
     )
-    .option('--engine <url>', 'an SGLang engine replica serving --model (repeat for several)', collectUrl, [])
+    .option(
+      '--engine <url...>',
+      'SGLang engine replicas serving --model: --engine URL URL … or --engine URL repeated',
+      collectHttpUrls,
+      [],
+    )
     .option('--api <api>', 'engine API', choiceOption(['sglang', 'vllm'] as const), d('api'))
     .option(
       '--router <policy>',
@@ -199,9 +204,9 @@ export function registerTrainRl(train: Command): void {
       d('memoryLimitGb'),
     )
     .option(
-      '--sandbox <url>',
-      'a sandbox node (`agentmath sandbox serve`; repeat for several)',
-      collectUrl,
+      '--sandbox <url...>',
+      'sandbox nodes (`agentmath sandbox serve`): --sandbox URL URL … or --sandbox URL repeated',
+      collectHttpUrls,
       [],
     )
     .option(
@@ -462,6 +467,7 @@ export function registerTrainRl(train: Command): void {
       const stamp = new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19);
       const folder = resolve(flags.out ?? `runs/rl-${config.textOnly ? 'text' : 'tool'}-${stamp}`);
       // Checked before anything starts: a refusal leaves nothing running.
+      assertNotAFile(folder);
       if (!existsSync(config.init)) {
         throw new AgentMathError(
           'INPUT_NOT_FOUND',

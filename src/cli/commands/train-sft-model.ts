@@ -3,12 +3,14 @@
  * distributed trainer (src/train/hf-sft-run.ts); progress lines to stderr, a summary to stdout.
  */
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
+import { readRunConfigFile } from '../../shared/run-config-file.ts';
+import { assertNotAFile } from '../../shared/run-folder-check.ts';
 import { type HfSftConfig, type HfSftEvent, runHfSft } from '../../train/index.ts';
 import { usageError } from '../cli-options.ts';
 import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
+import { resumeCommand } from '../resume-command.ts';
 
 export type HfSftFlags = {
   model: string;
@@ -82,6 +84,7 @@ export async function runHfSftCommand(flags: HfSftFlags, command: Command): Prom
     }
   }
   if (flags.out === undefined) throw usageError('--model HF_DIR needs --out (the run folder)');
+  assertNotAFile(resolve(flags.out));
   if (flags.data === undefined && !flags.resume) {
     throw usageError(
       '--model HF_DIR needs --data FILE (trajectories.jsonl, sharegpt.json, verl.parquet or a tasks write-arith JSONL)',
@@ -108,7 +111,7 @@ export async function runHfSftCommand(flags: HfSftFlags, command: Command): Prom
   if (flags.resume && existsSync(savedPath)) {
     // A resume continues with the saved configuration; flags given on the command line are
     // checked against it by the run (a change is refused).
-    const saved = JSON.parse(await readFile(savedPath, 'utf8')) as HfSftConfig;
+    const saved = (await readRunConfigFile(savedPath)) as HfSftConfig;
     for (const key of Object.keys(config) as (keyof HfSftConfig)[]) {
       const flag = FLAG_OF[key];
       if (flag === undefined || command.getOptionValueSource(flag) !== 'cli') {
@@ -128,6 +131,14 @@ export async function runHfSftCommand(flags: HfSftFlags, command: Command): Prom
       },
       signal: interruptSignal(),
     });
+    if (result.status === 'stopped') {
+      // A stop asked for by a signal is not a failure: main.ts re-raises the signal.
+      process.stderr.write(
+        `stopped at step ${result.step}/${result.totalSteps} (checkpoint ${result.checkpoint}); resume with:\n` +
+          `  ${resumeCommand(process.argv.slice(2), resolve(flags.out))}\n`,
+      );
+      return;
+    }
     process.stdout.write(
       flags.json
         ? `${JSON.stringify(result, null, 2)}\n`

@@ -1,0 +1,110 @@
+/**
+ * `--engine URL URL …` (as the README and docs/rl.md write it) and a repeated `--engine URL`
+ * (issue 37): `rollout` and `train rl` take every URL in order, either way or both; a word after
+ * them that is not a URL is refused, never taken as an engine; `eval`, which talks to one
+ * server, refuses a second URL by name instead of commander's "too many arguments". The
+ * parsing is read from the real command definitions; one real `rollout` shows both replicas
+ * reach the router.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Command } from 'commander';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerCommands } from '../src/cli/commands/index.ts';
+import { writeByteLevelTokenizerFiles } from '../src/engine/index.ts';
+import { killAllClis, startCli } from './cli-process.ts';
+
+const A = 'http://127.0.0.1:1';
+const B = 'http://127.0.0.1:2';
+const C = 'http://127.0.0.1:3';
+
+/** The subcommand at `path`, with commander's exits and output turned into thrown errors. */
+function command(path: string[]): Command {
+  const program = new Command();
+  registerCommands(program);
+  const found = path.reduce(
+    (current: Command, name) => current.commands.find((sub) => sub.name() === name) as Command,
+    program,
+  );
+  found.exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} });
+  return found;
+}
+
+function parsed(path: string[], args: string[]): Record<string, unknown> {
+  const found = command(path);
+  const { operands, unknown } = found.parseOptions(args);
+  expect([...operands, ...unknown]).toEqual([]);
+  return found.opts();
+}
+
+let dir: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'engine-urls-'));
+});
+
+afterAll(async () => {
+  killAllClis();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('--engine with several URLs', () => {
+  it.each([[['rollout']], [['train', 'rl']]])('%j takes URL URL, a repeated flag, and both', (path) => {
+    expect(parsed(path, ['--engine', A, B, '--out', 'x']).engine).toEqual([A, B]);
+    expect(parsed(path, ['--engine', A, '--engine', B]).engine).toEqual([A, B]);
+    expect(parsed(path, ['--engine', A, B, '--engine', C]).engine).toEqual([A, B, C]);
+    expect(parsed(path, []).engine).toEqual([]);
+  });
+
+  it('train rl takes --sandbox URL URL the same way', () => {
+    expect(parsed(['train', 'rl'], ['--sandbox', A, B, '--sandbox', C]).sandbox).toEqual([A, B, C]);
+  });
+
+  it('refuses a word after the URLs that is not one (nothing is swallowed silently)', () => {
+    expect(() => command(['rollout']).parseOptions(['--engine', A, 'stray'])).toThrow(
+      /argument 'stray' is invalid\. expected an http/,
+    );
+  });
+
+  it('eval refuses a second URL, either way, naming why', () => {
+    expect(parsed(['eval'], ['--engine', A]).engine).toBe(A);
+    for (const args of [
+      ['--engine', A, B],
+      ['--engine', A, '--engine', B],
+    ])
+      expect(() => command(['eval']).parseOptions(args)).toThrow(/one URL only .*eval talks to one server/);
+  });
+
+  it('a real rollout routes over both URLs of one --engine', async () => {
+    const bench = join(dir, 'bench.jsonl');
+    await writeFile(bench, `${JSON.stringify({ id: 'a', problem: 'What is 1+1?', answer: '2' })}\n`);
+    const tokenizer = join(dir, 'tokenizer');
+    await writeByteLevelTokenizerFiles(tokenizer);
+    const result = await startCli(
+      [
+        'rollout',
+        '--bench',
+        bench,
+        '--engine',
+        A,
+        B,
+        '--tokenizer',
+        tokenizer,
+        '--steps',
+        '1',
+        '--group-size',
+        '2',
+        '--batch-size',
+        '1',
+        '--sandbox-workers',
+        '1',
+        '--out',
+        join(dir, 'run'),
+      ],
+      { cwd: dir },
+    ).done;
+    expect(result.stderr).not.toMatch(/too many arguments/);
+    expect(result.stderr).toContain(`router over ${A}, ${B}`);
+  }, 120_000);
+});
