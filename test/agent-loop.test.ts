@@ -584,6 +584,58 @@ describe('resumeAgent', () => {
     }
   });
 
+  it('resubmits a request the engine aborted itself (a weight-update pause), keeping its tokens', async () => {
+    const whole = await runAgent(problem, seeded(counterSandbox()));
+    const inner = seeded(counterSandbox()).engine;
+    let calls = 0;
+    // Call 1 aborts with half its tokens, call 3 with none (aborted while it waited), as SGLang's
+    // and vLLM's `abort` pause answers; nothing on the agent's side asked for either.
+    const engine: AgentOptions['engine'] = {
+      name: 'preempting',
+      async generate(request) {
+        const call = calls++;
+        const result = await inner.generate(request);
+        if (call !== 1 && call !== 3) return { ...result, policyVersion: call < 3 ? 0 : 1 };
+        const keep = call === 1 ? Math.floor((result.tokenIds?.length ?? 0) / 2) : 0;
+        const tokenIds = (result.tokenIds ?? []).slice(0, keep);
+        return {
+          tokenIds,
+          text: tokenizer.decode(tokenIds),
+          logprobs: result.logprobs?.slice(0, keep) ?? null,
+          finishReason: 'abort',
+          matchedStop: null,
+          policyVersion: 0,
+        };
+      },
+    };
+    const trajectory = await runAgent(problem, { ...seeded(counterSandbox()), engine });
+    expect(trajectory.finish).toEqual(whole.finish);
+    expect(responseTokens(trajectory)).toEqual(responseTokens(whole));
+    const model = trajectory.segments.filter((segment) => segment.kind === 'model');
+    expect(model.filter((segment) => segment.finishReason === 'abort')).toHaveLength(1);
+    // The tokens after the abort carry the version that sampled them.
+    expect(model.at(-1)?.policyVersion).toBe(1);
+
+    let aborts = 0;
+    const refusing: AgentOptions['engine'] = {
+      name: 'always-aborts',
+      async generate() {
+        aborts++;
+        return {
+          tokenIds: [],
+          text: '',
+          logprobs: [],
+          finishReason: 'abort',
+          matchedStop: null,
+          policyVersion: 0,
+        };
+      },
+    };
+    const stuck = await runAgent(problem, { ...seeded(counterSandbox()), engine: refusing });
+    expect(stuck.finish).toEqual({ reason: 'aborted' });
+    expect(aborts).toBe(4);
+  });
+
   it('pauses before the next turn when asked while a tool call runs, and parks the session', async () => {
     const controller = new AbortController();
     const sandbox = functionSandbox(() => {
