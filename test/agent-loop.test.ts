@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentEvent, AgentOptions } from '../src/agent/index.ts';
 import { problemOnlyPrompt, resumeAgent, runAgent, SessionPark } from '../src/agent/index.ts';
-import { createByteLevelTokenizer } from '../src/engine/index.ts';
+import { createByteLevelTokenizer, type GenerateResult } from '../src/engine/index.ts';
+import { abortedResult } from '../src/engine/response-parsing.ts';
 import { tagsDialect } from '../src/protocol/index.ts';
 import type { ExecutionOutcome } from '../src/sandbox/types.ts';
 import { responseTokens } from '../src/trajectory/loss-mask.ts';
@@ -512,6 +513,19 @@ describe('resumeAgent', () => {
     expect(park.size).toBe(0);
   });
 
+  /** An engine's `abort` answer (as SGLang gives it) keeping the first `keep` tokens of `result`. */
+  function abortedKeeping(result: GenerateResult, keep: number): GenerateResult {
+    const tokenIds = (result.tokenIds ?? []).slice(0, keep);
+    return {
+      tokenIds,
+      text: tokenizer.decode(tokenIds),
+      logprobs: result.logprobs?.slice(0, keep) ?? null,
+      finishReason: 'abort',
+      matchedStop: null,
+      policyVersion: 0,
+    };
+  }
+
   /**
    * Pauses the run on engine calls listed in `pauseOn` (0-based, counted over all calls): the
    * pause fires while the call runs and the engine answers `abort` with the first half of its
@@ -530,16 +544,7 @@ describe('resumeAgent', () => {
         controller.abort();
         expect(signal?.aborted).toBe(true);
         if (!partial) throw new Error('request aborted');
-        const keep = Math.floor((result.tokenIds?.length ?? 0) / 2);
-        const tokenIds = (result.tokenIds ?? []).slice(0, keep);
-        return {
-          tokenIds,
-          text: tokenizer.decode(tokenIds),
-          logprobs: result.logprobs?.slice(0, keep) ?? null,
-          finishReason: 'abort',
-          matchedStop: null,
-          policyVersion: 0,
-        };
+        return abortedKeeping(result, Math.floor((result.tokenIds?.length ?? 0) / 2));
       },
     };
     const sandbox = counterSandbox();
@@ -596,16 +601,7 @@ describe('resumeAgent', () => {
         const call = calls++;
         const result = await inner.generate(request);
         if (call !== 1 && call !== 3) return { ...result, policyVersion: call < 3 ? 0 : 1 };
-        const keep = call === 1 ? Math.floor((result.tokenIds?.length ?? 0) / 2) : 0;
-        const tokenIds = (result.tokenIds ?? []).slice(0, keep);
-        return {
-          tokenIds,
-          text: tokenizer.decode(tokenIds),
-          logprobs: result.logprobs?.slice(0, keep) ?? null,
-          finishReason: 'abort',
-          matchedStop: null,
-          policyVersion: 0,
-        };
+        return abortedKeeping(result, call === 1 ? Math.floor((result.tokenIds?.length ?? 0) / 2) : 0);
       },
     };
     const trajectory = await runAgent(problem, { ...seeded(counterSandbox()), engine });
@@ -621,14 +617,7 @@ describe('resumeAgent', () => {
       name: 'always-aborts',
       async generate() {
         aborts++;
-        return {
-          tokenIds: [],
-          text: '',
-          logprobs: [],
-          finishReason: 'abort',
-          matchedStop: null,
-          policyVersion: 0,
-        };
+        return abortedResult(true);
       },
     };
     const stuck = await runAgent(problem, { ...seeded(counterSandbox()), engine: refusing });
