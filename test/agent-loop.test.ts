@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentEvent, AgentOptions } from '../src/agent/index.ts';
 import { problemOnlyPrompt, resumeAgent, runAgent, SessionPark } from '../src/agent/index.ts';
-import { createByteLevelTokenizer } from '../src/engine/index.ts';
+import { createByteLevelTokenizer, type GenerateResult } from '../src/engine/index.ts';
+import { abortedResult } from '../src/engine/response-parsing.ts';
 import { tagsDialect } from '../src/protocol/index.ts';
 import type { ExecutionOutcome } from '../src/sandbox/types.ts';
 import { responseTokens } from '../src/trajectory/loss-mask.ts';
@@ -512,6 +513,19 @@ describe('resumeAgent', () => {
     expect(park.size).toBe(0);
   });
 
+  /** An engine's `abort` answer (as SGLang gives it) keeping the first `keep` tokens of `result`. */
+  function abortedKeeping(result: GenerateResult, keep: number): GenerateResult {
+    const tokenIds = (result.tokenIds ?? []).slice(0, keep);
+    return {
+      tokenIds,
+      text: tokenizer.decode(tokenIds),
+      logprobs: result.logprobs?.slice(0, keep) ?? null,
+      finishReason: 'abort',
+      matchedStop: null,
+      policyVersion: 0,
+    };
+  }
+
   /**
    * Pauses the run on engine calls listed in `pauseOn` (0-based, counted over all calls): the
    * pause fires while the call runs and the engine answers `abort` with the first half of its
@@ -530,16 +544,7 @@ describe('resumeAgent', () => {
         controller.abort();
         expect(signal?.aborted).toBe(true);
         if (!partial) throw new Error('request aborted');
-        const keep = Math.floor((result.tokenIds?.length ?? 0) / 2);
-        const tokenIds = (result.tokenIds ?? []).slice(0, keep);
-        return {
-          tokenIds,
-          text: tokenizer.decode(tokenIds),
-          logprobs: result.logprobs?.slice(0, keep) ?? null,
-          finishReason: 'abort',
-          matchedStop: null,
-          policyVersion: 0,
-        };
+        return abortedKeeping(result, Math.floor((result.tokenIds?.length ?? 0) / 2));
       },
     };
     const sandbox = counterSandbox();
@@ -582,6 +587,42 @@ describe('resumeAgent', () => {
       expect(sandbox.opened).toBe(sandbox.closed);
       expect(trajectorySchema.safeParse(trajectory).success).toBe(true);
     }
+  });
+
+  it('resubmits a request the engine aborted itself (a weight-update pause), keeping its tokens', async () => {
+    const whole = await runAgent(problem, seeded(counterSandbox()));
+    const inner = seeded(counterSandbox()).engine;
+    let calls = 0;
+    // Call 1 aborts with half its tokens, call 3 with none (aborted while it waited), as SGLang's
+    // and vLLM's `abort` pause answers; nothing on the agent's side asked for either.
+    const engine: AgentOptions['engine'] = {
+      name: 'preempting',
+      async generate(request) {
+        const call = calls++;
+        const result = await inner.generate(request);
+        if (call !== 1 && call !== 3) return { ...result, policyVersion: call < 3 ? 0 : 1 };
+        return abortedKeeping(result, call === 1 ? Math.floor((result.tokenIds?.length ?? 0) / 2) : 0);
+      },
+    };
+    const trajectory = await runAgent(problem, { ...seeded(counterSandbox()), engine });
+    expect(trajectory.finish).toEqual(whole.finish);
+    expect(responseTokens(trajectory)).toEqual(responseTokens(whole));
+    const model = trajectory.segments.filter((segment) => segment.kind === 'model');
+    expect(model.filter((segment) => segment.finishReason === 'abort')).toHaveLength(1);
+    // The tokens after the abort carry the version that sampled them.
+    expect(model.at(-1)?.policyVersion).toBe(1);
+
+    let aborts = 0;
+    const refusing: AgentOptions['engine'] = {
+      name: 'always-aborts',
+      async generate() {
+        aborts++;
+        return abortedResult(true);
+      },
+    };
+    const stuck = await runAgent(problem, { ...seeded(counterSandbox()), engine: refusing });
+    expect(stuck.finish).toEqual({ reason: 'aborted' });
+    expect(aborts).toBe(4);
   });
 
   it('pauses before the next turn when asked while a tool call runs, and parks the session', async () => {

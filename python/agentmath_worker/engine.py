@@ -171,6 +171,15 @@ class Engine:
             self._condition.notify_all()
             return len(self._running)
 
+    def flush_cache(self, ignore_waiting: bool = False) -> bool:
+        """SGLang's flush (Scheduler.flush_cache / is_fully_idle): refused while any request holds
+        its KV cache (one paused in place does; a retracted one does not) and, unless paused or
+        `ignore_waiting`, while any waits. This engine keeps no cache between requests, so a flush
+        that succeeds has nothing more to clear."""
+        with self._condition:
+            holding = [slot for slot in self._running if slot not in self._retracted] or self._in_step
+            return not holding and (self._paused or ignore_waiting or not self._waiting)
+
     def resume(self) -> None:
         """SGLang's continue_generation: steps run again (retracted caches are recomputed first)."""
         with self._condition:

@@ -190,6 +190,13 @@ def parse_grpo_options(body: Dict[str, Any]) -> GrpoOptions:
     )
 
 
+def optional_flag(body: Dict[str, Any], key: str, default: bool) -> bool:
+    value = body.get(key, default)
+    if not isinstance(value, bool):
+        raise BadRequest(f"{key} must be true or false, got {value!r}")
+    return value
+
+
 def optional_weight_version(body: Dict[str, Any]) -> Optional[int]:
     """SGLang's `weight_version` (a string there); this worker's versions are integers."""
     value = body.get("weight_version")

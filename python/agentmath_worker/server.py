@@ -1,12 +1,17 @@
 """The worker's HTTP server: SGLang's native routes plus the training routes.
 
-Inference (SGLang's names, fields and answers, followed from SGLang 0.5.x's http_server.py,
-io_struct.py and tokenizer_manager.py; docs/embedded-model.md lists them):
+Inference (SGLang's names, fields, status codes and answers, followed from SGLang 0.5.23's
+http_server.py, io_struct.py, tokenizer_manager.py and the scheduler's weight_updater.py;
+docs/engines.md lists every route with the line it follows):
   GET  /health                  200 when the engine thread is alive
-  GET  /get_model_info          model_path, tokenizer_path, is_generation, weight_version, …
+  GET  /model_info, /get_model_info  model_path, tokenizer_path, is_generation, weight_version, …
   POST /generate                input_ids (or text), sampling_params, return_logprob, rid
-  POST /update_weights_from_disk {model_path, load_format?, abort_all_requests?, weight_version?}
-                                waits for running requests unless paused, as SGLang does
+  GET|POST /flush_cache         200 text when flushed; 400 text while a request holds its cache
+  POST /update_weights_from_disk {model_path, load_format?, abort_all_requests?, weight_version?,
+                                flush_cache? (default true)}: waits for running requests unless
+                                paused, as SGLang does; then flushes. 400 {success: false,
+                                message} when the load fails (weights kept) or the flush after it
+                                fails (weights loaded, weight_version not moved), as SGLang does
   POST /pause_generation        {mode: abort | in_place | retract} (default abort)
   POST /continue_generation     {}
   POST /abort_request           {rid} or {abort_all: true}; an aborted request answers its
@@ -33,6 +38,7 @@ import threading
 import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import requests as parse
@@ -40,6 +46,28 @@ from .engine import PAUSE_MODES, Engine, RequestError
 from .trainer import Trainer
 
 logger = logging.getLogger("agentmath_worker.server")
+
+# SGLang 0.5.23's own words (scheduler_components/weight_updater.py, http_server.py).
+UPDATE_SUCCEEDED = "Succeeded to update model weights."
+FLUSH_FAILED_AFTER_UPDATE = (
+    "Weights were updated, but the cache was not flushed because requests are still running or queued. "
+    "Retract or finish them, then call /flush_cache."
+)
+CACHE_FLUSHED = (
+    "Cache flushed.\nPlease check backend logs for more details. "
+    "(When there are running or waiting requests, the operation will not be performed.)\n"
+)
+CACHE_NOT_FLUSHED = "Flush cache failed.\n"
+
+
+@dataclass
+class Reply:
+    """An answer with its own status (SGLang answers some failures with 400) and, for routes
+    that answer text (`/flush_cache`), a text body."""
+
+    status: int
+    payload: Any = None
+    text: Optional[str] = None
 
 
 class Worker:
@@ -81,24 +109,41 @@ class Worker:
             "model": self.backend.describe(),
         }
 
-    def update_weights_from_disk(self, body: Any) -> Dict[str, Any]:
+    def update_weights_from_disk(self, body: Any) -> Reply:
+        """SGLang's update: load, then flush (unless `flush_cache: false`). The answer is SGLang's
+        {success, message, num_paused_requests} (always 0 there too), 200 or 400."""
         path = parse.required_path(body, "model_path")
         given_version = parse.optional_weight_version(body)
+        flush = parse.optional_flag(body, "flush_cache", True)
         if body.get("abort_all_requests"):
             self.engine.abort()
 
-        def load() -> Dict[str, Any]:
-            self.backend.load_weights(path)
+        def load() -> Tuple[bool, str]:
+            try:
+                self.backend.load_weights(path)
+            except OSError as error:  # nothing read: SGLang's weights-iterator failure
+                return False, f"Failed to get weights iterator: {error}."
+            except (ValueError, RuntimeError) as error:  # refused before any tensor was copied
+                return False, f"Failed to update weights: {error}.\nRolling back to original weights."
+            # The new weights are served from here on; the reported version moves only when the
+            # whole update succeeds (SGLang's tokenizer manager sets it after a successful answer).
+            if flush and not self.engine.flush_cache(ignore_waiting=True):
+                return False, FLUSH_FAILED_AFTER_UPDATE
             version = given_version if given_version is not None else _read_version(path)
             self.engine.policy_version = version if version is not None else self.engine.policy_version + 1
-            paused = self.engine.stats()["running"] if self.engine.paused else 0
-            return {"success": True, "message": f"loaded weights from {path}", "num_paused_requests": paused,
-                    "weight_version": str(self.engine.policy_version)}
+            suffix = "" if given_version is None else f" Weight version updated to {given_version}."
+            return True, UPDATE_SUCCEEDED + suffix
 
-        try:
-            return self.engine.exclusive(load)
-        except (OSError, ValueError, RuntimeError) as error:
-            return {"success": False, "message": f"failed to load weights from {path}: {error}", "num_paused_requests": 0}
+        success, message = self.engine.exclusive(load)
+        return Reply(HTTPStatus.OK if success else HTTPStatus.BAD_REQUEST,
+                     {"success": success, "message": message, "num_paused_requests": 0})
+
+    def flush_cache(self, body: Any = None) -> Reply:
+        """SGLang's /flush_cache: a text answer, 200 or 400."""
+        del body
+        if self.engine.flush_cache():
+            return Reply(HTTPStatus.OK, text=CACHE_FLUSHED)
+        return Reply(HTTPStatus.BAD_REQUEST, text=CACHE_NOT_FLUSHED)
 
     def pause_generation(self, body: Any) -> Dict[str, Any]:
         mode = parse.optional_choice(parse._object(body if body is not None else {}, "request body"), "mode", PAUSE_MODES)
@@ -236,6 +281,7 @@ def make_handler(worker: Worker, api_key: Optional[str] = None):
     post_routes: Dict[str, Callable[[Any], Any]] = {
         "/generate": worker.generate,
         "/update_weights_from_disk": worker.update_weights_from_disk,
+        "/flush_cache": worker.flush_cache,
         "/abort_request": lambda body: worker.abort_request(body),
         "/pause_generation": lambda body: worker.pause_generation(body),
         "/continue_generation": lambda body: worker.continue_generation(body),
@@ -247,7 +293,9 @@ def make_handler(worker: Worker, api_key: Optional[str] = None):
     }
     get_routes: Dict[str, Callable[[], Any]] = {
         "/health": lambda: None,
+        "/model_info": worker.model_info,
         "/get_model_info": worker.model_info,
+        "/flush_cache": worker.flush_cache,
         "/train/state": worker.train_state,
     }
 
@@ -258,11 +306,14 @@ def make_handler(worker: Worker, api_key: Optional[str] = None):
         def log_message(self, format: str, *args: Any) -> None:
             logger.debug("%s " + format, self.address_string(), *args)
 
-        def _send(self, status: int, payload: Any) -> None:
-            body = b"" if payload is None else json.dumps(payload).encode("utf-8")
+        def _send(self, status: int, payload: Any, text: Optional[str] = None) -> None:
+            if text is not None:
+                body = text.encode("utf-8")
+            else:
+                body = b"" if payload is None else json.dumps(payload).encode("utf-8")
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", "text/plain; charset=utf-8" if text is not None else "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -322,7 +373,10 @@ def make_handler(worker: Worker, api_key: Optional[str] = None):
             except Exception as error:  # a bug: report it, keep serving
                 logger.exception("request %s failed", self.path)
                 return self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(error).__name__}: {error}")
-            self._send(HTTPStatus.OK, payload)
+            if isinstance(payload, Reply):
+                self._send(payload.status, payload.payload, payload.text)
+            else:
+                self._send(HTTPStatus.OK, payload)
             logger.debug("%s %s %.1f ms", self.command, self.path, (time.perf_counter() - started) * 1000)
 
     return Handler

@@ -4,6 +4,8 @@ loaded while paused take effect for the tokens generated after continue."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import tempfile
 import threading
@@ -15,6 +17,11 @@ from agentmath_worker.engine import SamplingParams
 from agentmath_worker.hf_backend import transformers_available
 from agentmath_worker.hf_fixtures import StepGate, greedy_without_cache, make_models
 from agentmath_worker.requests import BadRequest
+
+# SGLang 0.5.23's own answers, each with the file and lines that build it.
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "test", "fixtures", "sglang-0.5.23-control-bodies.json")
+with open(FIXTURES, encoding="utf-8") as _handle:
+    SGLANG = json.load(_handle)["bodies"]
 
 PROMPTS = [[5, 7, 9], [11, 12, 13, 14, 15, 16], [20, 21]]
 NEW_TOKENS = 24
@@ -77,8 +84,8 @@ class PauseRoutesTest(unittest.TestCase):
         kept = [list(s.output) for s in sequences]
         # Not waiting for the paused requests (SGLang skips its update lock while paused).
         answer = self.worker.update_weights_from_disk({"model_path": self.models["qwen3-2"], "weight_version": "7"})
-        self.assertTrue(answer["success"], answer)
-        self.assertEqual((answer["num_paused_requests"], answer["weight_version"]), (len(PROMPTS), "7"))
+        # Retracted requests hold no cache, so the flush after the load succeeds: SGLang's answer.
+        self.assertEqual((answer.status, answer.payload), (SGLANG["update_ok"]["status"], SGLANG["update_ok"]["json"]))
         self.worker.continue_generation({})
         new_model = self.worker.backend.model
         for prompt, sequence, before in zip(PROMPTS, sequences, kept):
@@ -86,6 +93,29 @@ class PauseRoutesTest(unittest.TestCase):
             after = greedy_without_cache(new_model, prompt + before, NEW_TOKENS - len(before))
             self.assertEqual(sequence.result["output_ids"], before + after)
             self.assertEqual(sequence.result["meta_info"]["weight_version"], "7")
+
+    def test_an_update_while_paused_in_place_fails_its_flush_as_sglang_does(self) -> None:
+        sequences, gate = self.start_gated()
+        self.pause_at_gate(gate, "in_place")
+        flush = self.worker.flush_cache()
+        self.assertEqual((flush.status, flush.text), (SGLANG["flush_cache_refused"]["status"], SGLANG["flush_cache_refused"]["text"]))
+        version = self.worker.policy_version
+        answer = self.worker.update_weights_from_disk({"model_path": self.models["qwen3-2"], "weight_version": "7"})
+        expected = SGLANG["update_flush_failed"]
+        self.assertEqual((answer.status, answer.payload), (expected["status"], expected["json"]))
+        # As in SGLang: the weights were loaded, the reported version did not move.
+        self.assertEqual(self.worker.backend.model_path, self.models["qwen3-2"])
+        self.assertEqual(self.worker.policy_version, version)
+        # Pausing with abort ends the requests (their tokens answered), so the flush and the update succeed.
+        self.worker.pause_generation({"mode": "abort"})
+        self.assertTrue(all(s.result["meta_info"]["finish_reason"]["type"] == "abort" for s in sequences))
+        flush = self.worker.flush_cache()
+        self.assertEqual((flush.status, flush.text), (SGLANG["flush_cache_ok"]["status"], SGLANG["flush_cache_ok"]["text"]))
+        answer = self.worker.update_weights_from_disk({"model_path": self.models["qwen3-2"], "weight_version": "7"})
+        self.assertEqual((answer.status, answer.payload), (SGLANG["update_ok"]["status"], SGLANG["update_ok"]["json"]))
+        self.assertEqual(self.worker.model_info()["weight_version"], "7")
+        self.assertEqual(self.worker.pause_generation({"mode": "abort"}), SGLANG["pause"]["json"])
+        self.assertEqual(self.worker.continue_generation({}), SGLANG["continue"]["json"])
 
     def test_abort_mode_answers_every_request_with_its_partial_output(self) -> None:
         sequences, gate = self.start_gated()
@@ -118,8 +148,15 @@ class PauseRoutesTest(unittest.TestCase):
     def test_update_refuses_a_folder_of_another_shape_and_keeps_the_weights(self) -> None:
         before = {k: v.clone() for k, v in self.worker.backend.model.state_dict().items()}
         answer = self.worker.update_weights_from_disk({"model_path": self.other_shape})
-        self.assertFalse(answer["success"])
-        self.assertIn("another shape", answer["message"])
+        self.assertEqual(answer.status, 400)
+        self.assertEqual(set(answer.payload), set(SGLANG["update_load_failed"]["json"]))
+        self.assertFalse(answer.payload["success"])
+        self.assertIn("another shape", answer.payload["message"])
+        self.assertTrue(answer.payload["message"].startswith("Failed to update weights: "))
+        self.assertTrue(answer.payload["message"].endswith(".\nRolling back to original weights."))
+        missing = self.worker.update_weights_from_disk({"model_path": os.path.join(self.folder, "missing")})
+        self.assertEqual(missing.status, 400)
+        self.assertTrue(missing.payload["message"].startswith("Failed to get weights iterator: "), missing.payload)
         for name, tensor in self.worker.backend.model.state_dict().items():
             self.assertTrue(tensor.equal(before[name]), name)
 

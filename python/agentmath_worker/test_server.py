@@ -147,7 +147,8 @@ class ServerTest(unittest.TestCase):
         self.assertEqual(restored["output_ids"], saved_output["output_ids"])
         self.assertEqual(restored["meta_info"]["weight_version"], str(version))
         status, failed = self.call("/update_weights_from_disk", {"model_path": os.path.join(self.temp, "missing")})
-        self.assertEqual((status, failed["success"]), (200, False))
+        self.assertEqual((status, failed["success"]), (400, False))
+        self.assertTrue(failed["message"].startswith("Failed to get weights iterator: "), failed)
 
     def test_served_folder_loads_in_a_fresh_worker(self):
         folder = os.path.join(self.temp, "fresh")

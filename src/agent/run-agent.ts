@@ -108,6 +108,13 @@ export async function resumeAgent(trajectory: Trajectory, options: AgentOptions)
   return drive(resumed, options, config, true);
 }
 
+/**
+ * Engine-made aborts in a row without a token before the trajectory finishes `aborted`: an abort
+ * that brings tokens is progress (bounded by the token budget); empty ones repeat only if the
+ * engine keeps refusing the request.
+ */
+const MAX_EMPTY_PREEMPTIONS = 3;
+
 /** What the end of a turn asks for next. */
 type NextStep =
   | { type: 'generate' }
@@ -139,6 +146,8 @@ async function drive(
       emit({ type: 'session-restore', trajectoryId: trajectory.id, replayedCalls, ms }),
   });
   let finish: NonNullable<Trajectory['finish']> | null = null;
+  /** Engine-made aborts in a row that brought no token (see `MAX_EMPTY_PREEMPTIONS`). */
+  let emptyPreemptions = 0;
   emit({ type: 'trajectory-start', trajectory, resumed });
 
   try {
@@ -212,10 +221,24 @@ async function drive(
         dialect,
       );
       const pausedHere = result.finishReason === 'abort' && pause?.aborted === true && !signal?.aborted;
-      if (pausedHere && result.tokenIds !== null && result.tokenIds.length === 0 && result.text === '') {
+      const empty = (result.tokenIds === null || result.tokenIds.length === 0) && result.text === '';
+      if (pausedHere && empty) {
         finish = { reason: 'paused' };
         break;
       }
+      // The engine aborted the request itself (SGLang's and vLLM's `abort` pause around a weight
+      // update): keep its tokens and resubmit prompt + tokens so far, which the engine serves
+      // after it continues, with the new weights (a new segment, with their version).
+      const preempted = result.finishReason === 'abort' && !pausedHere;
+      if (preempted && empty) {
+        emptyPreemptions += 1;
+        if (emptyPreemptions > MAX_EMPTY_PREEMPTIONS) {
+          finish = { reason: 'aborted' };
+          break;
+        }
+        continue;
+      }
+      if (preempted) emptyPreemptions = 0;
       const made = modelSegment(state, result, tokenizer, engine.name, step);
       if (made.status === 'error') {
         finish = { reason: 'error', error: describeError(made.error) };
@@ -229,7 +252,7 @@ async function drive(
         finish = { reason: 'paused' };
         break;
       }
-      const next = nextStep(state, result, dialect);
+      const next: NextStep = preempted ? { type: 'generate' } : nextStep(state, result, dialect);
       if (next.type === 'finish') finish = { reason: next.reason };
       else if (next.type === 'execute') {
         finish =

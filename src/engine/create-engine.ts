@@ -75,6 +75,12 @@ export function createEngine(options: EngineOptions): HttpEngine {
     case 'vllm':
       return new VllmEngine({
         client,
+        controlClient: new JsonHttpClient({
+          baseUrl: config.url,
+          timeoutMs: config.timeoutMs,
+          maxConcurrency: 4,
+          headers,
+        }),
         includeStopInOutput: config.includeStopInOutput,
         ...(config.model !== undefined ? { model: config.model } : {}),
         ...name,

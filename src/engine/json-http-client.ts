@@ -32,6 +32,9 @@ export type JsonHttpClientOptions = {
 
 export type PostResult = { status: 'ok'; body: unknown } | { status: 'aborted' };
 
+/** An answer as it came, any status: for routes whose errors are answers (SGLang's `/flush_cache`). */
+export type RawAnswer = { statusCode: number; text: string };
+
 type Attempt =
   | { kind: 'response'; statusCode: number; text: string; retryAfter: string | undefined }
   | { kind: 'connection-error'; error: Error }
@@ -92,6 +95,35 @@ export class JsonHttpClient {
     }
   }
 
+  /**
+   * Sends one request and returns the answer whatever its status (its body as text, credentials
+   * redacted); throws only when no answer came (connection error, timeout, cancellation).
+   */
+  async request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<RawAnswer> {
+    const url = new URL(this.baseUrl + path);
+    const release = await this.#limiter.acquire();
+    try {
+      const where = url.toString();
+      const result = await this.#sendOnce(
+        url,
+        body === undefined ? '' : JSON.stringify(body),
+        undefined,
+        method,
+      );
+      if (result.kind === 'timeout')
+        throw new EngineTimeoutError(where, this.#options.timeoutMs, { cause: result.error });
+      if (result.kind === 'connection-error') {
+        throw new EngineUnavailableError(where, isRetryableConnectionError(result.error), {
+          cause: result.error,
+        });
+      }
+      if (result.kind === 'aborted') throw new EngineUnavailableError(where, true);
+      return { statusCode: result.statusCode, text: this.#redact(result.text) };
+    } finally {
+      release();
+    }
+  }
+
   /** Closes pooled sockets. In-flight requests are not affected. */
   close(): void {
     this.#agent.destroy();
@@ -134,7 +166,12 @@ export class JsonHttpClient {
     return redacted;
   }
 
-  #sendOnce(url: URL, payload: string, signal: AbortSignal | undefined): Promise<Attempt> {
+  #sendOnce(
+    url: URL,
+    payload: string,
+    signal: AbortSignal | undefined,
+    method: 'GET' | 'POST' = 'POST',
+  ): Promise<Attempt> {
     if (signal?.aborted) return Promise.resolve({ kind: 'aborted' });
     const transport = url.protocol === 'https:' ? https : http;
     return new Promise<Attempt>((resolve) => {
@@ -147,12 +184,13 @@ export class JsonHttpClient {
         resolve(attempt);
       };
       const request = transport.request(url, {
-        method: 'POST',
+        method,
         agent: this.#agent,
         headers: {
-          'content-type': 'application/json',
+          ...(method === 'POST'
+            ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
+            : {}),
           accept: 'application/json',
-          'content-length': Buffer.byteLength(payload),
           ...this.#options.headers,
         },
       });
@@ -182,7 +220,7 @@ export class JsonHttpClient {
           }),
         );
       });
-      request.end(payload);
+      request.end(method === 'POST' ? payload : undefined);
     });
   }
 }

@@ -36,3 +36,12 @@ export function policyVersionFrom(value: unknown): number | null {
   if (typeof value === 'string' && /^\d+$/.test(value)) return Number(value);
   return null;
 }
+
+/** The text parsed as JSON, or null when it is not JSON (an error page, a plain-text answer). */
+export function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}

@@ -9,20 +9,35 @@
  *
  * Each request carries its own `rid`; when the caller's AbortSignal fires, the client drops the
  * connection and posts `/abort_request {rid}` so the server stops generating for nobody.
- * Pausing around a weight update (SGLang 0.5.x's routes, the same on the embedded worker):
- * `pauseGeneration(mode)` (`/pause_generation {mode}`), `continueGeneration()`
- * (`/continue_generation`), `abortAll()` (`/abort_request {abort_all: true}`). With mode
- * `abort` the paused requests answer their partial output with finish reason `abort`, which
- * the caller resubmits as `prompt + tokens so far`.
+ * The policy version of a response is the first span of `meta_info.weight_versions` (SGLang
+ * 0.5.23 labels each range of output tokens with the weights that sampled it) or else
+ * `meta_info.weight_version`: the oldest weights that made any of its tokens.
+ *
+ * The control routes of a weight update (SGLang 0.5.23, docs/engines.md names the lines):
+ * `pauseGeneration(mode)` (`/pause_generation {mode}`), `flushCache()` (`/flush_cache`: 200
+ * when flushed, 400 with a text reason while requests run or wait), `updateWeightsFromDisk`
+ * (`/update_weights_from_disk`; SGLang answers a failed load, or a load whose flush failed,
+ * with HTTP 400 `{success: false, message}`, returned here as a value), `weightVersion()`
+ * (`/model_info`, else `/get_model_info`), `continueGeneration()` (`/continue_generation`),
+ * `abortAll()` (`/abort_request {abort_all: true}`). With mode `abort` the paused requests
+ * answer their partial output with finish reason `abort`, which the agent loop resubmits as
+ * `prompt + tokens so far` (new requests wait in SGLang until `continue`).
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { EngineBadResponseError } from './engine-errors.ts';
+import { EngineBadResponseError, EngineHttpError } from './engine-errors.ts';
 import type { JsonHttpClient } from './json-http-client.ts';
-import { abortedResult, parseResponseBody, policyVersionFrom } from './response-parsing.ts';
+import { abortedResult, parseResponseBody, policyVersionFrom, safeJson } from './response-parsing.ts';
 import type { GenerateRequest, GenerateResult, WeightUpdatableEngine, WeightUpdateResult } from './types.ts';
 
 const weightUpdateSchema = z.object({ success: z.boolean(), message: z.string() });
+const modelInfoSchema = z.object({ weight_version: z.union([z.string(), z.number()]).nullable() });
+
+/** SGLang's `message` from a refused update's body, or the body itself. */
+function refusalMessage(error: EngineHttpError): string {
+  const parsed = weightUpdateSchema.safeParse(safeJson(error.body));
+  return parsed.success ? parsed.data.message : `HTTP ${error.status}: ${error.body.slice(0, 500)}`;
+}
 
 /**
  * SGLang's pause modes: `abort` ends every request now with its partial output; `in_place`
@@ -63,6 +78,7 @@ const sglangResponseSchema = z.object({
       .array(z.tuple([z.number().nullable(), z.number().int()]).rest(z.unknown()))
       .optional(),
     weight_version: z.unknown().optional(),
+    weight_versions: z.array(z.object({ version: z.unknown() }).passthrough()).optional(),
     cached_tokens: z.number().int().nonnegative().optional(),
   }),
 });
@@ -86,14 +102,25 @@ export class SglangEngine implements WeightUpdatableEngine {
     modelPath: string,
     options: { signal?: AbortSignal; weightVersion?: number } = {},
   ): Promise<WeightUpdateResult> {
-    const answer = await this.#control.postJson(
-      '/update_weights_from_disk',
-      {
-        model_path: modelPath,
-        ...(options.weightVersion === undefined ? {} : { weight_version: String(options.weightVersion) }),
-      },
-      options.signal,
-    );
+    let answer: Awaited<ReturnType<JsonHttpClient['postJson']>>;
+    try {
+      answer = await this.#control.postJson(
+        '/update_weights_from_disk',
+        {
+          model_path: modelPath,
+          // SGLang's default, said out loud: the scheduler flushes the cache the old weights made.
+          flush_cache: true,
+          ...(options.weightVersion === undefined ? {} : { weight_version: String(options.weightVersion) }),
+        },
+        options.signal,
+      );
+    } catch (error) {
+      // SGLang answers a refused update with 400 {success: false, message}: a value, not an outage.
+      if (error instanceof EngineHttpError && error.status >= 400 && error.status < 500) {
+        return { success: false, message: refusalMessage(error) };
+      }
+      throw error;
+    }
     if (answer.status === 'aborted') return { success: false, message: 'aborted' };
     const parsed = weightUpdateSchema.safeParse(answer.body);
     if (!parsed.success) {
@@ -108,6 +135,29 @@ export class SglangEngine implements WeightUpdatableEngine {
   /** Stops generation (`/pause_generation {mode}`); resolves once the server has paused. */
   async pauseGeneration(mode: PauseMode): Promise<void> {
     await this.#control.postJson('/pause_generation', { mode });
+  }
+
+  /**
+   * Flushes the server's KV/radix cache (`/flush_cache`). SGLang refuses (HTTP 400) while any
+   * request runs, or waits when generation is not paused; the answer is text, not JSON.
+   */
+  async flushCache(): Promise<WeightUpdateResult> {
+    const answer = await this.#control.request('POST', '/flush_cache', {});
+    return { success: answer.statusCode === 200, message: answer.text.trim() };
+  }
+
+  /** The weight version the server reports (`/model_info`, or `/get_model_info` before 0.5.23). */
+  async weightVersion(): Promise<string | null> {
+    let answer = await this.#control.request('GET', '/model_info');
+    if (answer.statusCode === 404) answer = await this.#control.request('GET', '/get_model_info');
+    const where = `${this.#client.baseUrl}/model_info`;
+    if (answer.statusCode !== 200) {
+      throw new EngineHttpError(where, answer.statusCode, answer.text);
+    }
+    const parsed = modelInfoSchema.safeParse(safeJson(answer.text));
+    if (!parsed.success)
+      throw new EngineBadResponseError(where, 'expected { weight_version: string | null }');
+    return parsed.data.weight_version === null ? null : String(parsed.data.weight_version);
   }
 
   /** Resumes paused generation (`/continue_generation`). */
@@ -189,7 +239,9 @@ function toGenerateResult(
     finishReason: finish.type,
     matchedStop,
     stopIncluded: matchedStop !== null && includeStop && body.text.endsWith(matchedStop),
-    policyVersion: policyVersionFrom(body.meta_info.weight_version),
+    policyVersion: policyVersionFrom(
+      body.meta_info.weight_versions?.[0]?.version ?? body.meta_info.weight_version,
+    ),
     ...(body.meta_info.cached_tokens === undefined ? {} : { cachedTokens: body.meta_info.cached_tokens }),
   };
 }

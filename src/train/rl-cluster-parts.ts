@@ -3,11 +3,13 @@
  * behind the router (SGLang servers by URL, or `replicas` embedded workers started here on the
  * model, which speak the same routes), the distributed trainer (by URL, or started here under
  * torchrun with `trainerProcesses` ranks), sandbox nodes by URL or a local jailed sandbox.
- * After each trainer step the weights go to every engine from disk: the trainer exports the
- * policy to `<run>/policy/v<N>`, each engine is paused in place, loads it
- * (`/update_weights_from_disk` with `weight_version` N) and continues, so every token records
- * the version that produced it. A replica that cannot be reached is skipped (its work was
- * already rerouted) and tried again at the next sync. `publishModel` moves the last synced
+ * After each trainer step the weights go to every engine from disk (`weight-sync.ts`): the
+ * trainer exports the policy to `<run>/policy/v<N>`; each engine is paused (`abort`: requests
+ * answer their tokens so far and are resubmitted), flushed, loads it with `weight_version` N
+ * (SGLang's `/update_weights_from_disk`, or vLLM's `reload_weights` through `/collective_rpc`)
+ * and continues, so every token records the version that produced it. A replica that cannot be
+ * connected to is skipped (its work was already rerouted), said so, and tried again at the next
+ * sync; one that answers and refuses the weights stops the run. `publishModel` moves the last synced
  * export to `<run>/model`. With engines or a trainer on other machines, the run folder must be
  * on storage all of them see (the engines read the export by path).
  */
@@ -67,11 +69,6 @@ const POLICY_FOLDER = 'policy';
 
 export async function startClusterParts(options: ClusterPartsOptions): Promise<RlParts> {
   const log = options.log ?? (() => {});
-  if (options.api !== 'sglang') {
-    throw new RlPartsError(
-      `--api ${options.api}: train rl pauses engines and loads new weights through SGLang's routes; the vLLM client has no weight sync yet (docs/rl.md, "RL on a GPU cluster")`,
-    );
-  }
   const contextTokens = modelContextLength(options.model);
   if (contextTokens === null) {
     throw new RlPartsError(
@@ -134,6 +131,7 @@ export async function startClusterParts(options: ClusterPartsOptions): Promise<R
           exportMs: result.exportMs,
           pausedMs: result.pausedMs,
           totalMs: result.totalMs,
+          engines: result.engines,
         };
       },
       publishModel: async (folder) => {
@@ -172,7 +170,7 @@ async function startReplicas(
     const apiKey = engineApiKey();
     return options.engines.map((url) => {
       const engine = createEngine({
-        api: 'sglang',
+        api: options.api,
         url,
         maxConcurrency: options.maxInFlight,
         ...(apiKey === undefined ? {} : { apiKey }),

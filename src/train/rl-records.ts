@@ -7,6 +7,8 @@ import type { HeldOutEvalResult } from './held-out-eval.ts';
 export const RL_FILES = {
   metrics: 'metrics.jsonl',
   evals: 'evals.jsonl',
+  /** One line per weight sync: its times and the version each engine reported (`RlWeightSync`). */
+  syncs: 'syncs.jsonl',
   checkpoints: 'checkpoints',
   /** One evaluation run folder per held-out evaluation (`eval-runs/step-00010`). */
   evalRuns: 'eval-runs',

@@ -146,6 +146,7 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
   // The engines generate with the committed weights before anything else (after a resume too).
   const initialSync = await parts.syncWeights(policyVersion);
   if (initialSync !== null) {
+    await appendLine(join(folder, RL_FILES.syncs), initialSync);
     options.onEvent?.({ type: 'rl-sync', sync: initialSync });
     await parts.publishModel(folder, { final: false });
   }
@@ -279,6 +280,7 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
         policyVersion = trainedVersion;
         stepsInFlight--;
         if (sync !== null) {
+          await appendLine(join(folder, RL_FILES.syncs), sync);
           options.onEvent?.({ type: 'rl-sync', sync });
           await parts.publishModel(folder, { final: false });
         }
