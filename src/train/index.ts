@@ -43,7 +43,6 @@ export {
 export { type LearningRateSchedule, learningRateAt } from './learning-rate-schedule.ts';
 export {
   METRICS_LOGGER_KINDS,
-  type MetricsLogger,
   type MetricsLoggerKind,
   type MetricsLoggerOptions,
   metricScalars,
@@ -146,7 +145,7 @@ export {
   TrainingReportMissingError,
   writeTrainingReport,
 } from './training-report.ts';
-export type { Trainer } from './types.ts';
+export type { MetricsLogger, Trainer } from './types.ts';
 export { WandbLoggerError, WandbUnavailableError } from './wandb-logger.ts';
 export {
   type PausableEngine,
