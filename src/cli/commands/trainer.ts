@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { checkBindAuth } from '../../shared/bind-auth.ts';
 import { startTrainerService } from '../../train/index.ts';
-import { hostOption, integerOption, usageError } from '../cli-options.ts';
+import { hostOption, integerOption } from '../cli-options.ts';
 import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
 
 const TOKEN_VARIABLE = 'AGENTMATH_TRAINER_TOKEN';
@@ -58,8 +58,8 @@ export function registerTrainer(program: Command): void {
     .option('--rdzv-endpoint <host:port>', "torchrun's rendezvous endpoint (node 0's address)")
     .option('--rdzv-id <id>', "torchrun's rendezvous id (the same on every node)")
     .action(async (flags: TrainerServeFlags) => {
-      const token = flags.token ?? (process.env[TOKEN_VARIABLE] || undefined);
-      if (flags.token === '') throw usageError('--token must not be empty');
+      // An empty token (flag or variable) is refused by the bind rule, as `engine serve` does.
+      const token = flags.token ?? process.env[TOKEN_VARIABLE];
       const warning = checkBindAuth({
         server: 'trainer serve',
         host: flags.host,
