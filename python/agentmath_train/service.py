@@ -40,7 +40,7 @@ import torch.distributed as dist
 
 from agentmath_worker.parent_watch import watch_parent
 
-from .batch_io import BatchFormatError, decode_batch
+from .batch_io import BatchFormatError, check_ranges, decode_batch
 from .checkpoint import export_hugging_face, load_checkpoint, save_checkpoint
 from .model import Placement, init_distributed, load_model, placement
 from .options import StepOptionsError, parse_step_options
@@ -98,6 +98,11 @@ class TrainerCore:
             settings.max_grad_norm,
             reference=lambda: freeze(load_model(reference_path, self.where), self.where),
         )
+
+    @property
+    def vocab_size(self) -> int:
+        """Rows of the input embedding: a token id must be below it."""
+        return int(self.model.get_input_embeddings().num_embeddings)
 
     def describe(self) -> Dict[str, Any]:
         """What this rank knows without asking the others."""
@@ -170,12 +175,15 @@ ROUTES = {"/state", "/sft_step", "/grpo_step", "/score", "/save_checkpoint", "/l
 BINARY_ROUTES = {"/sft_step", "/grpo_step", "/score", "/transfer_probe"}
 
 
-def validate(route: str, payload: Dict[str, Any], body: bytes, reference: str) -> None:
-    """Rank 0's check before a command reaches the other ranks (raises ValueError)."""
+def validate(route: str, payload: Dict[str, Any], body: bytes, reference: str, vocab_size: int) -> None:
+    """Rank 0's check before a command reaches the other ranks (raises ValueError): the format,
+    every field's range (token ids within the vocabulary) and the step's options."""
     if route in BINARY_ROUTES:
         batch = decode_batch(body)
         if len(batch) == 0:
             raise ValueError("the batch has no sequences")
+        if route != "/transfer_probe":
+            check_ranges(batch, vocab_size)
         if route in ("/sft_step", "/grpo_step"):
             options = parse_step_options(batch.options)
             if not math.isfinite(options.learning_rate) or options.learning_rate < 0:
@@ -272,7 +280,7 @@ def serve(core: TrainerCore, host: str, port: int, token: Optional[str]) -> None
                     self._send(400, {"error": f"{self.path}: body is not JSON: {error}"})
                     return
             try:
-                validate(self.path, payload, body, core.settings.reference or core.settings.model)
+                validate(self.path, payload, body, core.settings.reference or core.settings.model, core.vocab_size)
             except (BatchFormatError, StepOptionsError, ValueError, KeyError) as error:
                 self._send(400, {"error": f"{self.path}: {error}"})
                 return
