@@ -9,7 +9,7 @@ afterEach(() => {
 });
 
 /** A server answering SGLang's `/update_weights_from_disk` as SGLang does. */
-async function weightServer(answer: unknown) {
+async function weightServer(answer: unknown, status = 200) {
   const bodies: unknown[] = [];
   const server = createServer((request, response) => {
     let text = '';
@@ -19,7 +19,7 @@ async function weightServer(answer: unknown) {
     request.on('end', () => {
       if (request.url !== '/update_weights_from_disk') return response.writeHead(404).end();
       bodies.push(JSON.parse(text));
-      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+      response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -48,6 +48,18 @@ describe('updateWeightsFromDisk on the SGLang client', () => {
     closers.push(() => engine.close());
     await engine.updateWeightsFromDisk('/ckpt/step-4', { weightVersion: 4 });
     expect(bodies).toEqual([{ model_path: '/ckpt/step-4', weight_version: '4' }]);
+  });
+
+  it("returns SGLang's refusal (HTTP 400, success false) as a value: the engine was reached", async () => {
+    const refusal = { success: false, message: 'Failed to update weights: no such folder: /ckpt/missing' };
+    const { url } = await weightServer(refusal, 400);
+    const engine = createEngine({ api: 'sglang', url }) as WeightUpdatableEngine & { close(): void };
+    closers.push(() => engine.close());
+    await expect(engine.updateWeightsFromDisk('/ckpt/missing')).resolves.toEqual(refusal);
+    const { url: broken } = await weightServer({ error: { message: 'bad request' } }, 400);
+    const other = createEngine({ api: 'sglang', url: broken }) as WeightUpdatableEngine & { close(): void };
+    closers.push(() => other.close());
+    await expect(other.updateWeightsFromDisk('/ckpt')).rejects.toMatchObject({ code: 'ENGINE_HTTP_4XX' });
   });
 
   it('refuses an answer of the wrong shape, naming the route', async () => {

@@ -150,4 +150,9 @@ describe('the embedded worker with an API key', () => {
     expect(commandLine).toContain('agentmath_worker');
     expect(commandLine).not.toContain(KEY);
   });
+
+  it('runs the worker with the Hugging Face hub offline (model folders are local)', () => {
+    const environment = readFileSync(`/proc/${worker.pid()}/environ`, 'utf8').split('\0');
+    expect(environment).toContain('HF_HUB_OFFLINE=1');
+  });
 });

@@ -42,6 +42,11 @@ from .trainer import Trainer
 logger = logging.getLogger("agentmath_worker.server")
 
 
+class WeightLoadRefused(Exception):
+    """A weight load that did not happen (the served weights are unchanged): SGLang answers it
+    with 400 and `{"success": false, "message"}`."""
+
+
 class Worker:
     """The engine and trainer over one backend, with the route logic (no HTTP here)."""
 
@@ -82,8 +87,13 @@ class Worker:
         }
 
     def update_weights_from_disk(self, body: Any) -> Dict[str, Any]:
+        """SGLang's answer: 200 with success true, or 400 with success false and the message
+        (`WeightLoadRefused`); a path that is not a folder is refused at once, never looked up
+        on the hub."""
         path = parse.required_path(body, "model_path")
         given_version = parse.optional_weight_version(body)
+        if not os.path.isdir(path):
+            raise WeightLoadRefused(f"failed to load weights from {path}: no such folder: {path}")
         if body.get("abort_all_requests"):
             self.engine.abort()
 
@@ -98,7 +108,7 @@ class Worker:
         try:
             return self.engine.exclusive(load)
         except (OSError, ValueError, RuntimeError) as error:
-            return {"success": False, "message": f"failed to load weights from {path}: {error}", "num_paused_requests": 0}
+            raise WeightLoadRefused(f"failed to load weights from {path}: {error}") from error
 
     def pause_generation(self, body: Any) -> Dict[str, Any]:
         mode = parse.optional_choice(parse._object(body if body is not None else {}, "request body"), "mode", PAUSE_MODES)
@@ -319,6 +329,8 @@ def make_handler(worker: Worker, api_key: Optional[str] = None):
                 payload = action()
             except (parse.BadRequest, RequestError) as error:
                 return self._error(HTTPStatus.BAD_REQUEST, str(error))
+            except WeightLoadRefused as error:
+                return self._send(HTTPStatus.BAD_REQUEST, {"success": False, "message": str(error), "num_paused_requests": 0})
             except Exception as error:  # a bug: report it, keep serving
                 logger.exception("request %s failed", self.path)
                 return self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(error).__name__}: {error}")

@@ -15,6 +15,7 @@ from agentmath_worker.engine import SamplingParams
 from agentmath_worker.hf_backend import transformers_available
 from agentmath_worker.hf_fixtures import StepGate, greedy_without_cache, make_models
 from agentmath_worker.requests import BadRequest
+from agentmath_worker.server import WeightLoadRefused
 
 PROMPTS = [[5, 7, 9], [11, 12, 13, 14, 15, 16], [20, 21]]
 NEW_TOKENS = 24
@@ -117,9 +118,8 @@ class PauseRoutesTest(unittest.TestCase):
 
     def test_update_refuses_a_folder_of_another_shape_and_keeps_the_weights(self) -> None:
         before = {k: v.clone() for k, v in self.worker.backend.model.state_dict().items()}
-        answer = self.worker.update_weights_from_disk({"model_path": self.other_shape})
-        self.assertFalse(answer["success"])
-        self.assertIn("another shape", answer["message"])
+        with self.assertRaisesRegex(WeightLoadRefused, "another shape"):
+            self.worker.update_weights_from_disk({"model_path": self.other_shape})
         for name, tensor in self.worker.backend.model.state_dict().items():
             self.assertTrue(tensor.equal(before[name]), name)
 

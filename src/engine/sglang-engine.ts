@@ -17,12 +17,22 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { EngineBadResponseError } from './engine-errors.ts';
+import { EngineBadResponseError, EngineHttpError } from './engine-errors.ts';
 import type { JsonHttpClient } from './json-http-client.ts';
 import { abortedResult, parseResponseBody, policyVersionFrom } from './response-parsing.ts';
 import type { GenerateRequest, GenerateResult, WeightUpdatableEngine, WeightUpdateResult } from './types.ts';
 
 const weightUpdateSchema = z.object({ success: z.boolean(), message: z.string() });
+
+/** The body of a refused weight load (`success: false`), or null when the body is something else. */
+function refusal(body: string): WeightUpdateResult | null {
+  try {
+    const parsed = weightUpdateSchema.safeParse(JSON.parse(body));
+    return parsed.success && !parsed.data.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
+}
 
 /**
  * SGLang's pause modes: `abort` ends every request now with its partial output; `in_place`
@@ -86,14 +96,22 @@ export class SglangEngine implements WeightUpdatableEngine {
     modelPath: string,
     options: { signal?: AbortSignal; weightVersion?: number } = {},
   ): Promise<WeightUpdateResult> {
-    const answer = await this.#control.postJson(
-      '/update_weights_from_disk',
-      {
-        model_path: modelPath,
-        ...(options.weightVersion === undefined ? {} : { weight_version: String(options.weightVersion) }),
-      },
-      options.signal,
-    );
+    const answer = await this.#control
+      .postJson(
+        '/update_weights_from_disk',
+        {
+          model_path: modelPath,
+          ...(options.weightVersion === undefined ? {} : { weight_version: String(options.weightVersion) }),
+        },
+        options.signal,
+      )
+      .catch((error: unknown) => {
+        // SGLang answers a load it refused with 400 and { success: false, message }: a refusal
+        // (the engine keeps its weights), not an unreachable engine.
+        const refused = error instanceof EngineHttpError && error.status === 400 ? refusal(error.body) : null;
+        if (refused === null) throw error;
+        return { status: 'ok' as const, body: refused };
+      });
     if (answer.status === 'aborted') return { success: false, message: 'aborted' };
     const parsed = weightUpdateSchema.safeParse(answer.body);
     if (!parsed.success) {
