@@ -38,8 +38,6 @@ from typing import Any, Dict, Optional, Tuple
 import torch
 import torch.distributed as dist
 
-from agentmath_worker.parent_watch import watch_parent
-
 from .batch_io import BatchFormatError, check_ranges, decode_batch
 from .checkpoint import export_hugging_face, load_checkpoint, save_checkpoint
 from .model import Placement, init_distributed, load_model, placement
@@ -294,7 +292,11 @@ def serve(core: TrainerCore, host: str, port: int, token: Optional[str]) -> None
             except Exception as error:  # the command failed on rank 0: say so; the job may be unusable
                 self._send(500, {"error": f"{route}: {type(error).__name__}: {error}"})
 
-    server = http.server.ThreadingHTTPServer((host, port), Handler)
+    try:
+        server = http.server.ThreadingHTTPServer((host, port), Handler)
+    except OSError as error:
+        report_start_failure(OSError(f"cannot listen on {host}:{port}: {error.strerror or error}"))
+        raise
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print(json.dumps({"event": "ready", "host": host, "port": server.server_address[1], **core.describe()}), flush=True)
     while True:
@@ -319,13 +321,26 @@ def serve(core: TrainerCore, host: str, port: int, token: Optional[str]) -> None
     server.shutdown()
 
 
+def report_start_failure(error: Exception) -> None:
+    """One JSON line on stdout with this rank's own error, so the launcher shows it first (not
+    torchrun's summary, in which the cause is one line of dozens)."""
+    rank = int(os.environ.get("RANK", "0"))
+    message = f"{type(error).__name__}: {error}".strip()
+    print(json.dumps({"event": "start-failed", "rank": rank, "error": message}), flush=True)
+
+
 def run_service(settings: TrainerSettings, host: str, port: int, token: Optional[str]) -> None:
-    watch_parent("agentmath_train")
-    where = placement()
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    if not dist.is_initialized():
-        init_distributed_with_timeout(where)
-    core = TrainerCore(settings, where)
+    """Every rank: join the process group, load and shard the model, then serve (rank 0) or
+    follow. An error before rank 0 listens is reported by `report_start_failure`."""
+    try:
+        where = placement()
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        if not dist.is_initialized():
+            init_distributed_with_timeout(where)
+        core = TrainerCore(settings, where)
+    except Exception as error:
+        report_start_failure(error)
+        raise
     if dist.get_rank() == 0:
         serve(core, host, port, token)
     else:

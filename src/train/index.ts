@@ -22,6 +22,7 @@ export {
   type HeldOutEvalResult,
   type LevelAccuracy,
 } from './held-out-eval.ts';
+export { assertHuggingFaceTokenizerFiles, isHuggingFaceModelFolder } from './hf-model-folder.ts';
 export {
   batchOfStep,
   type HfSftConfig,
@@ -29,7 +30,6 @@ export {
   type HfSftEvent,
   type HfSftMetrics,
   type HfSftResult,
-  isHuggingFaceModelFolder,
   runHfSft,
 } from './hf-sft-run.ts';
 export {
@@ -118,6 +118,14 @@ export {
 } from './sft-state.ts';
 export { type BatchSequence, encodeTrainerBatch } from './trainer-batch.ts';
 export {
+  type MachineCapacity,
+  machineCapacity,
+  modelFp32Bytes,
+  RANK_BASE_BYTES,
+  trainerCapacityProblem,
+  trainerMemoryBytes,
+} from './trainer-capacity.ts';
+export {
   type GrpoSequence,
   type GrpoStepRequest,
   type GrpoStepResult,
@@ -134,6 +142,7 @@ export {
   type TrainerService,
   type TrainerServiceOptions,
   TrainerStartError,
+  TrainerStartStoppedError,
 } from './trainer-service.ts';
 export {
   readTrainingReport,

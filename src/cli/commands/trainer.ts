@@ -7,6 +7,11 @@ import { checkBindAuth } from '../../shared/bind-auth.ts';
 import { startTrainerService } from '../../train/index.ts';
 import { hostOption, integerOption } from '../cli-options.ts';
 import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
+import {
+  assertTrainerCapacity,
+  CAPACITY_OVERRIDE,
+  CAPACITY_OVERRIDE_HELP,
+} from '../trainer-capacity-check.ts';
 
 const TOKEN_VARIABLE = 'AGENTMATH_TRAINER_TOKEN';
 
@@ -25,6 +30,8 @@ type TrainerServeFlags = {
   nodeRank?: number;
   rdzvEndpoint?: string;
   rdzvId?: string;
+  /** false with --no-capacity-check. */
+  capacityCheck?: boolean;
 };
 
 export function registerTrainer(program: Command): void {
@@ -57,6 +64,7 @@ export function registerTrainer(program: Command): void {
     .option('--node-rank <r>', "torchrun's node rank", integerOption({ min: 0 }))
     .option('--rdzv-endpoint <host:port>', "torchrun's rendezvous endpoint (node 0's address)")
     .option('--rdzv-id <id>', "torchrun's rendezvous id (the same on every node)")
+    .option(CAPACITY_OVERRIDE, CAPACITY_OVERRIDE_HELP)
     .action(async (flags: TrainerServeFlags) => {
       // An empty token (flag or variable) is refused by the bind rule, as `engine serve` does.
       const token = flags.token ?? process.env[TOKEN_VARIABLE];
@@ -67,6 +75,12 @@ export function registerTrainer(program: Command): void {
         tokenSource: `--token or ${TOKEN_VARIABLE}`,
         noAuth: !flags.auth,
         risk: 'changes the weights it trains',
+      });
+      assertTrainerCapacity({
+        processes: flags.nproc,
+        model: flags.model,
+        flag: '--nproc',
+        check: flags.capacityCheck,
       });
       if (warning !== null) process.stderr.write(`${warning}\n`);
       const multiNode =
@@ -94,6 +108,7 @@ export function registerTrainer(program: Command): void {
         activationCheckpointing: flags.activationCheckpointing === true,
         ...(multiNode === undefined ? {} : { torchrunArgs: multiNode }),
         onLog: (line) => process.stderr.write(`${line}\n`),
+        signal: interruptSignal(),
       });
       if (service.url === '') {
         process.stderr.write(`joined the job as node ${flags.nodeRank ?? '?'}; rank 0 serves the routes\n`);
