@@ -21,14 +21,15 @@ import { fileURLToPath } from 'node:url';
 import { createByteLevelTokenizer, writeByteLevelTokenizerFiles } from '../src/engine/index.ts';
 import { startScriptedSglangServer } from './agent-fixtures.ts';
 import { startScriptedTeacher } from './fixtures/scripted-teacher-server.ts';
+import { realModelProbes } from './probe-sweep-real-model.ts';
 import { alive, descendantsOf } from './process-tree.ts';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const CLI = join(ROOT, 'bin', 'agentmath.js');
 const SYSTEM_NODE = '/usr/bin/node';
 
-type Outcome = { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
-type Probe = {
+export type Outcome = { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
+export type Probe = {
   name: string;
   /** The issue's item(s). */
   item: string;
@@ -484,6 +485,8 @@ async function main(): Promise<number> {
         limitMs: 30_000,
       }),
     ),
+    // Issue 37, items 4–9, 14 and 16: the real-model commands (test/probe-sweep-real-model.ts).
+    ...realModelProbes({ work, out, rollout }),
   ];
 
   let failed = 0;
