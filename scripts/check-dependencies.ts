@@ -4,7 +4,9 @@
  * allowed modules themselves may use). `src/shared` is usable by all and uses no module.
  * Nothing imports `cli`. A folder missing from the table is an error, so a new module is
  * placed in the table when it is added; modules of the table that do not exist yet are fine.
- * Unit tests beside the source (`*.test.ts`) follow the same rules.
+ * Unit tests beside the source (`*.test.ts`) follow the same rules. No file may reach itself
+ * through its imports (an import circle), type-only imports (`import type`) included: a circle
+ * of types is still two files that cannot be understood one without the other.
  *
  * Usage: node scripts/check-dependencies.ts [srcDir]   (exit status 1 on a violation)
  */
@@ -74,6 +76,69 @@ export function violationsIn(file: string, text: string): Violation[] {
   return found;
 }
 
+/** The files `file` imports by a relative specifier (value and type-only alike), `/`-separated. */
+function importedFiles(file: string, text: string): string[] {
+  return [...text.matchAll(IMPORT)]
+    .map((match) => match[1] ?? '')
+    .filter((specifier) => specifier.startsWith('.'))
+    .map((specifier) => join(file, '..', specifier).split(sep).join('/'));
+}
+
+/**
+ * The import circles among `texts` (file → its text): each circle's files in import order,
+ * the first file repeated at the end. Tarjan's strongly connected components over the import
+ * graph; a component of more than one file (or a file importing itself) holds a circle.
+ */
+export function importCircles(texts: ReadonlyMap<string, string>): string[][] {
+  const graph = new Map([...texts].map(([file, text]) => [file, importedFiles(file, text).filter((to) => texts.has(to))]));
+  const order = new Map<string, number>();
+  const lowest = new Map<string, number>();
+  const stack: string[] = [];
+  const circles: string[][] = [];
+  const visit = (file: string) => {
+    order.set(file, order.size);
+    lowest.set(file, order.get(file) as number);
+    stack.push(file);
+    for (const to of graph.get(file) ?? []) {
+      if (!order.has(to)) {
+        visit(to);
+        lowest.set(file, Math.min(lowest.get(file) as number, lowest.get(to) as number));
+      } else if (stack.includes(to)) {
+        lowest.set(file, Math.min(lowest.get(file) as number, order.get(to) as number));
+      }
+    }
+    if (lowest.get(file) !== order.get(file)) return;
+    const component = stack.splice(stack.indexOf(file));
+    if (component.length > 1 || graph.get(file)?.includes(file)) circles.push(circleThrough(component, graph));
+  };
+  for (const file of graph.keys()) if (!order.has(file)) visit(file);
+  return circles;
+}
+
+/** One circle inside a strongly connected `component`, from its first file back to it. */
+function circleThrough(component: string[], graph: Map<string, string[]>): string[] {
+  const members = new Set(component);
+  const start = [...members].sort()[0] as string;
+  // Breadth-first from `start` to the first file that imports `start`: the shortest circle.
+  const previous = new Map<string, string>([[start, start]]);
+  const queue = [start];
+  while (queue.length > 0) {
+    const file = queue.shift() as string;
+    for (const to of graph.get(file) ?? []) {
+      if (to === start) {
+        const path = [file];
+        while (path[0] !== start) path.unshift(previous.get(path[0] as string) as string);
+        return [...path, start];
+      }
+      if (members.has(to) && !previous.has(to)) {
+        previous.set(to, file);
+        queue.push(to);
+      }
+    }
+  }
+  return [start, start];
+}
+
 function tsFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
@@ -91,12 +156,18 @@ export function checkDependencies(srcDir: string): string[] {
       problems.push(`src/${name}: module not in the dependency table (scripts/check-dependencies.ts)`);
     }
   }
+  const texts = new Map<string, string>();
   for (const path of tsFiles(srcDir)) {
     const file = relative(srcDir, path).split(sep).join('/');
+    texts.set(file, readFileSync(path, 'utf8'));
+  }
+  for (const circle of importCircles(texts)) {
+    problems.push(`import circle: ${circle.map((file) => `src/${file}`).join(' → ')}`);
+  }
+  for (const [file, text] of texts) {
     if (!file.includes('/')) continue;
     const module = file.split('/')[0] ?? '';
     if (ALLOWED[module] === undefined && !EVERYONE.has(module)) continue;
-    const text = readFileSync(path, 'utf8');
     if (EVERYONE.has(module)) {
       for (const match of text.matchAll(IMPORT)) {
         const target = join(file, '..', match[1] ?? '').split(sep).join('/');

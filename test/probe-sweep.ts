@@ -30,14 +30,15 @@ import { fileURLToPath } from 'node:url';
 import { createByteLevelTokenizer, writeByteLevelTokenizerFiles } from '../src/engine/index.ts';
 import { startScriptedSglangServer } from './agent-fixtures.ts';
 import { startScriptedTeacher } from './fixtures/scripted-teacher-server.ts';
+import { realModelProbes } from './probe-sweep-real-model.ts';
 import { alive, descendantsOf } from './process-tree.ts';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const CLI = join(ROOT, 'bin', 'agentmath.js');
 const SYSTEM_NODE = '/usr/bin/node';
 
-type Outcome = { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
-type Probe = {
+export type Outcome = { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
+export type Probe = {
   name: string;
   /** The issue's item(s). */
   item: string;
@@ -494,7 +495,9 @@ async function main(): Promise<number> {
       }),
     ),
     // Issue 37, part A: the real-model commands (model init, train sft --model), --engine URL URL.
-    ...realModelProbes(),
+    ...realModelPartAProbes(),
+    // Issue 37, items 4–9, 14 and 16: the real-model commands (test/probe-sweep-real-model.ts).
+    ...realModelProbes({ work, out, rollout }),
   ];
 
   let failed = 0;
@@ -531,7 +534,7 @@ let firstWriter: ChildProcess | null = null;
  * Issue 37, part A: `model init` and `train sft --model` with a tiny model of `model init` and
  * `tasks write-arith` data (made once, by the first probe that needs them), `--engine URL URL`.
  */
-function realModelProbes(): Probe[] {
+function realModelPartAProbes(): Probe[] {
   const model = join(work, 'tiny-qwen3');
   const data = join(work, 'arith-text.jsonl');
   const bomData = join(work, 'arith-text-bom.jsonl');

@@ -15,6 +15,26 @@ import { killAllClis, startCli } from './cli-process.ts';
 
 afterAll(() => killAllClis());
 
+/** `trainer serve` follows the same rule (its --model is never read: the refusal comes first). */
+function trainerRefusals(): Array<{ name: string; args: string[]; env?: NodeJS.ProcessEnv; code: string }> {
+  const serve = ['trainer', 'serve', '--model', '/nonexistent-model'];
+  return [
+    { name: 'trainer: public host, no token', args: [...serve, '--host', '0.0.0.0'], code: 'AUTH_REQUIRED' },
+    { name: 'trainer: --token ""', args: [...serve, '--token', ''], code: 'AUTH_TOKEN_EMPTY' },
+    {
+      name: 'trainer: empty AGENTMATH_TRAINER_TOKEN',
+      args: [...serve, '--host', '0.0.0.0'],
+      env: { AGENTMATH_TRAINER_TOKEN: '' },
+      code: 'AUTH_TOKEN_EMPTY',
+    },
+    {
+      name: 'trainer: a token and --no-auth',
+      args: [...serve, '--token', 't0k3n', '--no-auth'],
+      code: 'AUTH_CONFLICT',
+    },
+  ];
+}
+
 describe('refused before binding', () => {
   const refusals: Array<{ name: string; args: string[]; env?: NodeJS.ProcessEnv; code: string }> = [
     {
@@ -42,6 +62,7 @@ describe('refused before binding', () => {
       env: { AGENTMATH_ENGINE_API_KEY: '' },
       code: 'AUTH_TOKEN_EMPTY',
     },
+    ...trainerRefusals(),
   ];
 
   it.each(refusals)(
@@ -50,7 +71,12 @@ describe('refused before binding', () => {
       const result = await startCli([...args, '--port', '0'], {
         cwd: tmpdir(),
         limitMs: 30_000,
-        env: { AGENTMATH_SANDBOX_TOKEN: undefined, AGENTMATH_ENGINE_API_KEY: undefined, ...env },
+        env: {
+          AGENTMATH_SANDBOX_TOKEN: undefined,
+          AGENTMATH_ENGINE_API_KEY: undefined,
+          AGENTMATH_TRAINER_TOKEN: undefined,
+          ...env,
+        },
       }).done;
       expect(result.code).toBe(2); // a command-line mistake, found before anything starts
       expect(result.stderr).toContain(`[${code}]`);
@@ -123,5 +149,10 @@ describe('the embedded worker with an API key', () => {
     const commandLine = readFileSync(`/proc/${worker.pid()}/cmdline`, 'utf8');
     expect(commandLine).toContain('agentmath_worker');
     expect(commandLine).not.toContain(KEY);
+  });
+
+  it('runs the worker with the Hugging Face hub offline (model folders are local)', () => {
+    const environment = readFileSync(`/proc/${worker.pid()}/environ`, 'utf8').split('\0');
+    expect(environment).toContain('HF_HUB_OFFLINE=1');
   });
 });

@@ -251,7 +251,7 @@ describe('train rl under faults', () => {
     const tree = processTree(run.child.pid!);
     try {
       const pids = [...tree.keys()];
-      const torchrun = pids.find((pid) => tree.get(pid)!.includes('torch.distributed.run'));
+      const torchrun = pids.find((pid) => tree.get(pid)!.includes('agentmath_train.torchrun'));
       expect(torchrun, [...tree.values()].join('\n')).toBeDefined();
       const ranks = pids.filter((pid) => / -m agentmath_train /.test(tree.get(pid)!));
       expect(ranks.length).toBeGreaterThan(0);

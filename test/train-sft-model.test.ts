@@ -9,7 +9,12 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DistributedTrainerError, startTrainerService, type TrainerService } from '../src/train/index.ts';
+import {
+  DistributedTrainerError,
+  encodeTrainerBatch,
+  startTrainerService,
+  type TrainerService,
+} from '../src/train/index.ts';
 import { killAllClis, killGroup, startCli } from './cli-process.ts';
 import { metricSteps } from './metric-steps.ts';
 import { alive, descendantsOf } from './process-tree.ts';
@@ -222,5 +227,34 @@ describe('trainer service', () => {
     expect((error as DistributedTrainerError).status).toBe(400);
     expect((error as Error).message).toContain('no trained tokens');
     expect((await service.client.state()).worldSize).toBe(1);
+  }, 60_000);
+
+  it('answers token ids outside the vocabulary and values out of range with 400 naming the field, then trains on', async () => {
+    const step = (inputIds: number[], lossMask: number[]) =>
+      service.client.sftStep({ sequences: [{ inputIds, lossMask }], learningRate: 1e-3 });
+    const refusals: Array<[number[], number[], RegExp]> = [
+      [[5, 6, 1_000_000], [0, 1, 1], /400: \/sft_step: input_ids: sequence 0 position 2 holds 1000000/],
+      [[5, -1, 7], [0, 1, 1], /input_ids: sequence 0 position 1 holds -1/],
+    ];
+    for (const [inputIds, lossMask, message] of refusals) {
+      const error = await step(inputIds, lossMask).catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(DistributedTrainerError);
+      expect((error as DistributedTrainerError).status).toBe(400);
+      expect((error as Error).message).toMatch(message);
+    }
+    // The TypeScript writer sends masks as 0/1: a mask byte of 3 only comes from another client.
+    const batch = encodeTrainerBatch([{ inputIds: [5, 6, 7], lossMask: [0, 1, 1] }], { learningRate: 1e-3 });
+    batch[batch.length - 1] = 3;
+    const raw = await fetch(`${service.url}/sft_step`, { method: 'POST', body: new Uint8Array(batch) });
+    expect(raw.status).toBe(400);
+    expect(((await raw.json()) as { error: string }).error).toMatch(
+      /loss_mask: sequence 0 position 2 holds 3/,
+    );
+    const scored = await service.client.score([[5, 6, 99_999]]).catch((caught: unknown) => caught);
+    expect((scored as DistributedTrainerError).status).toBe(400);
+    // The service kept serving: a good batch trains.
+    const before = (await service.client.state()).policyVersion;
+    const trained = await step([5, 6, 7, 8], [0, 1, 1, 1]);
+    expect(trained.policyVersion).toBe(before + 1);
   }, 60_000);
 });

@@ -8,6 +8,8 @@ import json
 import os
 import sys
 
+from agentmath_worker.parent_watch import watch_parent
+
 
 def _loopback(host: str) -> bool:
     if host == "localhost":
@@ -21,6 +23,8 @@ def _loopback(host: str) -> bool:
 def main(argv=None) -> int:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    # Model folders are local: never ask the hub (a missing folder is an error at once, not 23 s of retries).
+    os.environ["HF_HUB_OFFLINE"] = "1"
     parser = argparse.ArgumentParser(prog="agentmath_train")
     commands = parser.add_subparsers(dest="command", required=True)
     init = commands.add_parser("init-model", help="a random-init Hugging Face model with a tokenizer")
@@ -88,6 +92,9 @@ def main(argv=None) -> int:
     if args.memory_limit_gb < 0:
         print(f"agentmath_train serve: --memory-limit-gb {args.memory_limit_gb}: must be 0 (the device's memory) or more", file=sys.stderr)
         return 2
+    # Before torch and transformers are imported (seconds, minutes on a loaded machine): a rank
+    # whose launcher is killed meanwhile exits instead of importing on under init.
+    watch_parent("agentmath_train")
     token = os.environ.get("AGENTMATH_TRAINER_TOKEN") or None
     if not _loopback(args.host) and token is None and not args.no_auth:
         print(

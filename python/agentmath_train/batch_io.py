@@ -77,7 +77,14 @@ def decode_batch(data: bytes) -> Batch:
         header = json.loads(data[8 : 8 + header_length].decode())
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise BatchFormatError(f"batch header is not JSON: {error}") from error
-    n, tokens = int(header["sequences"]), int(header["tokens"])
+    if not isinstance(header, dict):
+        raise BatchFormatError("batch header is not a JSON object")
+    n, tokens = header.get("sequences"), header.get("tokens")
+    for name, value in (("sequences", n), ("tokens", tokens)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise BatchFormatError(f"batch header field {name!r} must be an integer ≥ 0, not {value!r}")
+    if not isinstance(header.get("options", {}), dict):
+        raise BatchFormatError("batch header field 'options' must be a JSON object")
     offset = 8 + header_length
 
     def take(dtype: str, count: int) -> np.ndarray:
@@ -99,3 +106,34 @@ def decode_batch(data: bytes) -> Batch:
     if offset != len(data):
         raise BatchFormatError(f"batch has {len(data) - offset} bytes past its end")
     return Batch(lengths, input_ids, loss_mask, advantages, old_logprobs, dict(header.get("options") or {}))
+
+
+def check_ranges(batch: Batch, vocab_size: int) -> None:
+    """Every value in range for the model it is meant for; the error names the field, the
+    sequence and the position of the first value out of range. A token id outside the
+    embedding table would otherwise fail inside the forward pass, on every rank."""
+    sequence_of = np.repeat(np.arange(len(batch)), batch.lengths)
+    offsets = batch.offsets
+
+    def first_bad(field: str, bad: np.ndarray, values: np.ndarray, expected: str) -> None:
+        where = np.flatnonzero(bad)
+        if where.size == 0:
+            return
+        index = int(where[0])
+        sequence = int(sequence_of[index])
+        raise BatchFormatError(
+            f"{field}: sequence {sequence} position {index - int(offsets[sequence])} holds {values[index].item()!r}; "
+            f"expected {expected} ({where.size} value(s) out of range)"
+        )
+
+    ids = batch.input_ids
+    first_bad("input_ids", (ids < 0) | (ids >= vocab_size), ids, f"a token id in 0..{vocab_size - 1} (the model's vocabulary)")
+    first_bad("loss_mask", batch.loss_mask > 1, batch.loss_mask, "0 or 1")
+    if batch.old_logprobs is not None:
+        first_bad("oldLogprobs", ~np.isfinite(batch.old_logprobs), batch.old_logprobs, "a finite log-probability")
+    if batch.advantages is not None:
+        advantages = batch.advantages
+        bad = ~np.isfinite(advantages)
+        if bad.any():
+            sequence = int(np.flatnonzero(bad)[0])
+            raise BatchFormatError(f"advantages: sequence {sequence} holds {advantages[sequence].item()!r}; expected a finite number")

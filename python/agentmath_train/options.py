@@ -1,9 +1,11 @@
 """The typed options of a step, read from a batch header (camelCase keys, as TypeScript sends
-them); a key that is not known is an error naming it."""
+them); a key that is not known, a value of the wrong type or out of its range is an error
+naming it (the service answers 400 and keeps serving)."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Dict, Optional
 
 
@@ -53,6 +55,19 @@ _CHOICES = {
 }
 
 
+_WIRE_OF = {field: key for key, field in _WIRE.items()}
+# Numeric options: (lowest value, whether it is allowed). Temperature ≤ 0 means greedy (below).
+_RANGES = {
+    "learning_rate": (0.0, True),
+    "temperature": (-math.inf, True),
+    "clip_low": (0.0, True),
+    "clip_high": (0.0, True),
+    "kl_coef": (0.0, True),
+    "dual_clip": (1.0, False),
+    "off_policy_cap": (0.0, False),
+}
+
+
 def parse_step_options(raw: Dict[str, Any]) -> StepOptions:
     values: Dict[str, Any] = {}
     for key, value in raw.items():
@@ -64,6 +79,16 @@ def parse_step_options(raw: Dict[str, Any]) -> StepOptions:
     for name, choices in _CHOICES.items():
         if name in values and values[name] not in choices:
             raise StepOptionsError(f"step option {name}={values[name]!r}: expected one of {', '.join(choices)}")
+    for name, (low, low_inclusive) in _RANGES.items():
+        if name not in values or (name == "dual_clip" and values[name] is None):
+            continue
+        value = values[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise StepOptionsError(f"step option {_WIRE_OF[name]} must be a finite number, not {value!r}")
+        if value < low or (value == low and not low_inclusive):
+            raise StepOptionsError(f"step option {_WIRE_OF[name]}={value!r}: expected a number {'≥' if low_inclusive else '>'} {low}")
+    if values.get("reference_path") is not None and not isinstance(values["reference_path"], str):
+        raise StepOptionsError("step option referencePath must be a string")
     for name in ("mini_batches", "epochs"):
         if name in values and (not isinstance(values[name], int) or values[name] < 1):
             raise StepOptionsError(f"step option {name} must be an integer ≥ 1")

@@ -39,9 +39,8 @@ import torch
 import torch.distributed as dist
 
 from agentmath_worker.lm_head_logprobs import DEFAULT_CHUNK_TOKENS
-from agentmath_worker.parent_watch import watch_parent
 
-from .batch_io import BatchFormatError, decode_batch
+from .batch_io import BatchFormatError, check_ranges, decode_batch
 from .checkpoint import export_hugging_face, load_checkpoint, save_checkpoint
 from .memory_plan import MemoryOptions, ModelDims, refusal
 from .model import Placement, init_distributed, load_model, placement
@@ -128,6 +127,11 @@ class TrainerCore:
         if reason is not None:
             raise ValueError(reason)
 
+    @property
+    def vocab_size(self) -> int:
+        """Rows of the input embedding: a token id must be below it."""
+        return int(self.model.get_input_embeddings().num_embeddings)
+
     def describe(self) -> Dict[str, Any]:
         """What this rank knows without asking the others."""
         return {
@@ -200,13 +204,22 @@ BINARY_ROUTES = {"/sft_step", "/grpo_step", "/score", "/transfer_probe"}
 
 
 def validate(
-    route: str, payload: Dict[str, Any], body: bytes, reference: str, check_fits: Optional[Callable[[Any], None]] = None
+    route: str,
+    payload: Dict[str, Any],
+    body: bytes,
+    reference: str,
+    vocab_size: int,
+    check_fits: Optional[Callable[[Any], None]] = None,
 ) -> None:
-    """Rank 0's check before a command reaches the other ranks (raises ValueError)."""
+    """Rank 0's check before a command reaches the other ranks (raises ValueError): the format,
+    every field's range (token ids within the vocabulary), the step's options, and whether the
+    step is estimated to fit a rank."""
     if route in BINARY_ROUTES:
         batch = decode_batch(body)
         if len(batch) == 0:
             raise ValueError("the batch has no sequences")
+        if route != "/transfer_probe":
+            check_ranges(batch, vocab_size)
         if route in ("/sft_step", "/grpo_step"):
             options = parse_step_options(batch.options)
             if not math.isfinite(options.learning_rate) or options.learning_rate < 0:
@@ -305,7 +318,9 @@ def serve(core: TrainerCore, host: str, port: int, token: Optional[str]) -> None
                     self._send(400, {"error": f"{self.path}: body is not JSON: {error}"})
                     return
             try:
-                validate(self.path, payload, body, core.settings.reference or core.settings.model, core.check_fits)
+                validate(
+                    self.path, payload, body, core.settings.reference or core.settings.model, core.vocab_size, core.check_fits
+                )
             except (BatchFormatError, StepOptionsError, ValueError, KeyError) as error:
                 self._send(400, {"error": f"{self.path}: {error}"})
                 return
@@ -319,7 +334,11 @@ def serve(core: TrainerCore, host: str, port: int, token: Optional[str]) -> None
             except Exception as error:  # the command failed on rank 0: say so; the job may be unusable
                 self._send(500, {"error": f"{route}: {type(error).__name__}: {error}"})
 
-    server = http.server.ThreadingHTTPServer((host, port), Handler)
+    try:
+        server = http.server.ThreadingHTTPServer((host, port), Handler)
+    except OSError as error:
+        report_start_failure(OSError(f"cannot listen on {host}:{port}: {error.strerror or error}"))
+        raise
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print(json.dumps({"event": "ready", "host": host, "port": server.server_address[1], **core.describe()}), flush=True)
     while True:
@@ -344,13 +363,26 @@ def serve(core: TrainerCore, host: str, port: int, token: Optional[str]) -> None
     server.shutdown()
 
 
+def report_start_failure(error: Exception) -> None:
+    """One JSON line on stdout with this rank's own error, so the launcher shows it first (not
+    torchrun's summary, in which the cause is one line of dozens)."""
+    rank = int(os.environ.get("RANK", "0"))
+    message = f"{type(error).__name__}: {error}".strip()
+    print(json.dumps({"event": "start-failed", "rank": rank, "error": message}), flush=True)
+
+
 def run_service(settings: TrainerSettings, host: str, port: int, token: Optional[str]) -> None:
-    watch_parent("agentmath_train")
-    where = placement()
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    if not dist.is_initialized():
-        init_distributed_with_timeout(where)
-    core = TrainerCore(settings, where)
+    """Every rank: join the process group, load and shard the model, then serve (rank 0) or
+    follow. An error before rank 0 listens is reported by `report_start_failure`."""
+    try:
+        where = placement()
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        if not dist.is_initialized():
+            init_distributed_with_timeout(where)
+        core = TrainerCore(settings, where)
+    except Exception as error:
+        report_start_failure(error)
+        raise
     if dist.get_rank() == 0:
         serve(core, host, port, token)
     else:

@@ -22,7 +22,7 @@ import torch.distributed as dist  # noqa: E402
 import transformers  # noqa: E402
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict  # noqa: E402
 
-from agentmath_train.batch_io import BatchFormatError, decode_batch, encode_batch  # noqa: E402
+from agentmath_train.batch_io import BatchFormatError, check_ranges, decode_batch, encode_batch  # noqa: E402
 from agentmath_train.equivalence_probe import fixed_batch  # noqa: E402
 from agentmath_train.init_model import init_model  # noqa: E402
 from agentmath_train.options import StepOptionsError, parse_step_options  # noqa: E402
@@ -87,7 +87,42 @@ class BatchFormatTest(unittest.TestCase):
         with self.assertRaisesRegex(BatchFormatError, "past its end"):
             decode_batch(data + b"\0")
 
+    def test_values_out_of_range_are_named_with_their_sequence_and_position(self):
+        good = decode_batch(encode_batch([[1, 2, 3], [4, 399]], [[0, 1, 1], [0, 1]], [0.5, -1.0], [[0, -0.1, -0.2], [0, -0.3]]))
+        check_ranges(good, vocab_size=400)
+        cases = [
+            (encode_batch([[1, 2, 3], [4, 400]], [[0, 1, 1], [0, 1]]), "input_ids: sequence 1 position 1 holds 400; expected a token id in 0..399"),
+            (encode_batch([[1, -5, 3]], [[0, 1, 1]]), "input_ids: sequence 0 position 1 holds -5"),
+            (encode_batch([[1, 2, 3]], [[0, 2, 1]]), "loss_mask: sequence 0 position 1 holds 2; expected 0 or 1"),
+            (encode_batch([[1, 2]], [[0, 1]], [float("nan")], [[0, -0.1]]), "advantages: sequence 0 holds nan"),
+            (encode_batch([[1, 2]], [[0, 1]], [1.0], [[0, float("-inf")]]), "oldLogprobs: sequence 0 position 1 holds -inf"),
+        ]
+        for data, message in cases:
+            with self.assertRaisesRegex(BatchFormatError, message.replace("(", r"\(")):
+                check_ranges(decode_batch(data), vocab_size=400)
+
+    def test_header_counts_must_be_whole_numbers_at_least_zero(self):
+        data = encode_batch([[1, 2, 3]], [[0, 1, 1]])
+        header_length = int.from_bytes(data[4:8], "little")
+        header = json.loads(data[8 : 8 + header_length])
+        for field, value in (("sequences", -1), ("tokens", "3"), ("options", [])):
+            text = json.dumps({**header, field: value}).encode()
+            text += b" " * (-len(text) % 8)
+            forged = data[:4] + len(text).to_bytes(4, "little") + text + data[8 + header_length :]
+            with self.assertRaisesRegex(BatchFormatError, field):
+                decode_batch(forged)
+
     def test_unknown_or_invalid_options_are_named(self):
+        for options, name in (
+            ({"learningRate": "0.1"}, "learningRate"),
+            ({"learningRate": 1.0, "klCoef": -1}, "klCoef"),
+            ({"learningRate": 1.0, "clipEpsilonHigh": float("nan")}, "clipEpsilonHigh"),
+            ({"learningRate": 1.0, "dualClip": 0.5}, "dualClip"),
+            ({"learningRate": 1.0, "referencePath": 3}, "referencePath"),
+        ):
+            with self.assertRaisesRegex(StepOptionsError, name):
+                parse_step_options(options)
+        self.assertIsNone(parse_step_options({"learningRate": 1.0, "dualClip": None}).dual_clip)
         with self.assertRaisesRegex(StepOptionsError, "clipLow"):
             parse_step_options({"learningRate": 1.0, "clipLow": 0.2})
         with self.assertRaisesRegex(StepOptionsError, "k1"):

@@ -72,10 +72,10 @@ class TrainerRefusalTest(unittest.TestCase):
         settings = TrainerSettings(model=os.path.join(folder, "m"), micro_batch_tokens=64, logits_chunk_tokens=0, memory_limit_bytes=100 * 2**20)
         core = TrainerCore(settings)
         short = encode_batch([[1, 2, 3, 4]], [[0, 1, 1, 1]], options={"learningRate": 1e-3})
-        validate("/sft_step", {}, short, settings.model, core.check_fits)
+        validate("/sft_step", {}, short, settings.model, core.vocab_size, core.check_fits)
         long = encode_batch([[1, 2, 3] * 10, [5] * 20_000], [[0, 1, 1] * 10, [1] * 20_000], options={"learningRate": 1e-3})
         with self.assertRaisesRegex(ValueError, r"sequence 1 has 20,000 tokens.*--logits-chunk-tokens 512"):
-            validate("/sft_step", {}, long, settings.model, core.check_fits)
+            validate("/sft_step", {}, long, settings.model, core.vocab_size, core.check_fits)
         self.assertEqual(core.runner.optimizer_steps, 0)
         self.assertEqual(len(decode_batch(long)), 2)
 

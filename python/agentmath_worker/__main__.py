@@ -11,6 +11,8 @@ import os
 # Threads that sleep when idle instead of spinning: on a shared machine a spinning OpenMP
 # thread steals the core another process (or our own HTTP threads) needs. Set before torch loads.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Model folders are local: the Hugging Face hub is never asked (a missing folder fails at once).
+os.environ["HF_HUB_OFFLINE"] = "1"
 
 import argparse
 import json

@@ -42,6 +42,10 @@ def build_backend(options: WorkerOptions):
         raise ValueError(f"--model {options.model!r}: not a preset ({', '.join(PRESETS)}) and not a folder")
     if not os.path.isfile(os.path.join(options.model, "config.json")):
         raise ValueError(f"--model {options.model}: no config.json in the folder")
+    # config.json decided the kind; a Hugging Face folder needs its fast tokenizer, else
+    # `transformers` tries to convert a slow one and fails asking for sentencepiece.
+    if not os.path.isfile(os.path.join(options.model, "tokenizer.json")):
+        raise ValueError(f"--model {options.model}: a Hugging Face model folder without tokenizer.json (config.json names no byte model)")
     from .hf_backend import HuggingFaceBackend  # imports transformers, which is optional
 
     return HuggingFaceBackend.create(options.model, options.max_running_requests, options.device)

@@ -115,6 +115,11 @@ class Worker:
         path = parse.required_path(body, "model_path")
         given_version = parse.optional_weight_version(body)
         flush = parse.optional_flag(body, "flush_cache", True)
+        if not os.path.isdir(path):  # a hub-style name or a file: refused at once, never looked up on the hub
+            return Reply(
+                HTTPStatus.BAD_REQUEST,
+                {"success": False, "message": f"Failed to get weights iterator: no such folder: {path}.", "num_paused_requests": 0},
+            )
         if body.get("abort_all_requests"):
             self.engine.abort()
 

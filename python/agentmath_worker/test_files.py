@@ -51,7 +51,18 @@ class HuggingFaceGuardTest(unittest.TestCase):
         try:
             with open(os.path.join(folder, "config.json"), "w") as handle:
                 json.dump({"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"]}, handle)
+            tokenizer_files.write_tokenizer_files(folder, 768)
             with self.assertRaisesRegex(ImportError, "transformers"):
+                build_backend(WorkerOptions(model=folder))
+        finally:
+            shutil.rmtree(folder)
+
+    def test_hugging_face_folder_without_tokenizer_json_names_the_file(self):
+        folder = tempfile.mkdtemp()
+        try:
+            with open(os.path.join(folder, "config.json"), "w") as handle:
+                json.dump({"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"]}, handle)
+            with self.assertRaisesRegex(ValueError, "without tokenizer.json"):
                 build_backend(WorkerOptions(model=folder))
         finally:
             shutil.rmtree(folder)

@@ -146,9 +146,12 @@ class ServerTest(unittest.TestCase):
         _, restored = self.call("/generate", greedy)
         self.assertEqual(restored["output_ids"], saved_output["output_ids"])
         self.assertEqual(restored["meta_info"]["weight_version"], str(version))
-        status, failed = self.call("/update_weights_from_disk", {"model_path": os.path.join(self.temp, "missing")})
-        self.assertEqual((status, failed["success"]), (400, False))
-        self.assertTrue(failed["message"].startswith("Failed to get weights iterator: "), failed)
+        # SGLang's answer to a refused load: 400, success false, the message; never a hub lookup.
+        for path in (os.path.join(self.temp, "missing"), "Qwen/Qwen3-0.6B", os.path.join(folder, "config.json")):
+            status, failed = self.call("/update_weights_from_disk", {"model_path": path})
+            self.assertEqual((status, failed["success"]), (400, False))
+            self.assertTrue(failed["message"].startswith("Failed to get weights iterator: "), failed)
+            self.assertIn(f"no such folder: {path}", failed["message"])
 
     def test_served_folder_loads_in_a_fresh_worker(self):
         folder = os.path.join(self.temp, "fresh")

@@ -29,6 +29,12 @@ describe('option parsers', () => {
     rejects(k, '', 'an integer');
     rejects(k, 'abc', 'an integer');
   });
+  it('integers that must be a multiple (model init --hidden)', () => {
+    const hidden = integerOption({ min: 32, max: 8192, multipleOf: 16 });
+    expect(hidden('64')).toBe(64);
+    rejects(hidden, '63', 'a multiple of 16 in 32..8192');
+    rejects(hidden, '16', 'a multiple of 16 in 32..8192');
+  });
   it('numbers: exclusive and inclusive bounds', () => {
     const topP = numberOption({ min: 0, minExclusive: true, max: 1 });
     expect(topP('0.95')).toBe(0.95);

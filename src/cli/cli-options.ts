@@ -42,7 +42,8 @@ export const CLI_USAGE_CODE = 'CLI_BAD_OPTION';
 /** The largest integer an option accepts unless it says otherwise. */
 export const MAX_OPTION_INTEGER = 2 ** 31 - 1;
 
-export type IntegerRange = { min?: number; max?: number };
+/** `multipleOf`: the value must divide by it (`model init --hidden`, a multiple of 16). */
+export type IntegerRange = { min?: number; max?: number; multipleOf?: number };
 export type NumberRange = { min?: number; max?: number; minExclusive?: boolean };
 
 /** An error for a bad option found after parsing; exit status 2. */
@@ -70,10 +71,17 @@ function toNumber(value: string): number | null {
 export function integerOption(range: IntegerRange = {}): (value: string) => number {
   const min = range.min ?? 0;
   const max = range.max ?? MAX_OPTION_INTEGER;
-  const expected = `expected ${describeRange('an integer', min, max)}`;
+  const multipleOf = range.multipleOf ?? 1;
+  const expected = `expected ${describeRange(multipleOf === 1 ? 'an integer' : `a multiple of ${multipleOf}`, min, max)}`;
   return (value: string) => {
     const parsed = toNumber(value);
-    if (parsed === null || !Number.isInteger(parsed) || parsed < min || parsed > max)
+    if (
+      parsed === null ||
+      !Number.isInteger(parsed) ||
+      parsed < min ||
+      parsed > max ||
+      parsed % multipleOf !== 0
+    )
       throw new InvalidArgumentError(expected);
     return parsed;
   };

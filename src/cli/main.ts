@@ -3,10 +3,12 @@
  * options to the modules that do the work; there is no logic here beyond exit statuses:
  * 0 success, 1 the work failed, 2 the command line was wrong (commander's parse errors,
  * `CLI_BAD_OPTION`, a resume that would change the run, an `--out` that is a file or holds
- * another job's files, a run folder another process is writing), 128+N death by signal N
+ * another job's files, a run folder another process is writing, a server refused by the bind
+ * rule: `AUTH_*`), 128+N death by signal N
  * (see `process-lifecycle.ts`).
  */
 import { Command } from 'commander';
+import { BIND_AUTH_CODES } from '../shared/bind-auth.ts';
 import { RUN_FOLDER_REFUSED } from '../shared/run-folder-check.ts';
 import { RUN_FOLDER_LOCKED } from '../shared/run-folder-lock.ts';
 import { RUN_IDENTITY_MISMATCH } from '../shared/run-identity.ts';
@@ -17,7 +19,13 @@ import { finishProcess, installProcessLifecycle } from './process-lifecycle.ts';
 installProcessLifecycle();
 
 /** Error codes that mean the command line was wrong: exit status 2. */
-const USAGE_CODES = new Set([CLI_USAGE_CODE, RUN_IDENTITY_MISMATCH, RUN_FOLDER_REFUSED, RUN_FOLDER_LOCKED]);
+const USAGE_CODES = new Set<string>([
+  CLI_USAGE_CODE,
+  RUN_IDENTITY_MISMATCH,
+  RUN_FOLDER_REFUSED,
+  RUN_FOLDER_LOCKED,
+  ...BIND_AUTH_CODES,
+]);
 
 const program = new Command();
 program

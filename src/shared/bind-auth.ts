@@ -9,9 +9,12 @@ import { timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
 import { AgentMathError } from './agentmath-error.ts';
 
+/** The codes of a refusal by this rule: a mistake in the command line (the CLI exits 2). */
+export const BIND_AUTH_CODES = ['AUTH_TOKEN_EMPTY', 'AUTH_REQUIRED', 'AUTH_CONFLICT'] as const;
+
 /** A server was asked to listen in a way that would let strangers in. */
 export class BindAuthError extends AgentMathError {
-  constructor(code: 'AUTH_TOKEN_EMPTY' | 'AUTH_REQUIRED' | 'AUTH_CONFLICT', message: string) {
+  constructor(code: (typeof BIND_AUTH_CODES)[number], message: string) {
     super(code, message);
   }
 }

@@ -25,3 +25,10 @@ export function jailPython(environment: NodeJS.ProcessEnv = process.env): string
   const override = environment[JAIL_PYTHON_VARIABLE];
   return override !== undefined && override !== '' ? override : `${PROJECT_ROOT}.venv-jail/bin/python`;
 }
+
+/**
+ * Set in the environment of every model-loading Python process we start (engines, trainer
+ * ranks, `model` commands): model folders are local, so the Hugging Face hub is never asked —
+ * a missing folder or a hub-style name fails at once instead of after retries over the network.
+ */
+export const HUB_OFFLINE_ENVIRONMENT = { HF_HUB_OFFLINE: '1' } as const;

@@ -1,7 +1,9 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { acquireRunFolderLock, processStartTime, RUN_LOCK_FILE } from './run-folder-lock.ts';
 
@@ -49,6 +51,27 @@ describe('acquireRunFolderLock', () => {
     const again = await acquireRunFolderLock(folder, { command: 'rollout' });
     expect(JSON.parse(readFileSync(join(folder, RUN_LOCK_FILE), 'utf8')).pid).toBe(process.pid);
     await again();
+  });
+
+  it('takes over a lock whose process is a zombie (killed, not yet reaped by its parent)', async () => {
+    const folder = join(root, 'zombie');
+    await (await acquireRunFolderLock(folder, { command: 'rollout' }))();
+    // `sleep 0.1` ends under a parent that never waits for it (sh exec'd into `sleep 30`).
+    const parent = spawn('sh', ['-c', 'sleep 0.1 & echo $!; exec sleep 30'], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    try {
+      const [line] = await once(parent.stdout, 'data');
+      const zombie = Number(String(line).trim());
+      const state = () => readFileSync(`/proc/${zombie}/stat`, 'utf8').split(') ')[1]?.[0];
+      while (state() !== 'Z') await sleep(20);
+      writeLock(folder, { pid: zombie, startTime: processStartTime(zombie) });
+      const release = await acquireRunFolderLock(folder, { command: 'eval' });
+      expect(JSON.parse(readFileSync(join(folder, RUN_LOCK_FILE), 'utf8')).pid).toBe(process.pid);
+      await release();
+    } finally {
+      parent.kill('SIGKILL');
+    }
   });
 
   it('takes over a torn lock file (a kill mid-write)', async () => {

@@ -3,8 +3,8 @@
  * `train rl`) takes `run.lock` in it first: the file holds the writer's pid and the start time
  * the kernel gives that pid, so a second writer (a `--resume` started while the first still
  * runs) is refused with code `RUN_FOLDER_LOCKED` (the CLI exits 2), while a lock left by a
- * process that died without releasing it (kill -9) is taken over: its pid is gone, or now
- * names another process (a different start time).
+ * process that died without releasing it (kill -9) is taken over: its pid is gone, is a
+ * zombie (state Z or X in /proc/PID/stat), or now names another process (a different start time).
  *
  *   const release = await acquireRunFolderLock(folder, { command: 'rollout' });
  *   try { … } finally { await release(); }
@@ -26,15 +26,29 @@ export const RUN_FOLDER_LOCKED = 'RUN_FOLDER_LOCKED';
 
 type LockOwner = { pid: number; startTime: string | null; host: string; command: string; since: string };
 
-/** The kernel's start time of `pid` (clock ticks since boot), or null where /proc is absent. */
-export function processStartTime(pid: number): string | null {
+/** The fields of /proc/PID/stat after the command name (which may hold spaces), or null where absent. */
+function statFields(pid: number): string[] | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces); the start time is field 22.
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
     return null;
   }
+}
+
+/** The kernel's start time of `pid` (clock ticks since boot), or null where /proc is absent. */
+export function processStartTime(pid: number): string | null {
+  // The start time is field 22 of the whole line.
+  return statFields(pid)?.[19] ?? null;
+}
+
+/**
+ * Whether `pid` has ended but is not yet reaped: state Z (zombie) or X (dead). A process
+ * killed with its parent stays a zombie under an init that does not reap (many containers).
+ */
+function processEnded(pid: number): boolean {
+  const state = statFields(pid)?.[0];
+  return state === 'Z' || state === 'X';
 }
 
 /** Whether the process that wrote `owner` still runs. */
@@ -45,6 +59,7 @@ function ownerAlive(owner: LockOwner): boolean {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
+  if (processEnded(owner.pid)) return false;
   const startTime = processStartTime(owner.pid);
   return owner.startTime === null || startTime === null || startTime === owner.startTime;
 }

@@ -14,7 +14,7 @@
  * a stop asked for by `signal` is a result (`status: 'stopped'`), not an error.
  * Not covered: sequence parallelism; sequences longer than the micro-batch budget go alone.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { appendFile, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { instructedPrompt, problemOnlyPrompt } from '../agent/index.ts';
@@ -92,21 +92,6 @@ export type HfSftResult =
 const CONFIG_FILE = 'config.json';
 const METRICS_FILE = 'metrics.jsonl';
 
-/** The embedded byte model's `model_type`: its saved folders also hold config.json and tokenizer.json. */
-const BYTE_MODEL_TYPE = 'agentmath-byte-gpt';
-
-/** Whether a folder holds a Hugging Face model: config.json whose model_type is not the byte model's, and tokenizer.json. */
-export function isHuggingFaceModelFolder(path: string): boolean {
-  const configPath = join(path, 'config.json');
-  if (!existsSync(configPath) || !existsSync(join(path, 'tokenizer.json'))) return false;
-  try {
-    const modelType = (JSON.parse(readFileSync(configPath, 'utf8')) as { model_type?: unknown }).model_type;
-    return typeof modelType === 'string' && modelType !== BYTE_MODEL_TYPE;
-  } catch {
-    return false;
-  }
-}
-
 /** Runs (or resumes) an SFT job; resolves when the model is exported, or when `signal` stopped it after a checkpoint. */
 export async function runHfSft({
   out,
@@ -164,6 +149,7 @@ async function train({
     activationCheckpointing: config.activationCheckpointing,
     seed: config.seed,
     ...(onTrainerLog ? { onLog: onTrainerLog } : {}),
+    ...(signal === undefined ? {} : { signal }),
   });
   try {
     const state = await service.client.state();

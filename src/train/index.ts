@@ -22,6 +22,7 @@ export {
   type HeldOutEvalResult,
   type LevelAccuracy,
 } from './held-out-eval.ts';
+export { assertHuggingFaceTokenizerFiles, isHuggingFaceModelFolder } from './hf-model-folder.ts';
 export {
   batchOfStep,
   type HfSftConfig,
@@ -29,7 +30,6 @@ export {
   type HfSftEvent,
   type HfSftMetrics,
   type HfSftResult,
-  isHuggingFaceModelFolder,
   runHfSft,
 } from './hf-sft-run.ts';
 export {
@@ -43,7 +43,6 @@ export {
 export { type LearningRateSchedule, learningRateAt } from './learning-rate-schedule.ts';
 export {
   METRICS_LOGGER_KINDS,
-  type MetricsLogger,
   type MetricsLoggerKind,
   type MetricsLoggerOptions,
   metricScalars,
@@ -119,6 +118,14 @@ export {
 } from './sft-state.ts';
 export { type BatchSequence, encodeTrainerBatch } from './trainer-batch.ts';
 export {
+  type MachineCapacity,
+  machineCapacity,
+  modelFp32Bytes,
+  RANK_BASE_BYTES,
+  trainerCapacityProblem,
+  trainerMemoryBytes,
+} from './trainer-capacity.ts';
+export {
   type GrpoSequence,
   type GrpoStepRequest,
   type GrpoStepResult,
@@ -135,6 +142,7 @@ export {
   type TrainerService,
   type TrainerServiceOptions,
   TrainerStartError,
+  TrainerStartStoppedError,
 } from './trainer-service.ts';
 export {
   readTrainingReport,
@@ -146,7 +154,7 @@ export {
   TrainingReportMissingError,
   writeTrainingReport,
 } from './training-report.ts';
-export type { Trainer } from './types.ts';
+export type { MetricsLogger, Trainer } from './types.ts';
 export { WandbLoggerError, WandbUnavailableError } from './wandb-logger.ts';
 export {
   type PausableEngine,

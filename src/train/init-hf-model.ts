@@ -20,7 +20,7 @@ import { promisify } from 'node:util';
 import { instructedPrompt } from '../agent/index.ts';
 import { getDialect } from '../protocol/index.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
-import { PROJECT_ROOT, trainerPython } from '../shared/python-environments.ts';
+import { HUB_OFFLINE_ENVIRONMENT, PROJECT_ROOT, trainerPython } from '../shared/python-environments.ts';
 import { RUN_FOLDER_REFUSED } from '../shared/run-folder-check.ts';
 import { arithToolPlan, arithTrainProblems, writeArithTextSolution } from '../tasks/index.ts';
 
@@ -137,7 +137,7 @@ export async function initHfModel(options: InitHfModelOptions): Promise<InitHfMo
         String(seed),
       ],
       {
-        env: { ...process.env, PYTHONPATH: join(PROJECT_ROOT, 'python'), HF_HUB_OFFLINE: '1' },
+        env: { ...process.env, PYTHONPATH: join(PROJECT_ROOT, 'python'), ...HUB_OFFLINE_ENVIRONMENT },
         timeout: 300_000,
         maxBuffer: 16 * 1024 * 1024,
       },

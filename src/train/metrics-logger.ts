@@ -6,20 +6,11 @@
  * receives has its secrets (tokens, API keys, passwords) replaced, whatever the caller passed.
  */
 import { openTensorBoardLogger } from './tensorboard-logger.ts';
+import type { MetricsLogger } from './types.ts';
 import { openWandbLogger } from './wandb-logger.ts';
 
 export const METRICS_LOGGER_KINDS = ['tensorboard', 'wandb'] as const;
 export type MetricsLoggerKind = (typeof METRICS_LOGGER_KINDS)[number];
-
-/** Where a run's scalars go besides metrics.jsonl. */
-export type MetricsLogger = {
-  /** Where the logger writes (the event file's folder; wandb's run folder), for the user. */
-  readonly location: string;
-  /** One call per step; scalars are flat (`metricScalars` makes them from a metrics row). */
-  log(step: number, scalars: Record<string, number>): Promise<void> | void;
-  /** Flushes and finishes the run (the wandb sidecar exits); a second call does nothing. */
-  close(): Promise<void>;
-};
 
 export type MetricsLoggerOptions = {
   kind: MetricsLoggerKind;

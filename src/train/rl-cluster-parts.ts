@@ -34,6 +34,8 @@ import { startTrainerService, type TrainerService } from './trainer-service.ts';
 import { type PausableEngine, syncWeightsFromDisk } from './weight-sync.ts';
 
 export type ClusterPartsOptions = {
+  /** Aborting it stops the trainer's start at once (a SIGTERM during start-up). */
+  signal?: AbortSignal;
   /** The run folder (exports go to `policy/`, the published model to `model/`). */
   folder: string;
   /** The Hugging Face model folder RL starts from (`--model`). */
@@ -234,6 +236,7 @@ async function startTrainer(
     onLog: (line) => {
       if (/error|traceback/i.test(line)) log(`trainer: ${line}`);
     },
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
   });
   closers.push(() => service.stop());
   return { client: service.client, service };

@@ -111,7 +111,7 @@ export async function runRl(options: RlRunOptions): Promise<RlMetrics[]> {
     );
   }
   await mkdir(folder, { recursive: true });
-  const parts = options.parts ?? (await startRlParts(config, folder, options.log));
+  const parts = options.parts ?? (await startRlParts(config, folder, options.log, options.signal));
   try {
     return await runRlOn(parts, options);
   } finally {

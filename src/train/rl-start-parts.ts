@@ -4,7 +4,7 @@
  * Face model. Options that only the cluster layout has are refused for the byte model.
  */
 
-import { isHuggingFaceModelFolder } from './hf-sft-run.ts';
+import { isHuggingFaceModelFolder } from './hf-model-folder.ts';
 import { startClusterParts } from './rl-cluster-parts.ts';
 import { startColocatedParts } from './rl-colocated-parts.ts';
 import { type RlConfig, RlConfigError, resolveRlConfig } from './rl-config.ts';
@@ -19,6 +19,7 @@ export async function startRlParts(
   config: RlConfig,
   folder: string,
   log: (line: string) => void = () => {},
+  signal?: AbortSignal,
 ): Promise<RlParts> {
   if (config.weightSync === 'distributed') {
     throw new RlConfigError(
@@ -72,5 +73,6 @@ export async function startRlParts(
     prompt: config.prompt ?? 'instructed',
     seed: config.seed,
     log,
+    ...(signal === undefined ? {} : { signal }),
   });
 }

@@ -9,9 +9,9 @@
 import { type FileHandle, mkdir, open } from 'node:fs/promises';
 import { hostname as osHostname } from 'node:os';
 import { join } from 'node:path';
-import type { MetricsLogger } from './metrics-logger.ts';
 import { fileVersionEvent, scalarsEvent, sessionStartEvent, textEvent } from './tensorboard-event.ts';
 import { tfRecord } from './tfrecord.ts';
+import type { MetricsLogger } from './types.ts';
 
 export type TensorBoardLoggerOptions = {
   /** The run folder; events go to `<folder>/tensorboard/`. */

@@ -250,6 +250,8 @@ export class TrainerClient implements Trainer {
         response.status,
       );
     }
+    // SGLang answers a refused weight load with 400 and { success: false, message }: a value.
+    if (response.status === 400 && (parsed as { success?: unknown } | null)?.success === false) return parsed;
     if (!response.ok) {
       const message = (parsed as { error?: { message?: unknown } } | null)?.error?.message;
       throw new TrainerRequestError(

@@ -1,19 +1,30 @@
 /**
  * Starts the distributed trainer on this machine: `torchrun --nproc-per-node P -m
- * agentmath_train serve` from the project's locked environment, waits for rank 0's ready line
+ * agentmath_train serve` from the project's locked environment (through
+ * `agentmath_train.torchrun`, which exits with this process), waits for rank 0's ready line
  * (which names the port it bound), and stops every rank on `stop()` (a /shutdown, then the
- * process group is killed if it lingers). torchrun's multi-node flags pass through `torchrunArgs`.
+ * processes are killed if they linger). An aborted `signal` stops the start at once. A start
+ * that fails says the rank's own error first (its `start-failed` line), then torchrun's last
+ * lines. torchrun's multi-node flags pass through `torchrunArgs`.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { AgentMathError } from '../shared/agentmath-error.ts';
+import { descendantsOf } from '../shared/process-descendants.ts';
 import { PROJECT_ROOT, trainerPython } from '../shared/python-environments.ts';
 import { DistributedTrainerClient } from './distributed-trainer-client.ts';
 
 export class TrainerStartError extends AgentMathError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('TRAINER_START_FAILED', message, options);
+  }
+}
+
+/** The start was stopped by the caller's signal (SIGTERM, Ctrl-C) before the trainer listened. */
+export class TrainerStartStoppedError extends AgentMathError {
+  constructor(reason: unknown) {
+    super('TRAINER_START_STOPPED', `the trainer's start was stopped (${String(reason)}); no rank is left`);
   }
 }
 
@@ -41,6 +52,8 @@ export type TrainerServiceOptions = {
   python?: string;
   startupTimeoutMs?: number;
   onLog?: (line: string) => void;
+  /** Aborting it before rank 0 listens kills every process started and rejects the start. */
+  signal?: AbortSignal;
 };
 
 export type TrainerService = {
@@ -59,7 +72,7 @@ export function trainerServeArgs(
 ): string[] {
   return [
     '-m',
-    'torch.distributed.run',
+    'agentmath_train.torchrun',
     '--nproc-per-node',
     String(options.processes),
     ...(options.torchrunArgs ?? ['--standalone']),
@@ -88,6 +101,28 @@ export function trainerServeArgs(
   ];
 }
 
+/** A Python exception's last line (`OSError: …`, `safetensors_rust.SafetensorError: …`). */
+const EXCEPTION_LINE = /^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt): /;
+
+/**
+ * Why a start failed, the cause first: each rank's own error (its `start-failed` line), else
+ * the last Python exception line in the output, then torchrun's last lines for the context.
+ */
+export function startFailure(
+  code: number | null,
+  rankErrors: string[],
+  tail: string[],
+  model: string,
+): string {
+  const exception = [...tail].reverse().find((line) => EXCEPTION_LINE.test(line.trim()));
+  const cause =
+    rankErrors.length > 0 ? rankErrors.join('\n') : (exception?.trim() ?? 'no error was reported by a rank');
+  return (
+    `the trainer (model ${model}) exited (code ${code}) before it listened: ${cause}\n` +
+    `torchrun's last lines:\n${tail.slice(-10).join('\n')}`
+  );
+}
+
 /** Starts the service and resolves once rank 0 listens. */
 export async function startTrainerService(options: TrainerServiceOptions): Promise<TrainerService> {
   const {
@@ -96,7 +131,9 @@ export async function startTrainerService(options: TrainerServiceOptions): Promi
     port = 0,
     startupTimeoutMs = 300_000,
     onLog = () => {},
+    signal,
   } = options;
+  if (signal?.aborted) throw new TrainerStartStoppedError(signal.reason);
   const serveArgs = trainerServeArgs({ ...options, processes, host, port });
   const environment: NodeJS.ProcessEnv = {
     ...process.env,
@@ -117,6 +154,8 @@ export async function startTrainerService(options: TrainerServiceOptions): Promi
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const tail: string[] = [];
+  /** Each rank's own start error (`{"event": "start-failed"}` lines), in the order they came. */
+  const rankErrors: string[] = [];
   const remember = (line: string) => {
     tail.push(line);
     if (tail.length > 40) tail.shift();
@@ -134,28 +173,40 @@ export async function startTrainerService(options: TrainerServiceOptions): Promi
         } catch (error) {
           reject(new TrainerStartError(`unreadable ready line: ${line}`, { cause: error }));
         }
+      } else if (line.startsWith('{"event": "start-failed"')) {
+        try {
+          const failed = JSON.parse(line) as { rank?: number; error?: string };
+          rankErrors.push(`rank ${failed.rank ?? '?'}: ${failed.error ?? line}`);
+        } catch {
+          remember(line);
+        }
       } else remember(line);
     });
     child.once('error', (error) =>
       reject(new TrainerStartError(`cannot start ${trainerPython()}`, { cause: error })),
     );
     void exited.then((code) =>
-      reject(
-        new TrainerStartError(
-          `the trainer exited (code ${code}) before it listened; last lines:\n${tail.slice(-15).join('\n')}`,
-        ),
-      ),
+      reject(new TrainerStartError(startFailure(code, rankErrors, tail, options.model))),
     );
   });
+  // torchrun's group, and every rank (each runs in a session of its own, out of that group):
+  // the ranks are found before torchrun dies, while they are still its children.
   const killGroup = () => {
-    if (child.pid !== undefined && child.exitCode === null) {
+    if (child.pid === undefined) return;
+    const ranks = descendantsOf(child.pid);
+    for (const target of [-child.pid, ...ranks]) {
       try {
-        process.kill(-child.pid, 'SIGKILL');
+        process.kill(target, 'SIGKILL');
       } catch {
         // already gone
       }
     }
   };
+  let onAbort: (() => void) | undefined;
+  const stopped = new Promise<never>((_, reject) => {
+    onAbort = () => reject(new TrainerStartStoppedError(signal?.reason));
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
@@ -165,12 +216,14 @@ export async function startTrainerService(options: TrainerServiceOptions): Promi
   });
   let boundPort: number;
   try {
-    boundPort = await Promise.race([ready, timeout]);
+    boundPort = await Promise.race([ready, timeout, stopped]);
   } catch (error) {
     killGroup();
+    if (child.pid !== undefined) await exited;
     throw error;
   } finally {
     clearTimeout(timer);
+    if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
   }
   const visibleHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
   const url =

@@ -104,3 +104,13 @@ export interface Trainer {
   loadCheckpoint(path: string): Promise<{ policyVersion: number; optimizerRestored: boolean }>;
   state(): Promise<TrainerState>;
 }
+
+/** Where a run's scalars go besides metrics.jsonl (`--logger`, src/train/metrics-logger.ts). */
+export type MetricsLogger = {
+  /** Where the logger writes (the event file's folder; wandb's run folder), for the user. */
+  readonly location: string;
+  /** One call per step; scalars are flat (`metricScalars` makes them from a metrics row). */
+  log(step: number, scalars: Record<string, number>): Promise<void> | void;
+  /** Flushes and finishes the run (the wandb sidecar exits); a second call does nothing. */
+  close(): Promise<void>;
+};

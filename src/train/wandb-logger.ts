@@ -13,7 +13,7 @@ import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { PROJECT_ROOT, trainerPython } from '../shared/python-environments.ts';
-import type { MetricsLogger } from './metrics-logger.ts';
+import type { MetricsLogger } from './types.ts';
 
 /** `import wandb` failed in the trainer's environment; the message says how to install it. */
 export class WandbUnavailableError extends AgentMathError {

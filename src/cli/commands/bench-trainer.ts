@@ -7,6 +7,11 @@ import { renderTrainerBench, runTrainerBench } from '../../bench/trainer-bench.t
 import { initHfModel } from '../../train/index.ts';
 import { integerOption, listOption } from '../cli-options.ts';
 import {
+  assertTrainerCapacity,
+  CAPACITY_OVERRIDE,
+  CAPACITY_OVERRIDE_HELP,
+} from '../trainer-capacity-check.ts';
+import {
   addTrainerMemoryOptions,
   isMemoryMode,
   runTrainerMemoryMode,
@@ -23,6 +28,8 @@ type TrainerBenchFlags = {
   hidden: number;
   layers: number;
   json?: boolean;
+  /** false with --no-capacity-check. */
+  capacityCheck?: boolean;
 } & TrainerMemoryFlags;
 
 export function registerTrainerBench(bench: Command): void {
@@ -50,6 +57,7 @@ export function registerTrainerBench(bench: Command): void {
     )
     .option('--micro-batch-tokens <n>', 'packed micro-batch budget', integerOption({ min: 16 }), 1024)
     .option('--json', 'print the report as JSON')
+    .option(CAPACITY_OVERRIDE, CAPACITY_OVERRIDE_HELP)
     .action(async (flags: TrainerBenchFlags) => {
       if (isMemoryMode(flags)) return runTrainerMemoryMode(flags, command);
       const scratch =
@@ -60,6 +68,12 @@ export function registerTrainerBench(bench: Command): void {
           process.stderr.write(`model init --arch qwen3 --hidden ${flags.hidden} --layers ${flags.layers}\n`);
           await initHfModel({ arch: 'qwen3', out: model, hidden: flags.hidden, layers: flags.layers });
         }
+        assertTrainerCapacity({
+          processes: Math.max(...flags.processes),
+          model,
+          flag: '--processes',
+          check: flags.capacityCheck,
+        });
         const report = await runTrainerBench({
           model,
           processes: flags.processes,

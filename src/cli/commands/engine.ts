@@ -7,7 +7,6 @@ import {
 } from '../../engine/embedded/index.ts';
 import { hostOption, integerOption, listOption, portOption } from '../cli-options.ts';
 import { onShutdown } from '../process-lifecycle.ts';
-import { startServerOrRefuse } from './serve-auth.ts';
 
 type ServeOptions = {
   model: string;
@@ -69,21 +68,19 @@ export function registerEngine(program: Command): void {
       const log = (line: string) => process.stderr.write(`${line}\n`);
       const { maxRunningRequests, decodeThreads, trainThreads, seed } = options;
       const apiKey = options.apiKey ?? process.env[ENGINE_API_KEY_VARIABLE];
-      const worker = await startServerOrRefuse(() =>
-        startEmbeddedWorker({
-          model: options.model,
-          host: options.host,
-          ...(apiKey === undefined ? {} : { apiKey }),
-          noAuth: !options.auth,
-          port: options.port,
-          ...(maxRunningRequests === undefined ? {} : { maxRunningRequests }),
-          ...(decodeThreads === undefined ? {} : { decodeThreads }),
-          ...(trainThreads === undefined ? {} : { trainThreads }),
-          ...(seed === undefined ? {} : { seed }),
-          onLog: (line) => log(`[worker] ${line}`),
-          onEvent: (event) => log(`[engine] ${describe(event)}`),
-        }),
-      );
+      const worker = await startEmbeddedWorker({
+        model: options.model,
+        host: options.host,
+        ...(apiKey === undefined ? {} : { apiKey }),
+        noAuth: !options.auth,
+        port: options.port,
+        ...(maxRunningRequests === undefined ? {} : { maxRunningRequests }),
+        ...(decodeThreads === undefined ? {} : { decodeThreads }),
+        ...(trainThreads === undefined ? {} : { trainThreads }),
+        ...(seed === undefined ? {} : { seed }),
+        onLog: (line) => log(`[worker] ${line}`),
+        onEvent: (event) => log(`[engine] ${describe(event)}`),
+      });
       // Served until a signal: the lifecycle stops the worker, then the process exits by it.
       onShutdown(async () => {
         log('[engine] stopping');

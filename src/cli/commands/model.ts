@@ -24,7 +24,12 @@ export function registerModel(program: Command): void {
       'the model folder to write: new, empty, or a model this command wrote (then replaced)',
     )
     .option('--layers <n>', 'decoder layers', integerOption({ min: 1, max: 64 }), 2)
-    .option('--hidden <h>', 'hidden size (a multiple of 16)', integerOption({ min: 32, max: 8192 }), 64)
+    .option(
+      '--hidden <h>',
+      'hidden size (a multiple of 16)',
+      integerOption({ min: 32, max: 8192, multipleOf: 16 }),
+      64,
+    )
     .option('--vocab-size <n>', 'BPE vocabulary size', integerOption({ min: 300, max: 200_000 }), 1024)
     .option('--seed <s>', 'seed of the initial weights', integerOption(), 0)
     .option('--force', 'replace --out even when it holds files this command did not write')

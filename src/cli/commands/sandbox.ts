@@ -11,7 +11,6 @@ import {
 import { readTextInput } from '../../shared/text-input.ts';
 import { choiceOption, defaultOf, hostOption, integerOption, portOption } from '../cli-options.ts';
 import { onShutdown } from '../process-lifecycle.ts';
-import { startServerOrRefuse } from './serve-auth.ts';
 
 type ServeFlags = {
   host: string;
@@ -68,22 +67,20 @@ export function registerSandbox(program: Command): void {
     .option('--cgroups <mode>', 'auto | off', choiceOption(['auto', 'off']), 'auto')
     .action(async (flags: ServeFlags) => {
       const token = flags.token ?? process.env.AGENTMATH_SANDBOX_TOKEN;
-      const server = await startServerOrRefuse(() =>
-        startSandboxServer({
-          host: flags.host,
-          port: flags.port,
-          token,
-          noAuth: !flags.auth,
-          poolOptions: {
-            maxWorkers: Math.max(1, flags.workers),
-            warmWorkers: Math.min(flags.warm ?? 2, Math.max(1, flags.workers)),
-            preload: flags.preload.split(',').filter(Boolean),
-            memoryLimitBytes: flags.memoryMb * 1024 * 1024,
-            idleTtlMs: flags.idleTtlMs,
-            cgroups: flags.cgroups,
-          },
-        }),
-      );
+      const server = await startSandboxServer({
+        host: flags.host,
+        port: flags.port,
+        token,
+        noAuth: !flags.auth,
+        poolOptions: {
+          maxWorkers: Math.max(1, flags.workers),
+          warmWorkers: Math.min(flags.warm ?? 2, Math.max(1, flags.workers)),
+          preload: flags.preload.split(',').filter(Boolean),
+          memoryLimitBytes: flags.memoryMb * 1024 * 1024,
+          idleTtlMs: flags.idleTtlMs,
+          cgroups: flags.cgroups,
+        },
+      });
       process.stdout.write(
         `sandbox serving on ${server.url} (workers ${flags.workers}, token ${token ? 'required' : 'not required'})\n`,
       );

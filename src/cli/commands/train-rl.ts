@@ -16,6 +16,8 @@ import { assertNotAFile } from '../../shared/run-folder-check.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import { ARITH_MAX_LEVEL } from '../../tasks/index.ts';
 import {
+  assertHuggingFaceTokenizerFiles,
+  isHuggingFaceModelFolder,
   type MetricsLogger,
   metricScalars,
   openMetricsLogger,
@@ -38,8 +40,15 @@ import {
   usageError,
 } from '../cli-options.ts';
 import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
+import {
+  assertTrainerCapacity,
+  CAPACITY_OVERRIDE,
+  CAPACITY_OVERRIDE_HELP,
+} from '../trainer-capacity-check.ts';
 
 type RlFlags = {
+  /** false with --no-capacity-check. */
+  capacityCheck?: boolean;
   task: 'arith';
   init?: string;
   model?: string;
@@ -181,6 +190,7 @@ export function registerTrainRl(train: Command): void {
       integerOption({ min: 1 }),
       d('trainerProcs'),
     )
+    .option(CAPACITY_OVERRIDE, `with --model: ${CAPACITY_OVERRIDE_HELP}`)
     .option(
       '--micro-batch-tokens <n>',
       'tokens per trainer micro-batch',
@@ -473,6 +483,17 @@ export function registerTrainRl(train: Command): void {
           'INPUT_NOT_FOUND',
           `model folder ${config.init} (${flags.model === undefined ? '--init' : '--model'}) does not exist`,
         );
+      }
+      if (isHuggingFaceModelFolder(config.init)) {
+        assertHuggingFaceTokenizerFiles(config.init, flags.model === undefined ? '--init' : '--model');
+      }
+      if (config.trainerUrl === null && isHuggingFaceModelFolder(config.init)) {
+        assertTrainerCapacity({
+          processes: config.trainerProcs,
+          model: config.init,
+          flag: '--trainer-procs',
+          check: flags.capacityCheck,
+        });
       }
       if (config.data !== null && !existsSync(config.data))
         throw new AgentMathError('INPUT_NOT_FOUND', `training data ${config.data} (--data) does not exist`);

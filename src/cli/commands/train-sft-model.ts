@@ -7,10 +7,16 @@ import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { readRunConfigFile } from '../../shared/run-config-file.ts';
 import { assertNotAFile } from '../../shared/run-folder-check.ts';
-import { type HfSftConfig, type HfSftEvent, runHfSft } from '../../train/index.ts';
+import {
+  assertHuggingFaceTokenizerFiles,
+  type HfSftConfig,
+  type HfSftEvent,
+  runHfSft,
+} from '../../train/index.ts';
 import { usageError } from '../cli-options.ts';
 import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
 import { resumeCommand } from '../resume-command.ts';
+import { assertTrainerCapacity } from '../trainer-capacity-check.ts';
 
 export type HfSftFlags = {
   model: string;
@@ -29,6 +35,8 @@ export type HfSftFlags = {
   activationCheckpointing?: boolean;
   prompt: 'instructed' | 'problem-only';
   json?: boolean;
+  /** false with --no-capacity-check. */
+  capacityCheck?: boolean;
 };
 
 /** Config field → the flag that sets it (model and data are checked by the run itself). */
@@ -119,6 +127,13 @@ export async function runHfSftCommand(flags: HfSftFlags, command: Command): Prom
       }
     }
   }
+  assertHuggingFaceTokenizerFiles(config.model);
+  assertTrainerCapacity({
+    processes: config.processes,
+    model: config.model,
+    flag: '--nproc',
+    check: flags.capacityCheck,
+  });
   const release = holdSignals();
   try {
     const result = await runHfSft({

@@ -24,6 +24,7 @@ import {
 } from '../../train/index.ts';
 import { defaultOf, integerOption, listOption, numberOption } from '../cli-options.ts';
 import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
+import { CAPACITY_OVERRIDE, CAPACITY_OVERRIDE_HELP } from '../trainer-capacity-check.ts';
 import { registerTrainRl } from './train-rl.ts';
 import { type HfSftFlags, runHfSftCommand } from './train-sft-model.ts';
 
@@ -223,6 +224,7 @@ export function registerTrain(program: Command): void {
       32768,
     )
     .option('--activation-checkpointing', 'with --model DIR: recompute activations in the backward pass')
+    .option(CAPACITY_OVERRIDE, `with --model DIR: ${CAPACITY_OVERRIDE_HELP}`)
     .addOption(
       new Option(
         '--prompt <builder>',

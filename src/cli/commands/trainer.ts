@@ -5,8 +5,13 @@
 import type { Command } from 'commander';
 import { checkBindAuth } from '../../shared/bind-auth.ts';
 import { startTrainerService } from '../../train/index.ts';
-import { hostOption, integerOption, numberOption, usageError } from '../cli-options.ts';
+import { hostOption, integerOption, numberOption } from '../cli-options.ts';
 import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
+import {
+  assertTrainerCapacity,
+  CAPACITY_OVERRIDE,
+  CAPACITY_OVERRIDE_HELP,
+} from '../trainer-capacity-check.ts';
 
 const TOKEN_VARIABLE = 'AGENTMATH_TRAINER_TOKEN';
 
@@ -27,6 +32,8 @@ type TrainerServeFlags = {
   nodeRank?: number;
   rdzvEndpoint?: string;
   rdzvId?: string;
+  /** false with --no-capacity-check. */
+  capacityCheck?: boolean;
 };
 
 export function registerTrainer(program: Command): void {
@@ -71,9 +78,10 @@ export function registerTrainer(program: Command): void {
     .option('--node-rank <r>', "torchrun's node rank", integerOption({ min: 0 }))
     .option('--rdzv-endpoint <host:port>', "torchrun's rendezvous endpoint (node 0's address)")
     .option('--rdzv-id <id>', "torchrun's rendezvous id (the same on every node)")
+    .option(CAPACITY_OVERRIDE, CAPACITY_OVERRIDE_HELP)
     .action(async (flags: TrainerServeFlags) => {
-      const token = flags.token ?? (process.env[TOKEN_VARIABLE] || undefined);
-      if (flags.token === '') throw usageError('--token must not be empty');
+      // An empty token (flag or variable) is refused by the bind rule, as `engine serve` does.
+      const token = flags.token ?? process.env[TOKEN_VARIABLE];
       const warning = checkBindAuth({
         server: 'trainer serve',
         host: flags.host,
@@ -81,6 +89,12 @@ export function registerTrainer(program: Command): void {
         tokenSource: `--token or ${TOKEN_VARIABLE}`,
         noAuth: !flags.auth,
         risk: 'changes the weights it trains',
+      });
+      assertTrainerCapacity({
+        processes: flags.nproc,
+        model: flags.model,
+        flag: '--nproc',
+        check: flags.capacityCheck,
       });
       if (warning !== null) process.stderr.write(`${warning}\n`);
       const multiNode =
@@ -110,6 +124,7 @@ export function registerTrainer(program: Command): void {
         memoryLimitGb: flags.memoryLimitGb,
         ...(multiNode === undefined ? {} : { torchrunArgs: multiNode }),
         onLog: (line) => process.stderr.write(`${line}\n`),
+        signal: interruptSignal(),
       });
       if (service.url === '') {
         process.stderr.write(`joined the job as node ${flags.nodeRank ?? '?'}; rank 0 serves the routes\n`);

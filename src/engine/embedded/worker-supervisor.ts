@@ -14,7 +14,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { checkBindAuth } from '../../shared/bind-auth.ts';
-import { trainerPython } from '../../shared/python-environments.ts';
+import { HUB_OFFLINE_ENVIRONMENT, trainerPython } from '../../shared/python-environments.ts';
 
 /** The worker could not be started or did not become healthy in time. */
 export class WorkerStartError extends AgentMathError {
@@ -112,6 +112,7 @@ export async function startEmbeddedWorker(options: EmbeddedWorkerOptions = {}): 
       ...process.env,
       PYTHONPATH: joinPythonPath(process.env.PYTHONPATH),
       PYTHONUNBUFFERED: '1',
+      ...HUB_OFFLINE_ENVIRONMENT,
       // The worker exits when this process is gone, kill -9 included (parent_watch.py).
       AGENTMATH_PARENT_PID: String(process.pid),
     };
