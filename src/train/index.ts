@@ -10,6 +10,12 @@ export {
   type DistributedTrainerState,
 } from './distributed-trainer-client.ts';
 export {
+  type GroupEngine,
+  openWeightUpdateGroup,
+  syncWeightsDistributed,
+  type WeightUpdateGroup,
+} from './distributed-weight-sync.ts';
+export {
   type GrpoBatch,
   type GrpoSequenceOptions,
   type GrpoSequenceSkip,
@@ -60,6 +66,7 @@ export {
   rlConfigSchema,
   rlDefiningConfig,
 } from './rl-config.ts';
+export { defaultRlLearningRate, safetensorsParameterCount } from './rl-learning-rate.ts';
 export { type RlMetrics, type RlMetricsInput, rlMetrics, selfCorrected } from './rl-metrics.ts';
 export type { RlParts, RlWeightSync } from './rl-parts.ts';
 export {
@@ -92,6 +99,7 @@ export {
 } from './rl-run.ts';
 export { startRlParts } from './rl-start-parts.ts';
 export { type RlSummaryOptions, rlSummaryTables } from './rl-summary-table.ts';
+export { type OffPolicyWeightOptions, rolloutCorrectionOptions } from './rollout-correction.ts';
 export { planSftBatches, type SftBatchPlan, type SftBatchPlanOptions } from './sft-batch-plan.ts';
 export {
   resolveSftConfig,

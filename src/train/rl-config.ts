@@ -52,6 +52,7 @@ export const rlConfigSchema = z
     batchSize: positive.default(8),
     /** n: trajectories per problem. */
     groupSize: positive.default(8),
+    /** The byte model's default; a Hugging Face model's comes from its size (`rl-learning-rate.ts`). */
     learningRate: z.number().positive().default(2e-4),
     clipEpsilonLow: z.number().min(0).default(0.2),
     clipEpsilonHigh: z.number().min(0).default(0.28),
@@ -74,11 +75,20 @@ export const rlConfigSchema = z
     aggregation: z.enum(['token-mean', 'sequence-mean']).default('token-mean'),
     /** Dual clip constant c > 1 (null = off). */
     dualClip: z.number().gt(1).nullable().default(null),
-    /** Ratio anchor: the engine's logprobs, or the trainer's recompute (decoupled objective). */
-    proximal: z.enum(['behaviour', 'recompute']).default('behaviour'),
-    /** Cap of the off-policy weight π_prox / π_behaviour (decoupled only). */
-    offPolicyCap: z.number().min(1).default(2),
-    offPolicyMode: z.enum(['truncate', 'mask']).default('truncate'),
+    /**
+     * Ratio anchor: the trainer's recompute (decoupled objective; on a GPU the engine's bf16
+     * logprobs are not the trainer's, so the clip would act on numeric noise), or the engine's.
+     */
+    proximal: z.enum(['behaviour', 'recompute']).default('recompute'),
+    /**
+     * The correction of the engine-vs-trainer mismatch by w = π_prox / π_engine (recompute
+     * only): `tis` truncates w at the upper threshold, `mis` drops tokens with w outside
+     * [lower, upper] (verl's rollout correction, token level; slime's `--use-tis`).
+     */
+    rolloutCorrection: z.enum(['tis', 'mis']).default('tis'),
+    rolloutIsThreshold: z.number().min(1).default(2),
+    /** `mis`'s lower threshold (null: 1 / the upper one, as verl). */
+    rolloutIsThresholdLower: z.number().positive().max(1).nullable().default(null),
     /** Leave trajectories cut by a budget out of the loss. */
     maskTruncated: z.boolean().default(false),
     /** Leave trajectories whose last turn had neither code nor an answer out of the loss. */

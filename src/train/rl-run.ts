@@ -55,6 +55,7 @@ import { loadRlProblems, rlProblemOrder, writeDecontaminationRecord } from './rl
 import { RL_FILES, type RlEvalRecord } from './rl-records.ts';
 import { writeRlReport } from './rl-report.ts';
 import { startRlParts } from './rl-start-parts.ts';
+import { rolloutCorrectionOptions } from './rollout-correction.ts';
 import type { GrpoStepResult } from './types.ts';
 
 export type RlEvent =
@@ -251,8 +252,7 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
             aggregation: config.aggregation,
             ...(config.dualClip === null ? {} : { dualClip: config.dualClip }),
             proximal: config.proximal,
-            offPolicyCap: config.offPolicyCap,
-            offPolicyMode: config.offPolicyMode,
+            ...rolloutCorrectionOptions(config),
             temperature: config.temperature,
             miniBatches: config.miniBatches,
             epochs: config.epochs,

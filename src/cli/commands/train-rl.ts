@@ -15,6 +15,7 @@ import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import { ARITH_MAX_LEVEL } from '../../tasks/index.ts';
 import {
+  defaultRlLearningRate,
   type MetricsLogger,
   metricScalars,
   openMetricsLogger,
@@ -24,6 +25,7 @@ import {
   rlConfigSchema,
   rlDefiningConfig,
   runRl,
+  safetensorsParameterCount,
   startRlParts,
 } from '../../train/index.ts';
 import {
@@ -63,7 +65,7 @@ type RlFlags = {
   steps: number;
   batchSize: number;
   groupSize: number;
-  learningRate: number;
+  learningRate?: number;
   evalEvery: number;
   evalProblems: number;
   levels: number[];
@@ -85,8 +87,9 @@ type RlFlags = {
   advantage: 'std' | 'mean-only';
   aggregation: 'token-mean' | 'sequence-mean';
   proximal: 'behaviour' | 'recompute';
-  offPolicyCap: number;
-  offPolicyMode: 'truncate' | 'mask';
+  rolloutCorrection?: 'tis' | 'mis';
+  rolloutIsThreshold?: number;
+  rolloutIsThresholdLower?: number;
   maskTruncated?: boolean;
   maskVoid?: boolean;
   mode: 'async' | 'sync';
@@ -96,6 +99,24 @@ type RlFlags = {
   resume?: boolean;
   json?: boolean;
 };
+
+/**
+ * `--learning-rate` by size for a Hugging Face model (docs/rl.md, "Defaults"), said on stderr;
+ * undefined when the folder does not exist (refused further on, naming it).
+ */
+function modelLearningRate(folder: string): number | undefined {
+  if (!existsSync(folder)) return undefined;
+  const parameters = safetensorsParameterCount(folder);
+  if (parameters === null)
+    throw usageError(
+      `--model ${folder}: no *.safetensors to size the learning rate by; give --learning-rate`,
+    );
+  const rate = defaultRlLearningRate(parameters);
+  process.stderr.write(
+    `learning rate ${rate} (no --learning-rate: the default for ${(parameters / 1e6).toFixed(1)} M parameters, docs/rl.md)\n`,
+  );
+  return rate;
+}
 
 const collectUrl = (value: string, previous: string[]) => [...previous, httpUrlOption(value)];
 
@@ -203,9 +224,8 @@ export function registerTrainRl(train: Command): void {
     .option('--group-size <n>', 'trajectories per problem', integerOption({ min: 2 }), d('groupSize'))
     .option(
       '--learning-rate <lr>',
-      'learning rate',
+      `learning rate (default: ${d('learningRate')} for the byte model; for --model, by its size: docs/rl.md)`,
       numberOption({ min: 0, minExclusive: true }),
-      d('learningRate'),
     )
     .option(
       '--eval-every <K>',
@@ -308,16 +328,19 @@ export function registerTrainRl(train: Command): void {
       d('proximal'),
     )
     .option(
-      '--off-policy-cap <w>',
-      'cap of the off-policy weight π_prox/π_behaviour (decoupled only)',
-      numberOption({ min: 1 }),
-      d('offPolicyCap'),
+      '--rollout-correction <kind>',
+      `engine-vs-trainer correction by w = π_prox/π_engine (recompute only): tis truncates w, mis masks tokens outside the thresholds (default ${d('rolloutCorrection')})`,
+      choiceOption(['tis', 'mis'] as const),
     )
     .option(
-      '--off-policy-mode <mode>',
-      'above the cap: truncate the weight, or mask the token',
-      choiceOption(['truncate', 'mask'] as const),
-      d('offPolicyMode'),
+      '--rollout-is-threshold <w>',
+      `upper threshold of w: tis truncates at it, mis masks above it (default ${d('rolloutIsThreshold')})`,
+      numberOption({ min: 1 }),
+    )
+    .option(
+      '--rollout-is-threshold-lower <w>',
+      'mis only: tokens with w below it are masked (default 1 / the upper threshold)',
+      numberOption({ min: 0, minExclusive: true, max: 1 }),
     )
     .option('--mask-truncated', 'leave trajectories cut by a budget out of the loss')
     .option(
@@ -344,6 +367,19 @@ export function registerTrainRl(train: Command): void {
         throw usageError('--init and --model both name the model to start from: give one');
       if (flags.data !== undefined && flags.bench !== undefined)
         throw usageError('--data and --bench both name the training problems: give one');
+      if (flags.proximal === 'behaviour') {
+        const correction = [
+          ['--rollout-correction', flags.rolloutCorrection],
+          ['--rollout-is-threshold', flags.rolloutIsThreshold],
+          ['--rollout-is-threshold-lower', flags.rolloutIsThresholdLower],
+        ].filter(([, value]) => value !== undefined);
+        if (correction.length > 0)
+          throw usageError(
+            `${correction.map(([flag]) => flag).join(', ')}: the rollout correction weighs tokens by π_prox/π_engine, which --proximal behaviour does not compute; use --proximal recompute`,
+          );
+      }
+      if (flags.rolloutIsThresholdLower !== undefined && flags.rolloutCorrection !== 'mis')
+        throw usageError('--rollout-is-threshold-lower: only --rollout-correction mis has a lower threshold');
       const paths = embeddedModelPaths();
       const init = resolve(flags.model ?? flags.init ?? (flags.textOnly ? paths.text : paths.tool));
       const config = resolveRlConfig({
@@ -370,7 +406,7 @@ export function registerTrainRl(train: Command): void {
         steps: flags.steps,
         batchSize: flags.batchSize,
         groupSize: flags.groupSize,
-        learningRate: flags.learningRate,
+        learningRate: flags.learningRate ?? (flags.model === undefined ? undefined : modelLearningRate(init)),
         evalEvery: flags.evalEvery,
         evalProblems: flags.evalProblems,
         levels: flags.levels,
@@ -392,8 +428,9 @@ export function registerTrainRl(train: Command): void {
         advantage: flags.advantage,
         aggregation: flags.aggregation,
         proximal: flags.proximal,
-        offPolicyCap: flags.offPolicyCap,
-        offPolicyMode: flags.offPolicyMode,
+        rolloutCorrection: flags.rolloutCorrection,
+        rolloutIsThreshold: flags.rolloutIsThreshold,
+        rolloutIsThresholdLower: flags.rolloutIsThresholdLower ?? null,
         maskTruncated: flags.maskTruncated === true,
         maskVoid: flags.maskVoid === true,
         mode: flags.mode,
