@@ -28,6 +28,12 @@ export type InitHfModelOptions = {
   hidden?: number;
   vocabSize?: number;
   seed?: number;
+  /** Attention heads, KV heads, MLP width (default hidden/16, half as many, 3 × hidden). */
+  heads?: number;
+  kvHeads?: number;
+  intermediate?: number;
+  /** Embedding and head rows when more than the tokenizer's vocabulary (padded, as real models). */
+  embeddingRows?: number;
 };
 
 export type InitHfModelResult = {
@@ -58,6 +64,16 @@ export function tokenizerCorpus(problemCount = 400): string {
   return chunks.join('\n\n');
 }
 
+function shapeArguments(options: InitHfModelOptions): string[] {
+  const given: [string, number | undefined][] = [
+    ['--heads', options.heads],
+    ['--kv-heads', options.kvHeads],
+    ['--intermediate', options.intermediate],
+    ['--embedding-rows', options.embeddingRows],
+  ];
+  return given.flatMap(([flag, value]) => (value === undefined ? [] : [flag, String(value)]));
+}
+
 export async function initHfModel(options: InitHfModelOptions): Promise<InitHfModelResult> {
   const { arch, layers = 2, hidden = 64, vocabSize = 1024, seed = 0 } = options;
   const out = resolve(options.out);
@@ -85,6 +101,7 @@ export async function initHfModel(options: InitHfModelOptions): Promise<InitHfMo
         String(vocabSize),
         '--seed',
         String(seed),
+        ...shapeArguments(options),
       ],
       {
         env: { ...process.env, PYTHONPATH: join(PROJECT_ROOT, 'python'), HF_HUB_OFFLINE: '1' },

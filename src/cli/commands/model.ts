@@ -10,6 +10,10 @@ type ModelInitFlags = {
   hidden: number;
   vocabSize: number;
   seed: number;
+  heads?: number;
+  kvHeads?: number;
+  intermediate?: number;
+  embeddingRows?: number;
 };
 
 export function registerModel(program: Command): void {
@@ -23,6 +27,14 @@ export function registerModel(program: Command): void {
     .option('--hidden <h>', 'hidden size (a multiple of 16)', integerOption({ min: 32, max: 8192 }), 64)
     .option('--vocab-size <n>', 'BPE vocabulary size', integerOption({ min: 300, max: 200_000 }), 1024)
     .option('--seed <s>', 'seed of the initial weights', integerOption(), 0)
+    .option('--heads <n>', 'attention heads (default hidden / 16)', integerOption({ min: 1 }))
+    .option('--kv-heads <n>', 'key-value heads (default heads / 2)', integerOption({ min: 1 }))
+    .option('--intermediate <n>', 'MLP width (default 3 × hidden)', integerOption({ min: 1 }))
+    .option(
+      '--embedding-rows <n>',
+      "the model's vocabulary when larger than the tokenizer's (padded rows, as real models have)",
+      integerOption({ min: 1 }),
+    )
     .action(async (flags: ModelInitFlags) => {
       const result = await initHfModel(flags);
       process.stdout.write(
