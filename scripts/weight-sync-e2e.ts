@@ -3,9 +3,10 @@
  * default test suite (it takes 10–30 minutes on two cores):
  * 1. a tiny Qwen3 (`model init`), SFT'd on arith tool solutions (or SFT_MODEL_DIR, given);
  * 2. `train rl --model … --replicas 2 --trainer-procs 2 --weight-sync distributed
- *    --max-staleness 1`, SIGKILL of the orchestrator once step 1 is committed, `--resume`:
- *    steps 0–3 recorded once each, the committed rows unchanged;
- * 3. the run continued (`--resume --steps 5`) with `--engine URL URL` on two `engine serve`
+ *    --max-staleness 1 --checkpoint-every 3 --steps 6`, SIGKILL of the orchestrator once step 4
+ *    is committed, `--resume`: it resumes at step 3 (the newest checkpoint), steps 0–5 are
+ *    recorded once each, and the rows of steps 0–2 are those written before the kill;
+ * 3. the run continued (`--resume --steps 8`) with `--engine URL URL` on two `engine serve`
  *    processes started on the SFT model: the group is formed with them and the committed
  *    weights broadcast first; afterwards both engines' greedy output (tokens and logprobs)
  *    equals a fresh engine's serving `OUT/model/`, and differs from the SFT model's.
@@ -56,7 +57,8 @@ async function greedy(engine: HttpEngine, prompt: number[]): Promise<{ tokens: n
 
 const workers: { stop(): Promise<void> }[] = [];
 async function fresh(model: string): Promise<HttpEngine> {
-  const worker = await startEmbeddedWorker({ model, port: 0, restart: false });
+  // A loaded machine may take minutes to start a worker: the bound is generous on purpose.
+  const worker = await startEmbeddedWorker({ model, port: 0, restart: false, startupTimeoutMs: 900_000 });
   workers.push(worker);
   return createEngine({ url: worker.url, api: 'sglang' });
 }
@@ -83,13 +85,13 @@ try {
     ...['--max-tokens', '192', '--max-tool-calls', '2', '--partial-rollouts', '1', '--temperature', '0.8'],
     ...['--eval-every', '0', '--eval-problems', '4', '--seed', '0', '--learning-rate', '2e-3'],
     ...['--trainer-procs', '2', '--micro-batch-tokens', '1024', '--max-staleness', '1'],
-    ...['--weight-sync', 'distributed'],
+    ...['--weight-sync', 'distributed', '--checkpoint-every', '3'],
   ];
 
-  say('RL on two embedded replicas over a process group; SIGKILL once step 1 is committed');
-  const first = startCli([...rlArgs(4), '--replicas', '2'], { cwd: folder, limitMs: 3_600_000 });
-  await until(() => committed(run) >= 2 || first.child.exitCode !== null);
-  assert.equal(first.child.exitCode, null, 'the run ended before step 1 was committed');
+  say('RL on two embedded replicas over a process group; SIGKILL once step 4 is committed');
+  const first = startCli([...rlArgs(6), '--replicas', '2'], { cwd: folder, limitMs: 3_600_000 });
+  await until(() => committed(run) >= 5 || first.child.exitCode !== null);
+  assert.equal(first.child.exitCode, null, 'the run ended before step 4 was committed');
   const children = descendantsOf(first.child.pid as number);
   process.kill(first.child.pid as number, 'SIGKILL');
   await first.done;
@@ -97,15 +99,16 @@ try {
   await until(() => alive(children).length === 0);
   const atKill = lines(join(run, 'metrics.jsonl'));
 
-  say(`resuming after step ${committedAtKill - 1}`);
-  const resumed = await cli([...rlArgs(4), '--replicas', '2', '--resume']);
+  say(`killed with steps 0–${committedAtKill - 1} committed; resuming`);
+  const resumed = await cli([...rlArgs(6), '--replicas', '2', '--resume']);
   assert.match(resumed, /weight sync: a process group of the trainer and 2 engine\(s\)/);
+  assert.match(resumed, /resuming at step 3/);
   const metrics = lines(join(run, 'metrics.jsonl'));
   assert.deepEqual(
     metrics.map((row) => row.step),
-    [0, 1, 2, 3],
+    [0, 1, 2, 3, 4, 5],
   );
-  for (const row of atKill.filter((line) => (line.step as number) < committedAtKill)) {
+  for (const row of atKill.filter((line) => (line.step as number) < 3)) {
     assert.deepEqual(metrics[row.step as number], row, `step ${row.step} was rewritten`);
   }
   assert.ok(
@@ -128,11 +131,11 @@ try {
     await until(() => /http:\/\/\S+\n/.test(output) || server.child.exitCode !== null);
     urls.push((/(http:\/\/\S+)\n/.exec(output) as RegExpExecArray)[1] as string);
   }
-  await cli([...rlArgs(6), '--engine', urls[0] as string, '--engine', urls[1] as string, '--resume']);
+  await cli([...rlArgs(8), '--engine', urls[0] as string, '--engine', urls[1] as string, '--resume']);
   const all = lines(join(run, 'metrics.jsonl'));
   assert.deepEqual(
     all.map((row) => row.step),
-    [0, 1, 2, 3, 4, 5],
+    [0, 1, 2, 3, 4, 5, 6, 7],
   );
 
   say('comparing greedy outputs with a fresh engine of OUT/model/');

@@ -51,6 +51,7 @@ const rlArgs = (run: string, steps: number) => [
   ...['--max-tokens', '192', '--max-tool-calls', '2', '--partial-rollouts', '1', '--temperature', '0.8'],
   ...['--eval-every', '0', '--eval-problems', '4', '--seed', '0', '--learning-rate', '2e-3'],
   ...['--trainer-procs', '2', '--micro-batch-tokens', '1024', '--max-staleness', '1'],
+  ...['--checkpoint-every', '1'],
 ];
 
 /** Greedy tokens and their logprobs (the logprobs move with any change of the weights). */

@@ -235,7 +235,7 @@ def api_key_for(host: str, environ, no_auth: bool) -> Optional[str]:
 
 def make_handler(worker: Worker, api_key: Optional[str] = None):
     expected = None if api_key is None else f"Bearer {api_key}".encode("utf-8")
-    receiver = WeightUpdateReceiver(worker.backend, worker.engine)
+    receiver = WeightUpdateReceiver(worker)
     post_routes: Dict[str, Callable[[Any], Any]] = {
         "/generate": worker.generate,
         "/update_weights_from_disk": worker.update_weights_from_disk,

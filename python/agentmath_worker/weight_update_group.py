@@ -170,18 +170,19 @@ def parse_distributed_update(raw: Any) -> DistributedUpdateRequest:
 
 
 class WeightUpdateReceiver:
-    """The engine side: the groups this worker joined, and updates received through them."""
+    """The engine side: the groups this worker joined, and updates received through them.
+    `worker` is read at each call (its `backend` serves, its `engine` pauses and versions)."""
 
-    def __init__(self, backend, engine) -> None:
-        self.backend = backend
-        self.engine = engine
+    def __init__(self, worker) -> None:
+        self.worker = worker
         self._groups: Dict[str, WeightUpdateGroup] = {}
         self._lock = threading.Lock()
 
     def init_group(self, raw: Any) -> Dict[str, Any]:
         request = parse_init_group(raw)
-        if not hasattr(self.backend, "load_tensors"):
-            return {"success": False, "message": f"the {self.backend.kind} backend cannot load weights by name"}
+        backend = self.worker.backend
+        if not hasattr(backend, "load_tensors"):
+            return {"success": False, "message": f"the {backend.kind} backend cannot load weights by name"}
         try:
             group = join_weight_update_group(
                 request.master_address,
@@ -203,18 +204,19 @@ class WeightUpdateReceiver:
             group = self._groups.get(request.group_name)
         if group is None:
             return {"success": False, "message": f"no weight update group {request.group_name!r}: call /init_weights_update_group first"}
+        backend, engine = self.worker.backend, self.worker.engine
         if request.abort_all_requests:
-            self.engine.abort()
-        received = receive(group, request.names, request.dtypes, request.shapes, self.backend.device)
+            engine.abort()
+        received = receive(group, request.names, request.dtypes, request.shapes, backend.device)
 
         def load() -> Dict[str, Any]:
-            self.backend.load_tensors(received, origin=f"group {request.group_name}")
+            backend.load_tensors(received, origin=f"group {request.group_name}")
             if request.weight_version is not None:
-                self.engine.policy_version = request.weight_version
+                engine.policy_version = request.weight_version
             return {"success": True, "message": f"Succeeded to update {len(received)} parameter(s)."}
 
         try:
-            return self.engine.exclusive(load)
+            return engine.exclusive(load)
         except (ValueError, RuntimeError) as error:
             return {"success": False, "message": f"failed to update weights: {error}"}
 

@@ -121,6 +121,24 @@ describe('weight sync over a process group (SGLang routes)', () => {
     }
   });
 
+  it('a tensor-parallel engine takes tp consecutive ranks', async () => {
+    const log: string[] = [];
+    const engines = [
+      { ...(await scriptedEngine('tp2', log)), tensorParallel: 2 },
+      await scriptedEngine('tp1', log),
+    ];
+    await openWeightUpdateGroup({
+      trainer: scriptedTrainer(log),
+      engines,
+      masterAddress: '127.0.0.1',
+      backend: 'nccl',
+      groupName: 'g',
+    });
+    expect(log).toContain('trainer open g world 4');
+    expect(log).toContain('tp2 join rank 1/4 nccl :41000');
+    expect(log).toContain('tp1 join rank 3/4 nccl :41000');
+  });
+
   it('an engine that refuses (HTTP 400) still receives every bucket, then the sync fails naming it; all engines continue', async () => {
     const log: string[] = [];
     const engines = [await scriptedEngine('a', log), await scriptedEngine('bad', log, { refuse: true })];

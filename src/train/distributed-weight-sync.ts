@@ -2,9 +2,9 @@
  * Weight sync over a process group (`--weight-sync distributed`), SGLang's way
  * (`/init_weights_update_group`, `/update_weights_from_distributed`; read in SGLang 0.5.x's
  * `http_server.py` and `io_struct.py`), laid out as verl, AReaL and slime do: the trainer's
- * rank 0 is rank 0 of a group whose other members are the engines (engine i at `rank_offset`
- * i + 1; one rank each here: a tensor-parallel SGLang server of tp ranks takes tp of them, which
- * `ranksPerEngine` says).
+ * rank 0 is rank 0 of a group whose other members are the engines' ranks: a server with
+ * tensor-parallel size tp (its `/get_server_info` `tp_size`; 1 when it does not say, as the
+ * embedded worker) takes tp consecutive ranks from its `rank_offset`.
  *
  * Once: the trainer opens the group (a free port on its rank 0, the broadcast plan: Hugging
  * Face names, shapes, the dtype, in buckets), then it and every engine join at the same time.
@@ -26,8 +26,8 @@ export type WeightGroupTrainer = Pick<
   'openWeightsUpdateGroup' | 'joinWeightsUpdateGroup' | 'broadcastWeights'
 >;
 
-/** An engine of the group: its client (pause / continue) and where its routes are. */
-export type GroupEngine = { name: string; url: string; engine: PausableEngine };
+/** An engine of the group: its client (pause / continue), where its routes are, its ranks. */
+export type GroupEngine = { name: string; url: string; engine: PausableEngine; tensorParallel?: number };
 
 export type WeightUpdateGroup = {
   groupName: string;
@@ -46,7 +46,6 @@ export async function openWeightUpdateGroup({
   backend,
   groupName,
   apiKey,
-  ranksPerEngine = 1,
   bucketBytes,
 }: {
   trainer: WeightGroupTrainer;
@@ -56,10 +55,14 @@ export async function openWeightUpdateGroup({
   backend: 'nccl' | 'gloo';
   groupName: string;
   apiKey?: string;
-  ranksPerEngine?: number;
   bucketBytes?: number;
 }): Promise<WeightUpdateGroup> {
-  const worldSize = 1 + engines.length * ranksPerEngine;
+  const offsets: number[] = [];
+  let worldSize = 1;
+  for (const member of engines) {
+    offsets.push(worldSize);
+    worldSize += member.tensorParallel ?? 1;
+  }
   const opened = await trainer.openWeightsUpdateGroup({
     groupName,
     worldSize,
@@ -70,7 +73,7 @@ export async function openWeightUpdateGroup({
     postEngine(member, '/init_weights_update_group', apiKey, {
       master_address: masterAddress,
       master_port: opened.masterPort,
-      rank_offset: 1 + index * ranksPerEngine,
+      rank_offset: offsets[index],
       world_size: worldSize,
       group_name: groupName,
       backend,
@@ -200,6 +203,17 @@ async function postEngine(
   return { success: false, message: `${route} answered ${response.status}: ${text.slice(0, 300)}` };
 }
 
+/** SGLang's `/get_server_info` `tp_size`; 1 for a server without the route (the embedded worker). */
+async function tensorParallelSize(member: GroupEngine, apiKey: string | undefined): Promise<number> {
+  const response = await fetch(`${member.url.replace(/\/$/, '')}/get_server_info`, {
+    headers: apiKey === undefined ? {} : { Authorization: `Bearer ${apiKey}` },
+    signal: AbortSignal.timeout(60_000),
+  });
+  if (response.status === 404) return 1;
+  const size = ((await response.json()) as { tp_size?: unknown }).tp_size;
+  return typeof size === 'number' && Number.isInteger(size) && size > 0 ? size : 1;
+}
+
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -223,9 +237,12 @@ export async function startDistributedWeightSync({
   syncWeights(policyVersion: number): Promise<RlWeightSync>;
   publishModel(target: string): Promise<void>;
 }> {
+  const sized = await Promise.all(
+    engines.map(async (member) => ({ ...member, tensorParallel: await tensorParallelSize(member, apiKey) })),
+  );
   const group = await openWeightUpdateGroup({
     trainer,
-    engines,
+    engines: sized,
     masterAddress: trainerUrl === null ? '127.0.0.1' : new URL(trainerUrl).hostname,
     backend: device.startsWith('cuda') ? 'nccl' : 'gloo',
     groupName: `agentmath-weights-${process.pid}-${Date.now()}`,

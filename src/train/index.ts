@@ -56,6 +56,7 @@ export {
   openMetricsLogger,
   redactSecrets,
 } from './metrics-logger.ts';
+export { checkpointPath } from './rl-checkpoints.ts';
 export { type ClusterPartsOptions, RlPartsError, startClusterParts } from './rl-cluster-parts.ts';
 export { type ColocatedPartsOptions, startColocatedParts } from './rl-colocated-parts.ts';
 export {
@@ -91,7 +92,6 @@ export {
   writeRlReport,
 } from './rl-report.ts';
 export {
-  checkpointPath,
   type RlEvent,
   RlRunError,
   type RlRunOptions,

@@ -93,8 +93,15 @@ export const rlConfigSchema = z
     maskTruncated: z.boolean().default(false),
     /** Leave trajectories whose last turn had neither code nor an answer out of the loss. */
     maskVoid: z.boolean().default(false),
-    /** Held-out evaluation and a kept checkpoint every K steps (0 = only at the end). */
+    /** Held-out evaluation every K steps (0 = only at the end). */
     evalEvery: z.number().int().nonnegative().default(10),
+    /**
+     * The trainer's resume checkpoint every K steps (and after the last); a resume redoes the
+     * steps since the newest. null: 1 for the byte model, 10 for a Hugging Face model.
+     */
+    checkpointEvery: positive.nullable().default(null),
+    /** Checkpoints kept (the newest; older ones this run wrote are deleted). */
+    keepCheckpoints: positive.default(2),
     evalProblems: positive.default(80),
     /** Difficulty levels RL problems are drawn from. */
     levels: z.array(z.number().int().min(0).max(ARITH_MAX_LEVEL)).min(1).default([1, 2, 3, 4]),
@@ -141,6 +148,8 @@ export function rlDefiningConfig(config: RlConfig): Record<string, unknown> {
     sandboxes: _sandboxes,
     sandboxWorkers: _sandboxWorkers,
     trainThreads: _trainThreads,
+    checkpointEvery: _checkpointEvery,
+    keepCheckpoints: _keepCheckpoints,
     ...defining
   } = config;
   return { command: 'train rl', ...defining };

@@ -67,6 +67,8 @@ type RlFlags = {
   groupSize: number;
   learningRate?: number;
   evalEvery: number;
+  checkpointEvery?: number;
+  keepCheckpoints: number;
   evalProblems: number;
   levels: number[];
   problems: number;
@@ -232,6 +234,17 @@ export function registerTrainRl(train: Command): void {
       'held-out evaluation every K steps (0: at the end only)',
       integerOption({ min: 0 }),
       d('evalEvery'),
+    )
+    .option(
+      '--checkpoint-every <K>',
+      "the trainer's resume checkpoint every K steps and after the last; a resume redoes the steps since (default 1 for the byte model, 10 for --model)",
+      integerOption({ min: 1 }),
+    )
+    .option(
+      '--keep-checkpoints <N>',
+      'checkpoints kept, the newest (older ones this run wrote are deleted)',
+      integerOption({ min: 1 }),
+      d('keepCheckpoints'),
     )
     .option(
       '--eval-problems <n>',
@@ -408,6 +421,8 @@ export function registerTrainRl(train: Command): void {
         groupSize: flags.groupSize,
         learningRate: flags.learningRate ?? (flags.model === undefined ? undefined : modelLearningRate(init)),
         evalEvery: flags.evalEvery,
+        checkpointEvery: flags.checkpointEvery ?? null,
+        keepCheckpoints: flags.keepCheckpoints,
         evalProblems: flags.evalProblems,
         levels: flags.levels,
         problemPool: flags.problems,
