@@ -163,18 +163,27 @@ class DistributedTest(TrainerTestCase):
                 self.assertGreater(moved, 100 * WEIGHT_TOLERANCE, "the steps must move the weights")
 
 
+def start_single_process_group() -> None:
+    """A world of one gloo process, for tests that drive a TrainerCore in this process."""
+    os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "RANK": "0", "WORLD_SIZE": "1"})
+    if not dist.is_initialized():
+        dist.init_process_group("gloo")
+
+
+def stop_process_group() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
 class CheckpointTest(TrainerTestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "RANK": "0", "WORLD_SIZE": "1"})
-        if not dist.is_initialized():
-            dist.init_process_group("gloo")
+        start_single_process_group()
 
     @classmethod
     def tearDownClass(cls) -> None:
-        if dist.is_initialized():
-            dist.destroy_process_group()
+        stop_process_group()
         super().tearDownClass()
 
     def core(self, folder):

@@ -19,7 +19,6 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
 import transformers  # noqa: E402
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict  # noqa: E402
 
@@ -27,7 +26,7 @@ from agentmath_train.batch_io import decode_batch, encode_batch  # noqa: E402
 from agentmath_train.equivalence_probe import fixed_batch  # noqa: E402
 from agentmath_train.init_model import init_model  # noqa: E402
 from agentmath_train.options import parse_step_options  # noqa: E402
-from agentmath_train.test_distributed import CORPUS, free_port  # noqa: E402
+from agentmath_train.test_distributed import CORPUS, start_single_process_group, stop_process_group  # noqa: E402
 from agentmath_train.weight_broadcast import plan_buckets  # noqa: E402
 from agentmath_worker.app import WorkerOptions, build_worker  # noqa: E402
 from agentmath_worker.server import serve  # noqa: E402
@@ -48,14 +47,11 @@ class WeightBroadcastTest(unittest.TestCase):
             handle.write(CORPUS)
         cls.model = os.path.join(cls.folder, "qwen3")
         init_model("qwen3", cls.model, corpus, layers=2, hidden=64, vocab_size=400, seed=1)
-        os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "RANK": "0", "WORLD_SIZE": "1"})
-        if not dist.is_initialized():
-            dist.init_process_group("gloo")
+        start_single_process_group()
 
     @classmethod
     def tearDownClass(cls) -> None:
-        if dist.is_initialized():
-            dist.destroy_process_group()
+        stop_process_group()
         shutil.rmtree(cls.folder, ignore_errors=True)
 
     def trained_core(self):
@@ -72,6 +68,7 @@ class WeightBroadcastTest(unittest.TestCase):
         self.addCleanup(worker.engine.shutdown)
         server, port = serve(worker, "127.0.0.1", 0)
         threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
         self.addCleanup(server.shutdown)
         return worker, f"http://127.0.0.1:{port}"
 

@@ -68,6 +68,9 @@ async function scriptedEngine(
   return { name, url, engine };
 }
 
+const formGroup = (trainer: WeightGroupTrainer, engines: GroupEngine[]) =>
+  openWeightUpdateGroup({ trainer, engines, masterAddress: '127.0.0.1', backend: 'gloo', groupName: 'g' });
+
 function scriptedTrainer(log: string[], policyVersion = 3): WeightGroupTrainer {
   return {
     openWeightsUpdateGroup: async (request) => {
@@ -89,13 +92,7 @@ describe('weight sync over a process group (SGLang routes)', () => {
     const log: string[] = [];
     const engines = [await scriptedEngine('a', log), await scriptedEngine('b', log)];
     const trainer = scriptedTrainer(log);
-    const group = await openWeightUpdateGroup({
-      trainer,
-      engines,
-      masterAddress: '127.0.0.1',
-      backend: 'gloo',
-      groupName: 'g',
-    });
+    const group = await formGroup(trainer, engines);
     expect(log.slice(0, 1)).toEqual(['trainer open g world 3']);
     expect(log).toContain('a join rank 1/3 gloo :41000');
     expect(log).toContain('b join rank 2/3 gloo :41000');
@@ -143,13 +140,7 @@ describe('weight sync over a process group (SGLang routes)', () => {
     const log: string[] = [];
     const engines = [await scriptedEngine('a', log), await scriptedEngine('bad', log, { refuse: true })];
     const trainer = scriptedTrainer(log);
-    const group = await openWeightUpdateGroup({
-      trainer,
-      engines,
-      masterAddress: '127.0.0.1',
-      backend: 'gloo',
-      groupName: 'g',
-    });
+    const group = await formGroup(trainer, engines);
     log.length = 0;
     await expect(syncWeightsDistributed({ trainer, group, policyVersion: 3 })).rejects.toMatchObject({
       code: 'WEIGHT_SYNC_FAILED',
