@@ -15,7 +15,7 @@
  * Exits 0 and prints "ok" when every check holds; throws (exit 1) on the first that does not.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -23,26 +23,10 @@ import { createEngine, type HttpEngine } from '../src/engine/create-engine.ts';
 import { startEmbeddedWorker } from '../src/engine/embedded/index.ts';
 import { killAllClis, startCli } from '../test/cli-process.ts';
 import { alive, descendantsOf } from '../test/process-tree.ts';
+import { committed, lines, until } from '../test/run-records.ts';
 
 const folder = await mkdtemp(join(tmpdir(), 'agentmath-weight-sync-e2e-'));
 const say = (line: string) => process.stderr.write(`[weight-sync-e2e] ${line}\n`);
-
-function lines(path: string): Record<string, unknown>[] {
-  if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
-}
-
-const committed = (run: string): number => {
-  const path = join(run, 'checkpoint.json');
-  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as { nextStep: number }).nextStep : 0;
-};
-
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((done) => setTimeout(done, 200));
-}
 
 async function cli(args: string[]): Promise<string> {
   const result = await startCli(args, { cwd: folder, limitMs: 3_600_000 }).done;
