@@ -45,4 +45,33 @@ describe('agentmath train rl: refusals before anything starts', () => {
     expect(result.stderr).not.toMatch(/train rl: with tools from/); // the run never started
     expect(await readFile(join(out, 'config.json'), 'utf8')).toContain('"seed":99');
   });
+
+  it('refuses a rollout correction without the trainer-side logprobs it weighs by, with exit 2', async () => {
+    const model = join(dir, 'model');
+    const out = join(dir, 'correction');
+    const behaviour = await startCli(
+      [
+        'train',
+        'rl',
+        '--init',
+        model,
+        '--out',
+        out,
+        '--proximal',
+        'behaviour',
+        '--rollout-correction',
+        'mis',
+      ],
+      { cwd: dir },
+    ).done;
+    expect(behaviour.code).toBe(2);
+    expect(behaviour.stderr).toMatch(/--rollout-correction: .*--proximal behaviour does not compute/);
+    const lower = await startCli(
+      ['train', 'rl', '--init', model, '--out', out, '--rollout-is-threshold-lower', '0.5'],
+      { cwd: dir },
+    ).done;
+    expect(lower.code).toBe(2);
+    expect(lower.stderr).toMatch(/only --rollout-correction mis has a lower threshold/);
+    await expect(readFile(join(out, 'config.json'), 'utf8')).rejects.toThrow();
+  });
 });

@@ -33,6 +33,7 @@ function metricsLine(step: number, shift: number): RlMetrics {
     gradNorm: 0.3,
     offPolicyWeight: null,
     offPolicyCapped: null,
+    rolloutLogprobGap: null,
     klRef: null,
     updates: 1,
     rolloutMs: 30_000,

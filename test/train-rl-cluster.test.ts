@@ -12,7 +12,7 @@
  *   SFT model's.
  * Assertions are on records and outputs, never on time.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,29 +21,12 @@ import { createEngine, type HttpEngine } from '../src/engine/create-engine.ts';
 import { type EmbeddedWorker, startEmbeddedWorker } from '../src/engine/embedded/index.ts';
 import { killAllClis, startCli } from './cli-process.ts';
 import { alive, descendantsOf } from './process-tree.ts';
+import { committed, lines, until } from './run-records.ts';
 
 let folder: string;
 let sftModel: string;
 const workers: EmbeddedWorker[] = [];
 const engines: HttpEngine[] = [];
-
-function lines(path: string): Record<string, unknown>[] {
-  if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
-}
-
-const committed = (run: string): number => {
-  const path = join(run, 'checkpoint.json');
-  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as { nextStep: number }).nextStep : 0;
-};
-
-/** Polls `condition` every 100 ms (no deadline: the test's own limit is the bound). */
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 100));
-}
 
 const rlArgs = (run: string, steps: number) => [
   ...['train', 'rl', '--model', sftModel, '--out', run, '--steps', String(steps)],
@@ -51,6 +34,7 @@ const rlArgs = (run: string, steps: number) => [
   ...['--max-tokens', '192', '--max-tool-calls', '2', '--partial-rollouts', '1', '--temperature', '0.8'],
   ...['--eval-every', '0', '--eval-problems', '4', '--seed', '0', '--learning-rate', '2e-3'],
   ...['--trainer-procs', '2', '--micro-batch-tokens', '1024', '--max-staleness', '1'],
+  ...['--checkpoint-every', '1'],
 ];
 
 /** Greedy tokens and their logprobs (the logprobs move with any change of the weights). */

@@ -67,7 +67,7 @@ const rlArgs = (out: string) => [
   ...['--group-size', '4', '--max-tokens', '192', '--max-tool-calls', '2', '--partial-rollouts', '1'],
   ...['--eval-every', '0', '--eval-problems', '2', '--seed', '0', '--steps', String(STEPS)],
   ...['--replicas', '2', '--trainer-procs', '2', '--max-staleness', '1', '--micro-batch-tokens', '1024'],
-  ...['--learning-rate', '1e-3', '--out', out],
+  ...['--learning-rate', '1e-3', '--checkpoint-every', '1', '--out', out],
 ];
 
 function jsonLines<T>(path: string): T[] {

@@ -154,7 +154,9 @@ describe('agentmath train rl', () => {
 
   it('defects 2 and 3 end to end: on-policy at --temperature 0.8 the ratio is 1, and a resumed run with --kl-coef computes KL against --init', async () => {
     const options =
-      '--levels 0 --problems 16 --batch-size 2 --group-size 8 --mode sync --seed 0 --temperature 0.8 --kl-coef 0.1 --partial-rollouts 1';
+      // behaviour: the ratio is taken against the engine's logprobs, which is what this checks
+      // (with recompute it is 1 by construction).
+      '--levels 0 --problems 16 --batch-size 2 --group-size 8 --mode sync --seed 0 --temperature 0.8 --kl-coef 0.1 --partial-rollouts 1 --proximal behaviour';
     const run = (steps: number) => [
       ...['train', 'rl', '--init', knowing, ...options.split(' '), '--steps', String(steps)],
       ...['--eval-every', '0', '--eval-problems', '2', '--out', join(folder, 'kl-resumed')],

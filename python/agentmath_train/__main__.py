@@ -35,6 +35,10 @@ def main(argv=None) -> int:
     init.add_argument("--hidden", type=int, default=64)
     init.add_argument("--vocab-size", type=int, default=1024)
     init.add_argument("--seed", type=int, default=0)
+    init.add_argument("--heads", type=int, default=None)
+    init.add_argument("--kv-heads", type=int, default=None)
+    init.add_argument("--intermediate", type=int, default=None)
+    init.add_argument("--embedding-rows", type=int, default=None)
     serve = commands.add_parser("serve", help="the trainer service (rank 0 listens)")
     serve.add_argument("--model", required=True)
     serve.add_argument("--reference", default=None, help="the KL reference's folder (default: --model)")
@@ -79,7 +83,19 @@ def main(argv=None) -> int:
         from .init_model import init_model
 
         try:
-            result = init_model(args.arch, args.out, args.corpus, args.layers, args.hidden, args.vocab_size, args.seed)
+            result = init_model(
+                args.arch,
+                args.out,
+                args.corpus,
+                args.layers,
+                args.hidden,
+                args.vocab_size,
+                args.seed,
+                heads=args.heads,
+                kv_heads=args.kv_heads,
+                intermediate=args.intermediate,
+                embedding_rows=args.embedding_rows,
+            )
         except (ValueError, FileNotFoundError) as error:
             print(f"agentmath_train init-model: {error}", file=sys.stderr)
             return 2

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import List
+import shutil
+from typing import List, Optional
 
 import torch
 import transformers
@@ -67,15 +68,31 @@ def build_tokenizer(corpus: List[str], vocab_size: int) -> transformers.PreTrain
     return fast
 
 
-def build_config(arch: str, vocab_size: int, layers: int, hidden: int, eos_id: int, pad_id: int):
-    heads = max(1, hidden // 16)
+def build_config(
+    arch: str,
+    vocab_size: int,
+    layers: int,
+    hidden: int,
+    eos_id: int,
+    pad_id: int,
+    heads: Optional[int] = None,
+    kv_heads: Optional[int] = None,
+    intermediate: Optional[int] = None,
+):
+    """The shape: hidden // 16 heads, half as many KV heads, intermediate 3 × hidden, unless given."""
+    heads = heads or max(1, hidden // 16)
+    if hidden % heads != 0:
+        raise ValueError(f"--heads {heads}: must divide --hidden {hidden}")
+    kv_heads = kv_heads or max(1, heads // 2)
+    if heads % kv_heads != 0:
+        raise ValueError(f"--kv-heads {kv_heads}: must divide --heads {heads}")
     common = dict(
         vocab_size=vocab_size,
         hidden_size=hidden,
-        intermediate_size=hidden * 3,
+        intermediate_size=intermediate or hidden * 3,
         num_hidden_layers=layers,
         num_attention_heads=heads,
-        num_key_value_heads=max(1, heads // 2),
+        num_key_value_heads=kv_heads,
         max_position_embeddings=4096,
         eos_token_id=eos_id,
         pad_token_id=pad_id,
@@ -99,7 +116,21 @@ def build_config(arch: str, vocab_size: int, layers: int, hidden: int, eos_id: i
     raise ValueError(f"--arch {arch!r}: expected one of {', '.join(ARCHITECTURES)}")
 
 
-def init_model(arch: str, out: str, corpus_path: str, layers: int, hidden: int, vocab_size: int, seed: int) -> dict:
+def init_model(
+    arch: str,
+    out: str,
+    corpus_path: str,
+    layers: int,
+    hidden: int,
+    vocab_size: int,
+    seed: int,
+    heads: Optional[int] = None,
+    kv_heads: Optional[int] = None,
+    intermediate: Optional[int] = None,
+    embedding_rows: Optional[int] = None,
+) -> dict:
+    """`embedding_rows`: the model's vocabulary (embedding and head rows) when larger than the
+    tokenizer's, as real models pad theirs (the extra rows are never produced by the tokenizer)."""
     if arch not in ARCHITECTURES:
         raise ValueError(f"--arch {arch!r}: expected one of {', '.join(ARCHITECTURES)}")
     if hidden % 16 != 0 or hidden < 32:
@@ -113,7 +144,10 @@ def init_model(arch: str, out: str, corpus_path: str, layers: int, hidden: int, 
     tokenizer = build_tokenizer(corpus, vocab_size)
     eos_id = tokenizer.convert_tokens_to_ids("<|im_end|>")
     pad_id = tokenizer.convert_tokens_to_ids("<|endoftext|>")
-    config = build_config(arch, len(tokenizer), layers, hidden, eos_id, pad_id)
+    if embedding_rows is not None and embedding_rows < len(tokenizer):
+        raise ValueError(f"--embedding-rows {embedding_rows}: below the tokenizer's {len(tokenizer)} tokens")
+    rows = embedding_rows or len(tokenizer)
+    config = build_config(arch, rows, layers, hidden, eos_id, pad_id, heads, kv_heads, intermediate)
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.generation_config = transformers.GenerationConfig(eos_token_id=[eos_id, pad_id], pad_token_id=pad_id)
@@ -130,4 +164,4 @@ def init_model(arch: str, out: str, corpus_path: str, layers: int, hidden: int, 
     with open(config_path, "w") as handle:
         json.dump(tokenizer_config, handle, indent=2)
     parameters = sum(p.numel() for p in model.parameters())
-    return {"arch": arch, "out": out, "parameters": parameters, "vocabSize": len(tokenizer), "layers": layers, "hidden": hidden}
+    return {"arch": arch, "out": out, "parameters": parameters, "vocabSize": rows, "layers": layers, "hidden": hidden}

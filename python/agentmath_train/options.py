@@ -26,6 +26,7 @@ class StepOptions:
     proximal: str = "behaviour"
     off_policy_cap: float = 2.0
     off_policy_mode: str = "truncate"
+    off_policy_floor: float = 0.0
     mini_batches: int = 1
     epochs: int = 1
     reference_path: Optional[str] = None
@@ -43,6 +44,7 @@ _WIRE = {
     "proximal": "proximal",
     "offPolicyCap": "off_policy_cap",
     "offPolicyMode": "off_policy_mode",
+    "offPolicyFloor": "off_policy_floor",
     "miniBatches": "mini_batches",
     "epochs": "epochs",
     "referencePath": "reference_path",

@@ -9,6 +9,10 @@ Routes (JSON unless noted; a binary batch is `batch_io`'s format):
   POST /save_checkpoint     {"path"} → {"path", "policy_version"}
   POST /load_checkpoint     {"path"} → {"policy_version", "optimizer_restored"}
   POST /export              {"path"} → {"path"}: the current weights in Hugging Face layout
+  POST /open_weights_update_group  {group_name, world_size, backend, dtype?, bucket_bytes?} →
+                            {master_port, buckets}: rank 0 hosts the group's store (weight_broadcast.py)
+  POST /join_weights_update_group  {group_name}: rank 0 joins (blocks until every engine did)
+  POST /broadcast_weights   {group_name}: every parameter, bucket by bucket, into the group
   POST /transfer_probe      binary batch → every rank decodes it, nothing else (bench trainer)
   POST /shutdown            stops every rank
 HTTP runs in a thread; the main thread owns every collective: it takes one command at a time
@@ -47,6 +51,7 @@ from .model import Placement, init_distributed, load_model, placement
 from .options import StepOptionsError, parse_step_options
 from .parallelize import freeze, parallelize
 from .step import StepRunner
+from .weight_broadcast import WeightBroadcaster, parse_open
 
 TOKEN_VARIABLE = "AGENTMATH_TRAINER_TOKEN"
 # Resident memory before the model exists: what the interpreter and libraries take.
@@ -104,6 +109,7 @@ class TrainerCore:
             reference=lambda: freeze(load_model(reference_path, self.where), self.where),
             logits_chunk_tokens=settings.logits_chunk_tokens,
         )
+        self.broadcaster = WeightBroadcaster(self.model, self.where.compute_dtype, self.where.device)
 
     def check_fits(self, lengths) -> None:
         """Refuses (ValueError) a step whose longest micro-batch is estimated not to fit a rank."""
@@ -194,12 +200,22 @@ class TrainerCore:
             self.runner.optimizer_steps = int(state["optimizerSteps"])
             return {"policy_version": self.runner.policy_version, "optimizer_restored": True}
         if route == "/export":
-            export_hugging_face(payload["path"], self.model, self.settings.model)
+            export_hugging_face(payload["path"], self.model, self.settings.model, self.where.compute_dtype)
             return {"path": payload["path"], "policy_version": self.runner.policy_version}
+        if route == "/open_weights_update_group":
+            return self.broadcaster.open(payload)
+        if route == "/join_weights_update_group":
+            return self.broadcaster.join(payload)
+        if route == "/broadcast_weights":
+            return {**self.broadcaster.broadcast(payload), "policy_version": self.runner.policy_version}
         raise KeyError(route)
 
 
-ROUTES = {"/state", "/sft_step", "/grpo_step", "/score", "/save_checkpoint", "/load_checkpoint", "/export", "/transfer_probe", "/shutdown"}
+WEIGHT_GROUP_ROUTES = {"/open_weights_update_group", "/join_weights_update_group", "/broadcast_weights"}
+ROUTES = {
+    "/state", "/sft_step", "/grpo_step", "/score", "/save_checkpoint", "/load_checkpoint", "/export", "/transfer_probe",
+    "/shutdown", *WEIGHT_GROUP_ROUTES,
+}
 BINARY_ROUTES = {"/sft_step", "/grpo_step", "/score", "/transfer_probe"}
 
 
@@ -237,6 +253,11 @@ def validate(
                 raise ValueError("the batch has no trained tokens (every loss_mask entry after position 0 is 0)")
             if check_fits is not None:
                 check_fits(batch.lengths)
+    elif route == "/open_weights_update_group":
+        parse_open(payload)
+    elif route in WEIGHT_GROUP_ROUTES:
+        if not isinstance(payload.get("group_name"), str) or not payload["group_name"]:
+            raise ValueError(f"{route} needs a JSON body with a non-empty string `group_name`")
     elif route in ("/save_checkpoint", "/load_checkpoint", "/export"):
         if not isinstance(payload.get("path"), str) or not payload["path"]:
             raise ValueError(f"{route} needs a JSON body with a non-empty string `path`")

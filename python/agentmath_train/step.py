@@ -88,7 +88,9 @@ class StepRunner:
         grad_norms: List[float] = []
         any_skipped = False
         updates = 0
-        for _epoch in range(options.epochs):
+        # Largest |engine − trainer| logprob on a trained token of this rank, first pass only.
+        gap_max = [0.0]
+        for epoch in range(options.epochs):
             for chunk in chunks:
                 sequence_mean = options.aggregation == "sequence-mean"
                 if sequence_mean:
@@ -96,7 +98,9 @@ class StepRunner:
                 else:
                     normaliser = _trained_tokens(batch, chunk)
 
-                def loss_of(members, row, row_logprobs, row_entropy, normaliser=normaliser, sequence_mean=sequence_mean):
+                def loss_of(
+                    members, row, row_logprobs, row_entropy, normaliser=normaliser, sequence_mean=sequence_mean, first_pass=epoch == 0
+                ):
                     logprobs = unpack(row_logprobs, row)
                     mask = unpack(self._packed_mask(batch, members, row), row)
                     old = padded([_slice(batch.old_logprobs, offsets, i) for i in members], row.max_length).to(self.device)
@@ -130,12 +134,20 @@ class StepRunner:
                         proximal_logprobs=proximal,
                         off_policy_cap=options.off_policy_cap,
                         off_policy_mode=options.off_policy_mode,
+                        off_policy_floor=options.off_policy_floor,
                     )
                     with torch.no_grad():
                         entropy = unpack(row_entropy.detach(), row)
                         stats = {key: value.detach() for key, value in parts.items() if key != "loss"}
                         stats["entropy_sum"] = (entropy * mask).sum()
                         stats["objective_sum"] = -parts["loss"].detach() / normaliser
+                        if first_pass:
+                            # The trainer's logprob of each token before any update (π_prox, or
+                            # π_θ on the first pass) against the engine's: their numeric gap.
+                            trainer_side = proximal if proximal is not None else logprobs.detach()
+                            gap = (trainer_side - old).abs() * (mask > 0)
+                            stats["logprob_gap_sum"] = gap.sum()
+                            gap_max[0] = max(gap_max[0], float(gap.max()) if gap.numel() else 0.0)
                     return parts["loss"] / normaliser, stats
 
                 sums, grad_norm, skipped = self._optimizer_step(
@@ -154,6 +166,8 @@ class StepRunner:
             "approx_kl_old": totals.pop("approx_kl_old_sum") / tokens,
             "entropy": totals.pop("entropy_sum") / tokens,
             "updates": updates,
+            "logprob_gap_mean": totals.pop("logprob_gap_sum", 0.0) / (tokens / options.epochs),
+            "logprob_gap_max": _float_max_over_ranks(gap_max[0], self.device),
         }
         for key, name in (
             ("kl_sum", "kl_ref"),
@@ -293,6 +307,12 @@ def _max_over_ranks(value: int, device: torch.device) -> int:
     tensor = torch.tensor([value], dtype=torch.int64, device=device)
     dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
     return int(tensor.item())
+
+
+def _float_max_over_ranks(value: float, device: torch.device) -> float:
+    tensor = torch.tensor([value], dtype=torch.float64, device=device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return float(tensor.item())
 
 
 def _sum_over_ranks(sums: Dict[str, torch.Tensor], device: torch.device) -> Dict[str, float]:

@@ -198,20 +198,29 @@ class DistributedTest(TrainerTestCase):
                 self.assertGreater(moved, 100 * WEIGHT_TOLERANCE, "the steps must move the weights")
 
 
+def start_single_process_group() -> None:
+    """A world of one gloo process, for tests that drive a TrainerCore in this process."""
+    os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "RANK": "0", "WORLD_SIZE": "1"})
+    if not dist.is_initialized():
+        dist.init_process_group("gloo")
+
+
+def stop_process_group() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
 class OneProcessGroupTestCase(TrainerTestCase):
     """The models, and a one-process gloo group in this process for the trainer's code."""
 
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "RANK": "0", "WORLD_SIZE": "1"})
-        if not dist.is_initialized():
-            dist.init_process_group("gloo")
+        start_single_process_group()
 
     @classmethod
     def tearDownClass(cls) -> None:
-        if dist.is_initialized():
-            dist.destroy_process_group()
+        stop_process_group()
         super().tearDownClass()
 
 
@@ -265,6 +274,23 @@ class CheckpointTest(OneProcessGroupTestCase):
         # Later updates see moved weights: the ratio leaves 1 and clipping can act.
         self.assertGreater(abs(result["mean_ratio"] - 1.0), 1e-4)
         self.assertIn("off_policy_weight", result)
+
+    def test_the_engine_trainer_logprob_gap_is_reported_per_step(self):
+        core = self.core(self.models["qwen3"])
+        ids, masks, _, advantages = fixed_batch(core.model.config.vocab_size, 6)
+        scored = core.runner.score_sequences(decode_batch(encode_batch(ids, masks)))
+        # An "engine" whose logprobs sit 0.05 below the trainer's, one token 0.3 below.
+        olds = [(row - 0.05).tolist() for row in scored]
+        first_trained = next(t for t in range(1, len(masks[0])) if masks[0][t])
+        olds[0][first_trained] = float(scored[0][first_trained]) - 0.3
+        for proximal in ("behaviour", "recompute"):
+            with self.subTest(proximal=proximal):
+                options = {"learningRate": 0.0, "proximal": proximal}
+                batch = decode_batch(encode_batch(ids, masks, advantages, olds, options=options))
+                result = core.runner.grpo_step(batch, parse_step_options(batch.options))
+                trained = sum(sum(mask[1:]) for mask in masks)
+                self.assertAlmostEqual(result["logprob_gap_max"], 0.3, places=4)
+                self.assertAlmostEqual(result["logprob_gap_mean"], (0.05 * (trained - 1) + 0.3) / trained, places=4)
 
     def test_an_uncommitted_checkpoint_is_not_loaded(self):
         from agentmath_train.checkpoint import load_checkpoint

@@ -7,7 +7,8 @@ is trained (a model-generated response token), 0 for prompt, interpreter output 
 SFT:   L = −(1 / Σ m) Σ_{b,t} m_{b,t} log π_θ(x_{b,t} | x_{b,<t})
 GRPO (token-level normalisation as in DAPO by default; clip ε_low / ε_high; optional KL):
   r_{b,t} = exp(log π_θ − log π_anchor)        anchor = π_behaviour, or π_prox when decoupled
-  w_{b,t} = min(π_prox / π_behaviour, cap)     decoupled only ("mask": 0 above the cap); else 1
+  w_{b,t} = min(π_prox / π_behaviour, cap)     decoupled only: truncated IS (TIS); "mask" (MIS):
+                                               w, or 0 outside [floor, cap]; without π_prox: 1
   J = (1 / N) Σ_{b,t} v_{b,t} [ w · min(r Â_b, clip(r, 1 − ε_low, 1 + ε_high) Â_b) − β D_KL,t ]
   dual clip (c > 1): for Â_b < 0 the clipped term is max(…, c Â_b)
   D_KL,t = π_ref / π_θ − log(π_ref / π_θ) − 1  (k3, ≥ 0)   or   ½ (log π_θ − log π_ref)²  (k2)
@@ -73,6 +74,7 @@ def grpo_loss_sum(
     proximal_logprobs: Optional[torch.Tensor] = None,
     off_policy_cap: float = 2.0,
     off_policy_mode: str = "truncate",
+    off_policy_floor: float = 0.0,
 ) -> Dict[str, torch.Tensor]:
     """Weighted sums over the batch: `loss` (= −Σ w·objective) and statistics' sums.
 
@@ -86,7 +88,8 @@ def grpo_loss_sum(
       "k1" is refused (its gradient has zero mean on-policy: no regularisation).
     proximal_logprobs: the proximal policy (decoupled objective): the ratio is π_θ / π_prox,
       and each token is weighted once by the off-policy weight π_prox / π_behaviour, truncated
-      at `off_policy_cap` ("truncate") or zeroed above it ("mask"). Without it the ratio is
+      at `off_policy_cap` ("truncate") or zeroed outside [`off_policy_floor`, `off_policy_cap`]
+      ("mask"). Without it the ratio is
       π_θ / π_behaviour and there is no separate weight."""
     if kl_estimator not in KL_ESTIMATORS:
         raise ValueError(
@@ -105,12 +108,14 @@ def grpo_loss_sum(
         # Masked positions may hold anything (padding, zeros); keep them out of exp() overflow.
         raw = torch.exp(torch.where(on, proximal_logprobs - old_logprobs, zeros))
         if off_policy_mode == "mask":
-            off_weight = torch.where(raw > off_policy_cap, zeros, raw)
+            outside = (raw > off_policy_cap) | (raw < off_policy_floor)
+            off_weight = torch.where(outside, zeros, raw)
         else:
+            outside = raw > off_policy_cap
             off_weight = torch.clamp(raw, max=off_policy_cap)
         with torch.no_grad():
             result["off_policy_weight_sum"] = (raw * mask).sum()
-            result["off_policy_capped_sum"] = ((raw > off_policy_cap).float() * mask).sum()
+            result["off_policy_capped_sum"] = (outside.float() * mask).sum()
     log_ratio = torch.where(on, logprobs - anchor, zeros)
     ratio = torch.exp(log_ratio)
     advantage = advantages[:, None].expand_as(ratio)

@@ -183,6 +183,7 @@ def parse_grpo_options(body: Dict[str, Any]) -> GrpoOptions:
         proximal=optional_choice(body, "proximal", ("behaviour", "recompute")),
         off_policy_cap=optional_number(body, "off_policy_cap", 2.0, 1.0),
         off_policy_mode=optional_choice(body, "off_policy_mode", ("truncate", "mask")),
+        off_policy_floor=optional_number(body, "off_policy_floor", 0.0, 0.0),
         temperature=optional_number(body, "temperature", 1.0, 0.0),
         mini_batches=optional_integer(body, "mini_batches", 1, 1),
         epochs=optional_integer(body, "epochs", 1, 1),

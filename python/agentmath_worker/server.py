@@ -14,6 +14,7 @@ docs/engines.md lists every route with the line it follows):
                                 fails (weights loaded, weight_version not moved), as SGLang does
   POST /pause_generation        {mode: abort | in_place | retract} (default abort)
   POST /continue_generation     {}
+  POST /init_weights_update_group, /update_weights_from_distributed   weight_update_group.py
   POST /abort_request           {rid} or {abort_all: true}; an aborted request answers its
                                 partial output with finish_reason {type: abort}
 Training (this worker's own; bodies in docs/embedded-model.md):
@@ -44,6 +45,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from . import requests as parse
 from .engine import PAUSE_MODES, Engine, RequestError
 from .trainer import Trainer
+from .weight_update_group import WeightUpdateReceiver
 
 logger = logging.getLogger("agentmath_worker.server")
 
@@ -283,10 +285,13 @@ def api_key_for(host: str, environ, no_auth: bool) -> Optional[str]:
 
 def make_handler(worker: Worker, api_key: Optional[str] = None):
     expected = None if api_key is None else f"Bearer {api_key}".encode("utf-8")
+    receiver = WeightUpdateReceiver(worker)
     post_routes: Dict[str, Callable[[Any], Any]] = {
         "/generate": worker.generate,
         "/update_weights_from_disk": worker.update_weights_from_disk,
         "/flush_cache": worker.flush_cache,
+        "/init_weights_update_group": receiver.init_group,
+        "/update_weights_from_distributed": receiver.update,
         "/abort_request": lambda body: worker.abort_request(body),
         "/pause_generation": lambda body: worker.pause_generation(body),
         "/continue_generation": lambda body: worker.continue_generation(body),

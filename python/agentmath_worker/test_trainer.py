@@ -185,6 +185,27 @@ class GrpoObjectiveOptionsTest(unittest.TestCase):
         self.assertEqual(self.logprobs.grad[1, 1].item(), 0.0)
         self.assertAlmostEqual(self.logprobs.grad[0, 1].item(), -torch.exp(torch.tensor(0.1)).item(), places=5)
 
+    def test_masked_mode_also_drops_tokens_below_the_floor(self):
+        # MIS (verl's rejection between a lower and an upper threshold): w = e^-0.2 ≈ 0.82 < 0.9.
+        behaviour = self.logprobs.detach() - torch.tensor([[0, 0.1, 1.0, -0.2, 0], [0, 0.5, 0.05, 0, 0]])
+        parts = grpo_loss_sum(
+            self.logprobs,
+            behaviour,
+            self.advantages,
+            self.mask,
+            0.2,
+            0.28,
+            proximal_logprobs=self.logprobs.detach(),
+            off_policy_cap=1.5,
+            off_policy_mode="mask",
+            off_policy_floor=0.9,
+        )
+        parts["loss"].backward()
+        self.assertEqual(self.logprobs.grad[0, 3].item(), 0.0)
+        self.assertAlmostEqual(self.logprobs.grad[0, 1].item(), -torch.exp(torch.tensor(0.1)).item(), places=5)
+        self.assertAlmostEqual(self.logprobs.grad[1, 2].item(), torch.exp(torch.tensor(0.05)).item(), places=5)
+        self.assertEqual(parts["off_policy_capped_sum"].item(), 3.0)  # e^1.0, e^0.5 above; e^-0.2 below
+
     def test_dual_clip_bounds_a_negative_advantage_term(self):
         old = self.logprobs.detach() - 2.0  # ratio e² ≈ 7.4 everywhere
         plain = grpo_loss_sum(self.logprobs, old, self.advantages, self.mask, 0.2, 0.28)

@@ -48,6 +48,7 @@ class GrpoOptions:
     proximal: str = "behaviour"
     off_policy_cap: float = 2.0
     off_policy_mode: str = "truncate"
+    off_policy_floor: float = 0.0
     # The engine's sampling temperature: every logprob is of log_softmax(logits / T).
     temperature: float = 1.0
     # PPO mini-batches per pass and passes over the batch (1 × 1: one update per step).
@@ -162,6 +163,7 @@ class Trainer:
                 proximal_logprobs=proximal,
                 off_policy_cap=options.off_policy_cap,
                 off_policy_mode=options.off_policy_mode,
+                off_policy_floor=options.off_policy_floor,
             )
             with torch.no_grad():
                 entropy = (token_entropy(logits, temperature) * mask).sum().item()

@@ -47,6 +47,8 @@ const grpoSchema = stepSchema.extend({
   dual_clip_fraction: z.number().optional(),
   off_policy_weight: z.number().optional(),
   off_policy_capped: z.number().optional(),
+  logprob_gap_mean: z.number().optional(),
+  logprob_gap_max: z.number().optional(),
 });
 const stateSchema = z.object({
   policy_version: z.number().int(),
@@ -70,10 +72,31 @@ const checkpointSchema = z.object({
   policy_version: z.number().int(),
   optimizer_restored: z.boolean().optional(),
 });
+const openGroupSchema = z.object({
+  group_name: z.string(),
+  master_port: z.number().int().positive(),
+  buckets: z.array(
+    z.object({
+      names: z.array(z.string()),
+      dtypes: z.array(z.string()),
+      shapes: z.array(z.array(z.number().int().nonnegative())),
+    }),
+  ),
+});
+const broadcastSchema = z.object({
+  buckets: z.number().int(),
+  tensors: z.number().int(),
+  bytes: z.number().int(),
+  broadcast_ms: z.number(),
+  policy_version: z.number().int(),
+});
 const scoreSchema = z.object({
   token_logprobs: z.array(z.array(z.number())),
   policy_version: z.number().int(),
 });
+
+/** One `/update_weights_from_distributed` call's tensors, as SGLang names its fields. */
+export type WeightBucket = { names: string[]; dtypes: string[]; shapes: number[][] };
 
 /** A step's statistics plus what the distributed trainer measures about itself. */
 export type DistributedStepExtras = { batchTokens: number; tokensPerSecond: number };
@@ -153,6 +176,7 @@ export class DistributedTrainerClient implements Trainer {
         proximal: request.proximal,
         offPolicyCap: request.offPolicyCap,
         offPolicyMode: request.offPolicyMode,
+        offPolicyFloor: request.offPolicyFloor,
         temperature: request.temperature,
         miniBatches: request.miniBatches,
         epochs: request.epochs,
@@ -170,6 +194,10 @@ export class DistributedTrainerClient implements Trainer {
       dualClipFraction: parsed.dual_clip_fraction ?? null,
       offPolicyWeight: parsed.off_policy_weight ?? null,
       offPolicyCapped: parsed.off_policy_capped ?? null,
+      logprobGap:
+        parsed.logprob_gap_mean === undefined || parsed.logprob_gap_max === undefined
+          ? null
+          : { mean: parsed.logprob_gap_mean, max: parsed.logprob_gap_max },
       updates: parsed.updates,
     };
   }
@@ -206,6 +234,56 @@ export class DistributedTrainerClient implements Trainer {
   async exportModel(path: string): Promise<{ path: string; policyVersion: number }> {
     const parsed = parse(checkpointSchema, await this.#postJson('/export', { path }), '/export');
     return { path, policyVersion: parsed.policy_version };
+  }
+
+  /**
+   * Rank 0 hosts a weight update group's rendezvous on a free port and plans the broadcast:
+   * every parameter by Hugging Face name in buckets of at most `bucketBytes`.
+   */
+  async openWeightsUpdateGroup(request: {
+    groupName: string;
+    worldSize: number;
+    backend: 'nccl' | 'gloo';
+    dtype?: string;
+    bucketBytes?: number;
+  }): Promise<{ masterPort: number; buckets: WeightBucket[] }> {
+    const parsed = parse(
+      openGroupSchema,
+      await this.#postJson(
+        '/open_weights_update_group',
+        defined({
+          group_name: request.groupName,
+          world_size: request.worldSize,
+          backend: request.backend,
+          dtype: request.dtype,
+          bucket_bytes: request.bucketBytes,
+        }),
+      ),
+      '/open_weights_update_group',
+    );
+    return { masterPort: parsed.master_port, buckets: parsed.buckets };
+  }
+
+  /** Rank 0 joins the group as its rank 0; resolves once every engine joined too. */
+  async joinWeightsUpdateGroup(groupName: string): Promise<void> {
+    await this.#postJson('/join_weights_update_group', { group_name: groupName });
+  }
+
+  /** Broadcasts every parameter into the group, bucket by bucket, in the planned order. */
+  async broadcastWeights(
+    groupName: string,
+  ): Promise<{ tensors: number; bytes: number; broadcastMs: number; policyVersion: number }> {
+    const parsed = parse(
+      broadcastSchema,
+      await this.#postJson('/broadcast_weights', { group_name: groupName }),
+      '/broadcast_weights',
+    );
+    return {
+      tensors: parsed.tensors,
+      bytes: parsed.bytes,
+      broadcastMs: parsed.broadcast_ms,
+      policyVersion: parsed.policy_version,
+    };
   }
 
   async state(): Promise<DistributedTrainerState> {

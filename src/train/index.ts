@@ -10,6 +10,12 @@ export {
   type DistributedTrainerState,
 } from './distributed-trainer-client.ts';
 export {
+  type GroupEngine,
+  openWeightUpdateGroup,
+  syncWeightsDistributed,
+  type WeightUpdateGroup,
+} from './distributed-weight-sync.ts';
+export {
   type GrpoBatch,
   type GrpoSequenceOptions,
   type GrpoSequenceSkip,
@@ -49,6 +55,7 @@ export {
   openMetricsLogger,
   redactSecrets,
 } from './metrics-logger.ts';
+export { checkpointPath } from './rl-checkpoints.ts';
 export { type ClusterPartsOptions, RlPartsError, startClusterParts } from './rl-cluster-parts.ts';
 export { type ColocatedPartsOptions, startColocatedParts } from './rl-colocated-parts.ts';
 export {
@@ -59,6 +66,7 @@ export {
   rlConfigSchema,
   rlDefiningConfig,
 } from './rl-config.ts';
+export { defaultRlLearningRate, safetensorsParameterCount } from './rl-learning-rate.ts';
 export { type RlMetrics, type RlMetricsInput, rlMetrics, selfCorrected } from './rl-metrics.ts';
 export type { RlParts, RlWeightSync } from './rl-parts.ts';
 export {
@@ -83,7 +91,6 @@ export {
   writeRlReport,
 } from './rl-report.ts';
 export {
-  checkpointPath,
   type RlEvent,
   RlRunError,
   type RlRunOptions,
@@ -91,6 +98,7 @@ export {
 } from './rl-run.ts';
 export { startRlParts } from './rl-start-parts.ts';
 export { type RlSummaryOptions, rlSummaryTables } from './rl-summary-table.ts';
+export { type OffPolicyWeightOptions, rolloutCorrectionOptions } from './rollout-correction.ts';
 export { planSftBatches, type SftBatchPlan, type SftBatchPlanOptions } from './sft-batch-plan.ts';
 export {
   resolveSftConfig,

@@ -38,6 +38,12 @@ export type InitHfModelOptions = {
   seed?: number;
   /** Replace `out` even when it holds files this command did not write. */
   force?: boolean;
+  /** Attention heads, KV heads, MLP width (default hidden/16, half as many, 3 × hidden). */
+  heads?: number;
+  kvHeads?: number;
+  intermediate?: number;
+  /** Embedding and head rows when more than the tokenizer's vocabulary (padded, as real models). */
+  embeddingRows?: number;
 };
 
 /** The file that marks a folder as written by `model init` (so a second init may replace it). */
@@ -101,6 +107,16 @@ function existingAncestor(path: string): string {
   return current;
 }
 
+function shapeArguments(options: InitHfModelOptions): string[] {
+  const given: [string, number | undefined][] = [
+    ['--heads', options.heads],
+    ['--kv-heads', options.kvHeads],
+    ['--intermediate', options.intermediate],
+    ['--embedding-rows', options.embeddingRows],
+  ];
+  return given.flatMap(([flag, value]) => (value === undefined ? [] : [flag, String(value)]));
+}
+
 export async function initHfModel(options: InitHfModelOptions): Promise<InitHfModelResult> {
   const { arch, layers = 2, hidden = 64, vocabSize = 1024, seed = 0, force = false } = options;
   const out = resolve(options.out);
@@ -135,6 +151,7 @@ export async function initHfModel(options: InitHfModelOptions): Promise<InitHfMo
         String(vocabSize),
         '--seed',
         String(seed),
+        ...shapeArguments(options),
       ],
       {
         env: { ...process.env, PYTHONPATH: join(PROJECT_ROOT, 'python'), ...HUB_OFFLINE_ENVIRONMENT },

@@ -28,6 +28,7 @@ import type { SandboxProvider } from '../sandbox/types.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { systemClock } from '../shared/clock.ts';
 import { DistributedTrainerClient } from './distributed-trainer-client.ts';
+import { startDistributedWeightSync } from './distributed-weight-sync.ts';
 import type { RlParts } from './rl-parts.ts';
 import type { TrainerMemoryOptions } from './trainer-memory-options.ts';
 import { startTrainerService, type TrainerService } from './trainer-service.ts';
@@ -57,6 +58,8 @@ export type ClusterPartsOptions = {
   sandboxWorkers: number;
   prompt: 'instructed' | 'problem-only';
   seed: number;
+  /** How weights reach the engines: an export loaded from disk, or broadcast over a process group. */
+  weightSync?: 'disk' | 'distributed';
   engineTimeoutMs?: number;
   log?: (line: string) => void;
 };
@@ -106,6 +109,20 @@ export async function startClusterParts(options: ClusterPartsOptions): Promise<R
     closers.push(() => park.closeAll());
     const state = await trainer.client.state();
     let lastExport: string | null = null;
+    const distributed =
+      options.weightSync === 'distributed'
+        ? await startDistributedWeightSync({
+            trainer: trainer.client,
+            engines: replicas,
+            trainerUrl: options.trainerUrl,
+            device: state.device,
+            ...(options.engines.length > 0 && engineApiKey() !== undefined
+              ? { apiKey: engineApiKey() as string }
+              : {}),
+          })
+        : null;
+    if (distributed !== null)
+      log(`weight sync: a process group of the trainer and ${replicas.length} engine(s)`);
     return {
       kind: 'cluster',
       engine: router,
@@ -116,6 +133,7 @@ export async function startClusterParts(options: ClusterPartsOptions): Promise<R
         : {}),
       trainer: trainer.client,
       syncWeights: async (policyVersion) => {
+        if (distributed !== null) return distributed.syncWeights(policyVersion);
         const path = join(options.folder, POLICY_FOLDER, `v${String(policyVersion).padStart(6, '0')}`);
         await mkdir(join(options.folder, POLICY_FOLDER), { recursive: true });
         const result = await syncWeightsFromDisk({
@@ -136,7 +154,11 @@ export async function startClusterParts(options: ClusterPartsOptions): Promise<R
           engines: result.engines,
         };
       },
-      publishModel: async (folder) => {
+      publishModel: async (folder, { final }) => {
+        if (distributed !== null) {
+          if (final) await distributed.publishModel(join(folder, 'model'));
+          return;
+        }
         if (lastExport === null) return;
         const target = join(folder, 'model');
         await rm(target, { recursive: true, force: true });

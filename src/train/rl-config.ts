@@ -59,6 +59,7 @@ export const rlConfigSchema = z
     batchSize: positive.default(8),
     /** n: trajectories per problem. */
     groupSize: positive.default(8),
+    /** The byte model's default; a Hugging Face model's comes from its size (`rl-learning-rate.ts`). */
     learningRate: z.number().positive().default(2e-4),
     clipEpsilonLow: z.number().min(0).default(0.2),
     clipEpsilonHigh: z.number().min(0).default(0.28),
@@ -81,17 +82,33 @@ export const rlConfigSchema = z
     aggregation: z.enum(['token-mean', 'sequence-mean']).default('token-mean'),
     /** Dual clip constant c > 1 (null = off). */
     dualClip: z.number().gt(1).nullable().default(null),
-    /** Ratio anchor: the engine's logprobs, or the trainer's recompute (decoupled objective). */
-    proximal: z.enum(['behaviour', 'recompute']).default('behaviour'),
-    /** Cap of the off-policy weight π_prox / π_behaviour (decoupled only). */
-    offPolicyCap: z.number().min(1).default(2),
-    offPolicyMode: z.enum(['truncate', 'mask']).default('truncate'),
+    /**
+     * Ratio anchor: the trainer's recompute (decoupled objective; on a GPU the engine's bf16
+     * logprobs are not the trainer's, so the clip would act on numeric noise), or the engine's.
+     */
+    proximal: z.enum(['behaviour', 'recompute']).default('recompute'),
+    /**
+     * The correction of the engine-vs-trainer mismatch by w = π_prox / π_engine (recompute
+     * only): `tis` truncates w at the upper threshold, `mis` drops tokens with w outside
+     * [lower, upper] (verl's rollout correction, token level; slime's `--use-tis`).
+     */
+    rolloutCorrection: z.enum(['tis', 'mis']).default('tis'),
+    rolloutIsThreshold: z.number().min(1).default(2),
+    /** `mis`'s lower threshold (null: 1 / the upper one, as verl). */
+    rolloutIsThresholdLower: z.number().positive().max(1).nullable().default(null),
     /** Leave trajectories cut by a budget out of the loss. */
     maskTruncated: z.boolean().default(false),
     /** Leave trajectories whose last turn had neither code nor an answer out of the loss. */
     maskVoid: z.boolean().default(false),
-    /** Held-out evaluation and a kept checkpoint every K steps (0 = only at the end). */
+    /** Held-out evaluation every K steps (0 = only at the end). */
     evalEvery: z.number().int().nonnegative().default(10),
+    /**
+     * The trainer's resume checkpoint every K steps (and after the last); a resume redoes the
+     * steps since the newest. null: 1 for the byte model, 10 for a Hugging Face model.
+     */
+    checkpointEvery: positive.nullable().default(null),
+    /** Checkpoints kept (the newest; older ones this run wrote are deleted). */
+    keepCheckpoints: positive.default(2),
     evalProblems: positive.default(80),
     /** Difficulty levels RL problems are drawn from. */
     levels: z.array(z.number().int().min(0).max(ARITH_MAX_LEVEL)).min(1).default([1, 2, 3, 4]),
@@ -149,6 +166,8 @@ export function rlDefiningConfig(config: RlConfig): Record<string, unknown> {
     activationCheckpointing: _activationCheckpointing,
     logitsChunkTokens: _logitsChunkTokens,
     memoryLimitGb: _memoryLimitGb,
+    checkpointEvery: _checkpointEvery,
+    keepCheckpoints: _keepCheckpoints,
     ...defining
   } = config;
   return { command: 'train rl', ...defining };

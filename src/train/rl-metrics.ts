@@ -27,6 +27,12 @@ export type RlMetrics = {
   /** Decoupled objective only: mean π_prox / π_behaviour before the cap, and the share capped. */
   offPolicyWeight: number | null;
   offPolicyCapped: number | null;
+  /**
+   * |engine − trainer| logprob of the trained tokens, before the step's update: the numeric
+   * mismatch between the engine that sampled and the trainer (plus the policy lag of stale
+   * segments); null when nothing was trained or the trainer does not report it (colocated).
+   */
+  rolloutLogprobGap: { mean: number; max: number } | null;
   /** Mean KL to the reference policy (`--init`) on the trained tokens; null without `--kl-coef`. */
   klRef: number | null;
   /** Optimizer updates applied this step (mini-batches × epochs; 0 when skipped or untrained). */
@@ -107,6 +113,7 @@ export function rlMetrics(input: RlMetricsInput): RlMetrics {
     gradNorm: train?.gradNorm ?? null,
     offPolicyWeight: train?.offPolicyWeight ?? null,
     offPolicyCapped: train?.offPolicyCapped ?? null,
+    rolloutLogprobGap: train?.logprobGap ?? null,
     klRef: train?.klRef ?? null,
     updates: train?.updates ?? 0,
     ...input.timing,

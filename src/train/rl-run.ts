@@ -48,6 +48,13 @@ import { systemClock } from '../shared/clock.ts';
 import { arithEvalProblems, arithTrainProblems, createSeededRandom } from '../tasks/index.ts';
 import { grpoBatch } from './grpo-sequences.ts';
 import { evaluateHeldOut, type HeldOutProblem } from './held-out-eval.ts';
+import {
+  checkpointPath,
+  keepRolloutCopy,
+  pruneCheckpoints,
+  rewindToCheckpoint,
+  savesCheckpointAfter,
+} from './rl-checkpoints.ts';
 import { type RlConfig, rlDefiningConfig } from './rl-config.ts';
 import { type RlMetrics, rlMetrics } from './rl-metrics.ts';
 import type { RlParts, RlWeightSync } from './rl-parts.ts';
@@ -55,6 +62,7 @@ import { loadRlProblems, rlProblemOrder, writeDecontaminationRecord } from './rl
 import { RL_FILES, type RlEvalRecord } from './rl-records.ts';
 import { writeRlReport } from './rl-report.ts';
 import { startRlParts } from './rl-start-parts.ts';
+import { rolloutCorrectionOptions } from './rollout-correction.ts';
 import type { GrpoStepResult } from './types.ts';
 
 export type RlEvent =
@@ -77,6 +85,9 @@ export type RlEvent =
       /** From the first step's rollout start to the last step's commit (this call's steps). */
       wallMs: number;
     };
+
+/** `--checkpoint-every` for a Hugging Face model when not given (12 bytes a parameter each). */
+const CLUSTER_CHECKPOINT_EVERY = 10;
 
 export type RlRunOptions = {
   folder: string;
@@ -129,7 +140,9 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
   // Refused before any file is touched: another run's folder, or a resume that changes it.
   await assertRunIdentity(folder, rlDefiningConfig(config), options.resume);
   const checkpoint = options.resume ? await readCheckpoint(folder) : null;
-  const nextStep = checkpoint?.nextStep ?? 0;
+  // The steps since the newest trainer checkpoint are redone (the rollout rewound to it).
+  const nextStep = checkpoint === null ? 0 : await rewindToCheckpoint(folder, checkpoint.nextStep);
+  const checkpointEvery = config.checkpointEvery ?? (parts.kind === 'cluster' ? CLUSTER_CHECKPOINT_EVERY : 1);
   for (const name of [RL_FILES.metrics, RL_FILES.evals]) await truncateStepFile(join(folder, name), nextStep);
   const { trainer } = parts;
   // The trainer starts from the committed step; a step 0 killed mid-way restarts from the
@@ -242,6 +255,10 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
       },
       afterStep: async (result, step) => {
         if (interrupted()) throw new RlRunError('interrupted');
+        // Step `step - 1` is committed: the rollout as it stands goes with checkpoint `step`, and
+        // only the newest checkpoints up to it are kept (a newer one may not be usable yet).
+        await keepRolloutCopy(folder, step);
+        await pruneCheckpoints(folder, config.keepCheckpoints);
         const trainStarted = Date.now();
         const trainerIdleMs = trainStarted - lastTrainEnd;
         const trainedAtVersion = policyVersion;
@@ -262,8 +279,7 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
             aggregation: config.aggregation,
             ...(config.dualClip === null ? {} : { dualClip: config.dualClip }),
             proximal: config.proximal,
-            offPolicyCap: config.offPolicyCap,
-            offPolicyMode: config.offPolicyMode,
+            ...rolloutCorrectionOptions(config),
             temperature: config.temperature,
             miniBatches: config.miniBatches,
             epochs: config.epochs,
@@ -271,7 +287,11 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
             referencePath: config.init,
           });
         }
-        await trainer.saveCheckpoint(checkpointPath(folder, step + 1));
+        if (savesCheckpointAfter(step, { every: checkpointEvery, steps: config.steps })) {
+          // A folder left by an earlier try of this step (its marker may be stale) is replaced.
+          await rm(checkpointPath(folder, step + 1), { recursive: true, force: true });
+          await trainer.saveCheckpoint(checkpointPath(folder, step + 1));
+        }
         const trainMs = Date.now() - trainStarted;
         // A skipped update (non-finite gradient) leaves the version, and the engines, as they were.
         const trainedVersion = train?.policyVersion ?? policyVersion;
@@ -324,12 +344,6 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
             options.onEvent?.({ type: 'rl-eval', record });
           }
         }
-        // Checkpoint `step` is what a resume needs until this step is committed; the one
-        // before it is not needed any more, unless it marks an evaluation point.
-        const previous = step - 1;
-        if (previous > 0 && !(config.evalEvery > 0 && previous % config.evalEvery === 0)) {
-          await rm(checkpointPath(folder, previous), { recursive: true, force: true });
-        }
       },
     });
   } catch (error) {
@@ -337,6 +351,7 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
     if (!interrupted()) throw error;
   }
   const reason = interrupted() ? 'interrupted' : stoppedForTime ? 'time-budget' : 'completed';
+  if (reason !== 'interrupted') await pruneCheckpoints(folder, config.keepCheckpoints);
   // The policy so far as a model folder (`solve`, `eval`, `engine serve` use it); a run stopped
   // by its time budget saves it too, and a resume carries on from the step checkpoint.
   if (reason !== 'interrupted' && done.length > 0) await parts.publishModel(folder, { final: true });
@@ -349,10 +364,6 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
     wallMs: firstRollout === undefined ? 0 : lastTrainEnd - firstRollout,
   });
   return done;
-}
-
-export function checkpointPath(folder: string, step: number): string {
-  return join(folder, RL_FILES.checkpoints, `step-${String(step).padStart(5, '0')}`);
 }
 
 async function heldOutEval(

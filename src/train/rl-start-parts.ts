@@ -21,11 +21,6 @@ export async function startRlParts(
   log: (line: string) => void = () => {},
   signal?: AbortSignal,
 ): Promise<RlParts> {
-  if (config.weightSync === 'distributed') {
-    throw new RlConfigError(
-      '--weight-sync distributed (an NCCL group between trainer and engines) needs GPUs on both sides and is not built yet; use disk (docs/rl.md, "RL on a GPU cluster")',
-    );
-  }
   if (!isHuggingFaceModelFolder(config.init)) {
     const clusterOnly: [string, boolean][] = [
       ['--engine', config.engines.length > 0],
@@ -33,6 +28,7 @@ export async function startRlParts(
       ['--trainer', config.trainerUrl !== null],
       ['--trainer-procs', config.trainerProcs > 1],
       ['--sandbox', config.sandboxes.length > 0],
+      ['--weight-sync distributed', config.weightSync === 'distributed'],
     ];
     if (config.maxStaleness > 0) clusterOnly.push(['--max-staleness above 0', true]);
     for (const flag of startedTrainerFlags(config, memoryDefaults())) clusterOnly.push([flag, true]);
@@ -57,6 +53,11 @@ export async function startRlParts(
       `${elsewhere.join(', ')}: for the trainer train rl starts; the trainer at ${config.trainerUrl} keeps the options it was started with (\`agentmath trainer serve\`)`,
     );
   }
+  if (config.weightSync === 'distributed' && config.api !== 'sglang') {
+    throw new RlConfigError(
+      `--weight-sync distributed with --api ${config.api}: the process-group update follows SGLang's routes (/init_weights_update_group, /update_weights_from_distributed); use --api sglang or --weight-sync disk`,
+    );
+  }
   return startClusterParts({
     folder,
     model: config.init,
@@ -72,6 +73,7 @@ export async function startRlParts(
     sandboxWorkers: config.sandboxWorkers,
     prompt: config.prompt ?? 'instructed',
     seed: config.seed,
+    weightSync: config.weightSync,
     log,
     ...(signal === undefined ? {} : { signal }),
   });

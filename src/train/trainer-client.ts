@@ -139,6 +139,7 @@ export class TrainerClient implements Trainer {
       proximal: request.proximal,
       off_policy_cap: request.offPolicyCap,
       off_policy_mode: request.offPolicyMode,
+      off_policy_floor: request.offPolicyFloor,
       temperature: request.temperature,
       mini_batches: request.miniBatches,
       epochs: request.epochs,
@@ -155,6 +156,7 @@ export class TrainerClient implements Trainer {
       dualClipFraction: parsed.dual_clip_fraction ?? null,
       offPolicyWeight: parsed.off_policy_weight ?? null,
       offPolicyCapped: parsed.off_policy_capped ?? null,
+      logprobGap: null,
       updates: parsed.updates ?? (parsed.skipped ? 0 : 1),
     };
   }

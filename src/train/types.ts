@@ -41,8 +41,10 @@ export type GrpoObjectiveOptions = {
   proximal?: 'behaviour' | 'recompute';
   /** The cap of the off-policy weight (default 2). */
   offPolicyCap?: number;
-  /** `truncate` (default: weight = min(w, cap)) or `mask` (tokens with w > cap get weight 0). */
+  /** `truncate` (default: weight = min(w, cap)) or `mask` (tokens with w outside [floor, cap] get weight 0). */
   offPolicyMode?: 'truncate' | 'mask';
+  /** The lower threshold of `mask` (default 0: none). */
+  offPolicyFloor?: number;
   /** The engine's sampling temperature: the trainer's logprobs are of log_softmax(logits / T). */
   temperature?: number;
   /** PPO mini-batches per pass and passes over the batch (default 1 × 1: one update per step). */
@@ -73,6 +75,11 @@ export type GrpoStepResult = SftStepResult & {
   /** Mean π_prox / π_behaviour before the cap, and the share above it (null unless decoupled). */
   offPolicyWeight: number | null;
   offPolicyCapped: number | null;
+  /**
+   * |engine logprob − trainer logprob| over the trained tokens, before any update (mean, max);
+   * null where the trainer does not report it (the colocated byte worker).
+   */
+  logprobGap: { mean: number; max: number } | null;
   /** Optimizer updates applied in the step (mini-batches × epochs, less skipped ones). */
   updates: number;
 };

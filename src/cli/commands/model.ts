@@ -11,6 +11,10 @@ type ModelInitFlags = {
   vocabSize: number;
   seed: number;
   force?: boolean;
+  heads?: number;
+  kvHeads?: number;
+  intermediate?: number;
+  embeddingRows?: number;
 };
 
 export function registerModel(program: Command): void {
@@ -33,6 +37,14 @@ export function registerModel(program: Command): void {
     .option('--vocab-size <n>', 'BPE vocabulary size', integerOption({ min: 300, max: 200_000 }), 1024)
     .option('--seed <s>', 'seed of the initial weights', integerOption(), 0)
     .option('--force', 'replace --out even when it holds files this command did not write')
+    .option('--heads <n>', 'attention heads (default hidden / 16)', integerOption({ min: 1 }))
+    .option('--kv-heads <n>', 'key-value heads (default heads / 2)', integerOption({ min: 1 }))
+    .option('--intermediate <n>', 'MLP width (default 3 × hidden)', integerOption({ min: 1 }))
+    .option(
+      '--embedding-rows <n>',
+      "the model's vocabulary when larger than the tokenizer's (padded rows, as real models have)",
+      integerOption({ min: 1 }),
+    )
     .action(async (flags: ModelInitFlags) => {
       const result = await initHfModel(flags);
       process.stdout.write(

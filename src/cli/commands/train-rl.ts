@@ -17,6 +17,7 @@ import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import { ARITH_MAX_LEVEL } from '../../tasks/index.ts';
 import {
   assertHuggingFaceTokenizerFiles,
+  defaultRlLearningRate,
   isHuggingFaceModelFolder,
   type MetricsLogger,
   metricScalars,
@@ -27,6 +28,7 @@ import {
   rlConfigSchema,
   rlDefiningConfig,
   runRl,
+  safetensorsParameterCount,
   startRlParts,
 } from '../../train/index.ts';
 import {
@@ -77,8 +79,10 @@ type RlFlags = {
   steps: number;
   batchSize: number;
   groupSize: number;
-  learningRate: number;
+  learningRate?: number;
   evalEvery: number;
+  checkpointEvery?: number;
+  keepCheckpoints: number;
   evalProblems: number;
   levels: number[];
   problems: number;
@@ -99,8 +103,9 @@ type RlFlags = {
   advantage: 'std' | 'mean-only';
   aggregation: 'token-mean' | 'sequence-mean';
   proximal: 'behaviour' | 'recompute';
-  offPolicyCap: number;
-  offPolicyMode: 'truncate' | 'mask';
+  rolloutCorrection?: 'tis' | 'mis';
+  rolloutIsThreshold?: number;
+  rolloutIsThresholdLower?: number;
   maskTruncated?: boolean;
   maskVoid?: boolean;
   skipHistory?: boolean;
@@ -115,6 +120,24 @@ type RlFlags = {
   resume?: boolean;
   json?: boolean;
 };
+
+/**
+ * `--learning-rate` by size for a Hugging Face model (docs/rl.md, "Defaults"), said on stderr;
+ * undefined when the folder does not exist (refused further on, naming it).
+ */
+function modelLearningRate(folder: string): number | undefined {
+  if (!existsSync(folder)) return undefined;
+  const parameters = safetensorsParameterCount(folder);
+  if (parameters === null)
+    throw usageError(
+      `--model ${folder}: no *.safetensors to size the learning rate by; give --learning-rate`,
+    );
+  const rate = defaultRlLearningRate(parameters);
+  process.stderr.write(
+    `learning rate ${rate} (no --learning-rate: the default for ${(parameters / 1e6).toFixed(1)} M parameters, docs/rl.md)\n`,
+  );
+  return rate;
+}
 
 const d = <K extends keyof ReturnType<typeof rlConfigSchema.parse> & string>(key: K) =>
   defaultOf(rlConfigSchema, key);
@@ -242,15 +265,25 @@ export function registerTrainRl(train: Command): void {
     .option('--group-size <n>', 'trajectories per problem', integerOption({ min: 2 }), d('groupSize'))
     .option(
       '--learning-rate <lr>',
-      'learning rate',
+      `learning rate (default: ${d('learningRate')} for the byte model; for --model, by its size: docs/rl.md)`,
       numberOption({ min: 0, minExclusive: true }),
-      d('learningRate'),
     )
     .option(
       '--eval-every <K>',
       'held-out evaluation every K steps (0: at the end only)',
       integerOption({ min: 0 }),
       d('evalEvery'),
+    )
+    .option(
+      '--checkpoint-every <K>',
+      "the trainer's resume checkpoint every K steps and after the last; a resume redoes the steps since (default 1 for the byte model, 10 for --model)",
+      integerOption({ min: 1 }),
+    )
+    .option(
+      '--keep-checkpoints <N>',
+      'checkpoints kept, the newest (older ones this run wrote are deleted)',
+      integerOption({ min: 1 }),
+      d('keepCheckpoints'),
     )
     .option(
       '--eval-problems <n>',
@@ -347,16 +380,19 @@ export function registerTrainRl(train: Command): void {
       d('proximal'),
     )
     .option(
-      '--off-policy-cap <w>',
-      'cap of the off-policy weight π_prox/π_behaviour (decoupled only)',
-      numberOption({ min: 1 }),
-      d('offPolicyCap'),
+      '--rollout-correction <kind>',
+      `engine-vs-trainer correction by w = π_prox/π_engine (recompute only): tis truncates w, mis masks tokens outside the thresholds (default ${d('rolloutCorrection')})`,
+      choiceOption(['tis', 'mis'] as const),
     )
     .option(
-      '--off-policy-mode <mode>',
-      'above the cap: truncate the weight, or mask the token',
-      choiceOption(['truncate', 'mask'] as const),
-      d('offPolicyMode'),
+      '--rollout-is-threshold <w>',
+      `upper threshold of w: tis truncates at it, mis masks above it (default ${d('rolloutIsThreshold')})`,
+      numberOption({ min: 1 }),
+    )
+    .option(
+      '--rollout-is-threshold-lower <w>',
+      'mis only: tokens with w below it are masked (default 1 / the upper threshold)',
+      numberOption({ min: 0, minExclusive: true, max: 1 }),
     )
     .option('--mask-truncated', 'leave trajectories cut by a budget out of the loss')
     .option(
@@ -411,6 +447,19 @@ export function registerTrainRl(train: Command): void {
         throw usageError('--init and --model both name the model to start from: give one');
       if (flags.data !== undefined && flags.bench !== undefined)
         throw usageError('--data and --bench both name the training problems: give one');
+      if (flags.proximal === 'behaviour') {
+        const correction = [
+          ['--rollout-correction', flags.rolloutCorrection],
+          ['--rollout-is-threshold', flags.rolloutIsThreshold],
+          ['--rollout-is-threshold-lower', flags.rolloutIsThresholdLower],
+        ].filter(([, value]) => value !== undefined);
+        if (correction.length > 0)
+          throw usageError(
+            `${correction.map(([flag]) => flag).join(', ')}: the rollout correction weighs tokens by π_prox/π_engine, which --proximal behaviour does not compute; use --proximal recompute`,
+          );
+      }
+      if (flags.rolloutIsThresholdLower !== undefined && flags.rolloutCorrection !== 'mis')
+        throw usageError('--rollout-is-threshold-lower: only --rollout-correction mis has a lower threshold');
       const paths = embeddedModelPaths();
       const init = resolve(flags.model ?? flags.init ?? (flags.textOnly ? paths.text : paths.tool));
       const config = resolveRlConfig({
@@ -440,8 +489,10 @@ export function registerTrainRl(train: Command): void {
         steps: flags.steps,
         batchSize: flags.batchSize,
         groupSize: flags.groupSize,
-        learningRate: flags.learningRate,
+        learningRate: flags.learningRate ?? (flags.model === undefined ? undefined : modelLearningRate(init)),
         evalEvery: flags.evalEvery,
+        checkpointEvery: flags.checkpointEvery ?? null,
+        keepCheckpoints: flags.keepCheckpoints,
         evalProblems: flags.evalProblems,
         levels: flags.levels,
         problemPool: flags.problems,
@@ -462,8 +513,9 @@ export function registerTrainRl(train: Command): void {
         advantage: flags.advantage,
         aggregation: flags.aggregation,
         proximal: flags.proximal,
-        offPolicyCap: flags.offPolicyCap,
-        offPolicyMode: flags.offPolicyMode,
+        rolloutCorrection: flags.rolloutCorrection,
+        rolloutIsThreshold: flags.rolloutIsThreshold,
+        rolloutIsThresholdLower: flags.rolloutIsThresholdLower ?? null,
         maskTruncated: flags.maskTruncated === true,
         maskVoid: flags.maskVoid === true,
         mode: flags.mode,
