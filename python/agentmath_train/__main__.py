@@ -42,6 +42,8 @@ def main(argv=None) -> int:
     serve.add_argument("--weight-decay", type=float, default=0.01)
     serve.add_argument("--max-grad-norm", type=float, default=1.0)
     serve.add_argument("--seed", type=int, default=0)
+    serve.add_argument("--compute-dtype", choices=("float32", "bfloat16"), default=None,
+                       help="the forward and backward's dtype (default: bf16 on a GPU, fp32 on CPU)")
     args = parser.parse_args(argv)
 
     if args.command == "init-model":
@@ -73,6 +75,7 @@ def main(argv=None) -> int:
         weight_decay=args.weight_decay,
         max_grad_norm=args.max_grad_norm,
         seed=args.seed,
+        compute_dtype=args.compute_dtype,
     )
     run_service(settings, args.host, args.port, token)
     return 0

@@ -42,7 +42,7 @@ from agentmath_worker.parent_watch import watch_parent
 
 from .batch_io import BatchFormatError, decode_batch
 from .checkpoint import export_hugging_face, load_checkpoint, save_checkpoint
-from .model import Placement, init_distributed, load_model, placement
+from .model import Placement, init_distributed, load_model, placement, rank_threads
 from .options import StepOptionsError, parse_step_options
 from .parallelize import freeze, parallelize
 from .step import StepRunner
@@ -71,6 +71,7 @@ class TrainerSettings:
     beta2: float = 0.95
     max_grad_norm: float = 1.0
     seed: int = 0
+    compute_dtype: Optional[str] = None  # None: bf16 on a GPU, fp32 on CPU
 
 
 class TrainerCore:
@@ -78,7 +79,7 @@ class TrainerCore:
 
     def __init__(self, settings: TrainerSettings, where: Optional[Placement] = None) -> None:
         self.settings = settings
-        self.where = where or placement()
+        self.where = where or placement(settings.compute_dtype)
         init_distributed(self.where)
         torch.manual_seed(settings.seed)
         self.model = parallelize(load_model(settings.model, self.where), self.where, settings.activation_checkpointing)
@@ -313,7 +314,9 @@ def serve(core: TrainerCore, host: str, port: int, token: Optional[str]) -> None
 
 def run_service(settings: TrainerSettings, host: str, port: int, token: Optional[str]) -> None:
     watch_parent("agentmath_train")
-    where = placement()
+    where = placement(settings.compute_dtype)
+    if where.device.type == "cpu":
+        torch.set_num_threads(rank_threads(int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     if not dist.is_initialized():
         init_distributed_with_timeout(where)

@@ -32,6 +32,8 @@ export type TrainerServiceOptions = {
   microBatchTokens?: number;
   activationCheckpointing?: boolean;
   seed?: number;
+  /** The forward and backward's dtype (default: bf16 on a GPU, fp32 on CPU). */
+  computeDtype?: 'float32' | 'bfloat16';
   /** More torchrun arguments (multi-node: --nnodes, --node-rank, --rdzv-endpoint, …). */
   torchrunArgs?: string[];
   python?: string;
@@ -80,6 +82,7 @@ export async function startTrainerService(options: TrainerServiceOptions): Promi
       : ['--micro-batch-tokens', String(options.microBatchTokens)]),
     ...(options.activationCheckpointing ? ['--activation-checkpointing'] : []),
     ...(options.seed === undefined ? [] : ['--seed', String(options.seed)]),
+    ...(options.computeDtype === undefined ? [] : ['--compute-dtype', options.computeDtype]),
     ...(options.noAuth ? ['--no-auth'] : []),
   ];
   const environment: NodeJS.ProcessEnv = {
