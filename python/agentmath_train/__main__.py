@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
-import ipaddress
-import json
 import os
-import sys
+
+# Threads that sleep when idle instead of spinning (as the worker's): on a machine whose cores
+# other processes share, a spinning OpenMP thread holds the core its partner needs to finish
+# the same parallel region; steps measured 10-100x slower without it at load 28 on 2 cores
+# (docs/training.md). Set before torch loads.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import argparse  # noqa: E402
+import ipaddress  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
 
 
 def _loopback(host: str) -> bool:

@@ -110,6 +110,8 @@ class TrainerCore:
             "reference": self.settings.reference or self.settings.model,
             "device": str(self.where.device),
             "compute_dtype": str(self.where.compute_dtype).replace("torch.", ""),
+            "threads": torch.get_num_threads(),
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
             "parameters": sum(p.numel() for p in self.model.parameters()),
         }
 

@@ -169,6 +169,8 @@ export function registerEngineBench(bench: Command): void {
             model: options.model,
             port: 0,
             restart: false,
+            // A real model on a shared machine can take minutes to load.
+            startupTimeoutMs: 600_000,
             ...(decodeThreads === undefined ? {} : { decodeThreads }),
             ...(trainThreads === undefined ? {} : { trainThreads }),
             ...(decodeDtype === undefined ? {} : { extraArgs: ['--decode-dtype', decodeDtype] }),
