@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import tempfile
 import unittest
 
@@ -17,6 +16,7 @@ from agentmath_train.batch_io import decode_batch, encode_batch
 from agentmath_train.model import placement, rank_threads
 from agentmath_train.options import parse_step_options
 from agentmath_train.plain_loop import PlainLoop
+from agentmath_train.test_distributed import free_port
 from agentmath_worker.hf_fixtures import make_models
 
 IDS = [[5, 9, 13, 17, 21, 25, 29, 33, 37, 41], [7, 8, 9, 10, 11, 12], [40, 30, 20, 10, 50, 60, 70, 80]]
@@ -25,26 +25,16 @@ MASKS = [[0, 0, 0, 1, 1, 1, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1], [0, 0, 0, 0, 1, 1, 
 BF16_RELATIVE_TOLERANCE = 0.02
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 class PlainLoopTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         cls.folder = tempfile.mkdtemp(prefix="agentmath-plain-loop-")
+        cls.addClassCleanup(shutil.rmtree, cls.folder, True)
         cls.model = make_models(cls.folder, architectures=("llama",))["llama-1"]
-        os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "RANK": "0", "WORLD_SIZE": "1"})
-        if not dist.is_initialized():
+        if not dist.is_initialized():  # one process: the trainer's collectives over gloo
+            os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), RANK="0", WORLD_SIZE="1")
             dist.init_process_group("gloo")
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        if dist.is_initialized():
-            dist.destroy_process_group()
-        shutil.rmtree(cls.folder, ignore_errors=True)
+            cls.addClassCleanup(dist.destroy_process_group)
 
     def ours(self, compute_dtype=None) -> float:
         from agentmath_train.service import TrainerCore, TrainerSettings
