@@ -33,8 +33,8 @@ def main(argv=None) -> int:
     parser.add_argument("--max-running-requests", type=int, default=64)
     parser.add_argument("--decode-threads", type=int, default=None,
                         help="torch threads while generating (0: all cores; default: 1 for the byte model, all cores for a Hugging Face model)")
-    parser.add_argument("--decode-dtype", choices=("auto", "float32", "bfloat16"), default="auto",
-                        help="Hugging Face models: the dtype generation reads the weights in (auto: bf16 on a CPU with native bf16)")
+    parser.add_argument("--decode-dtype", choices=("auto", "float32", "bfloat16"), default="float32",
+                        help="Hugging Face models: the dtype generation reads the weights in (auto: bf16 on a CPU with native bf16, else fp32)")
     parser.add_argument("--train-threads", type=int, default=0, help="torch threads while training (0: all cores)")
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--weight-decay", type=float, default=0.01)

@@ -32,8 +32,9 @@ class WorkerOptions:
     # decode reads hundreds of MB of weights per step and uses every core). Training's large
     # matmuls use every core.
     decode_threads: Optional[int] = None
-    # auto: bf16 on a CPU that computes it natively, else the master weights' fp32.
-    decode_dtype: str = "auto"
+    # float32: the master weights, so the engine's logprobs are the trainer's (what RL needs).
+    # auto: bf16 on a CPU that computes it natively (half the bytes a decode step reads), else fp32.
+    decode_dtype: str = "float32"
     train_threads: int = 0  # 0: the machine's cores
     learning_rate: float = 1e-3
     weight_decay: float = 0.01

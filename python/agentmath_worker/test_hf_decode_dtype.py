@@ -82,7 +82,8 @@ class DecodeDtypeTest(unittest.TestCase):
         self.assertNotEqual(before, after)
 
     def test_a_hugging_face_model_decodes_on_every_core_and_the_byte_model_on_one(self) -> None:
-        hf = build_worker(WorkerOptions(model=self.model, decode_dtype="float32", device="cpu"))
+        hf = build_worker(WorkerOptions(model=self.model, device="cpu"))
+        self.assertEqual(hf.backend.decode_dtype, torch.float32)  # the trainer's logprobs unless asked
         self.addCleanup(hf.engine.shutdown)
         self.assertEqual(hf.engine.threads, os.cpu_count())
         byte = build_worker(WorkerOptions(model="tiny"))
@@ -97,7 +98,9 @@ class DecodeDtypeTest(unittest.TestCase):
                 original = app.native_bf16
                 app.native_bf16 = lambda native=native: native
                 try:
-                    self.assertEqual(app.resolve_decode_dtype(WorkerOptions(model=self.model, device="cpu")), expected)
+                    self.assertEqual(
+                        app.resolve_decode_dtype(WorkerOptions(model=self.model, device="cpu", decode_dtype="auto")), expected
+                    )
                 finally:
                     app.native_bf16 = original
         with self.assertRaisesRegex(ValueError, "--decode-dtype 'half'"):

@@ -70,7 +70,7 @@ export function registerEngine(program: Command): void {
     .option('--train-threads <n>', 'torch threads while training (0 = all cores)', threads)
     .option(
       '--decode-dtype <dtype>',
-      'Hugging Face models: the dtype generation reads the weights in: auto (bf16 on a CPU with native bf16), float32 or bfloat16',
+      "Hugging Face models: the dtype generation reads the weights in: float32 (default: the master weights, logprobs equal to the trainer's), bfloat16, or auto (bf16 on a CPU with native bf16)",
       decodeDtypeOption,
     )
     .option('--seed <n>', 'initialisation seed of a preset model', integerOption())
@@ -155,7 +155,7 @@ export function registerEngineBench(bench: Command): void {
     .option('--train-threads <n>', 'torch threads while training (0 = all cores)', threads)
     .option(
       '--decode-dtype <dtype>',
-      'Hugging Face models: auto (bf16 on a CPU with native bf16), float32 or bfloat16',
+      'Hugging Face models: float32 (default: the master weights), bfloat16, or auto (bf16 on a CPU with native bf16)',
       decodeDtypeOption,
     )
     .option('--json', 'print the figures as JSON')
