@@ -6,7 +6,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -185,6 +185,9 @@ describe('trainer service', () => {
     const state = await service.client.state();
     expect(state.worldSize).toBe(1);
     expect(state.policyVersion).toBe(0);
+    // One rank takes every core; idle OpenMP threads sleep rather than spin.
+    expect(state.threads).toBe(availableParallelism());
+    expect(state.ompWaitPolicy).toBe('PASSIVE');
     const sequences = [
       [5, 9, 12, 30, 31, 7],
       [8, 3, 3],

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
-import ipaddress
-import json
 import os
-import sys
+
+# Threads that sleep when idle instead of spinning (as the worker's): on a machine whose cores
+# other processes share, a spinning OpenMP thread holds the core its partner needs to finish
+# the same parallel region; steps measured 10-100x slower without it at load 28 on 2 cores
+# (docs/training.md). Set before torch loads.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import argparse  # noqa: E402
+import ipaddress  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
 
 from agentmath_worker.parent_watch import watch_parent
 
@@ -62,6 +69,8 @@ def main(argv=None) -> int:
     serve.add_argument("--weight-decay", type=float, default=0.01)
     serve.add_argument("--max-grad-norm", type=float, default=1.0)
     serve.add_argument("--seed", type=int, default=0)
+    serve.add_argument("--compute-dtype", choices=("float32", "bfloat16"), default=None,
+                       help="the forward and backward's dtype (default: bf16 on a GPU, fp32 on CPU)")
     probe = commands.add_parser("probe", help="one process: steps of a random-init model over one sequence, timed and measured")
     probe.add_argument("--shape", default="tiny", choices=("tiny", "qwen3-0.6b", "qwen3-1.7b"))
     probe.add_argument("--vocab-size", type=int, default=151_936, help="vocabulary of the tiny shape")
@@ -131,6 +140,7 @@ def main(argv=None) -> int:
         weight_decay=args.weight_decay,
         max_grad_norm=args.max_grad_norm,
         seed=args.seed,
+        compute_dtype=args.compute_dtype,
     )
     run_service(settings, args.host, args.port, token)
     return 0

@@ -1,13 +1,16 @@
 """The model: `AutoModelForCausalLM` from a folder, untouched, with its dtype and device policy.
 
 Weights are loaded in fp32 (the master copy the optimizer updates); on a GPU the forward and
-backward run in bf16 through FSDP2's mixed-precision policy, on CPU everything stays fp32.
+backward run in bf16 through FSDP2's mixed-precision policy, on CPU in fp32 unless bf16 is
+asked for (`--compute-dtype bfloat16`, worth it only where the CPU has native bf16: see
+docs/training.md). A CPU rank uses its share of the machine's cores as torch threads.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+from typing import Optional
 
 import torch
 import torch.distributed as dist
@@ -21,12 +24,25 @@ class Placement:
     backend: str  # "nccl" or "gloo"
 
 
-def placement() -> Placement:
+COMPUTE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def placement(compute_dtype: Optional[str] = None) -> Placement:
+    """The device and compute dtype of this rank: bf16 on a GPU, fp32 on CPU, unless `compute_dtype` says."""
+    if compute_dtype is not None and compute_dtype not in COMPUTE_DTYPES:
+        raise ValueError(f"compute dtype {compute_dtype!r}: expected one of {', '.join(COMPUTE_DTYPES)}")
     if torch.cuda.is_available():
         local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         torch.cuda.set_device(local_rank)
-        return Placement(torch.device("cuda", local_rank), torch.bfloat16, "nccl")
-    return Placement(torch.device("cpu"), torch.float32, "gloo")
+        return Placement(torch.device("cuda", local_rank), COMPUTE_DTYPES[compute_dtype or "bfloat16"], "nccl")
+    return Placement(torch.device("cpu"), COMPUTE_DTYPES[compute_dtype or "float32"], "gloo")
+
+
+def rank_threads(local_world_size: int, cores: Optional[int] = None) -> int:
+    """Torch threads of one CPU rank: the cores this process may run on, shared by the node's
+    ranks (torchrun's own default is 1 thread whenever it starts more than one process)."""
+    available = cores if cores is not None else len(os.sched_getaffinity(0))
+    return max(1, available // max(1, local_world_size))
 
 
 def init_distributed(where: Placement) -> None:

@@ -47,7 +47,7 @@ from agentmath_worker.lm_head_logprobs import DEFAULT_CHUNK_TOKENS
 from .batch_io import BatchFormatError, check_ranges, decode_batch
 from .checkpoint import export_hugging_face, load_checkpoint, save_checkpoint
 from .memory_plan import MemoryOptions, ModelDims, refusal
-from .model import Placement, init_distributed, load_model, placement
+from .model import Placement, init_distributed, load_model, placement, rank_threads
 from .options import StepOptionsError, parse_step_options
 from .parallelize import freeze, parallelize
 from .step import StepRunner
@@ -81,6 +81,7 @@ class TrainerSettings:
     beta2: float = 0.95
     max_grad_norm: float = 1.0
     seed: int = 0
+    compute_dtype: Optional[str] = None  # None: bf16 on a GPU, fp32 on CPU
 
 
 class TrainerCore:
@@ -88,7 +89,7 @@ class TrainerCore:
 
     def __init__(self, settings: TrainerSettings, where: Optional[Placement] = None) -> None:
         self.settings = settings
-        self.where = where or placement()
+        self.where = where or placement(settings.compute_dtype)
         init_distributed(self.where)
         torch.manual_seed(settings.seed)
         self.model = parallelize(load_model(settings.model, self.where), self.where, settings.activation_checkpointing)
@@ -148,6 +149,8 @@ class TrainerCore:
             "reference": self.settings.reference or self.settings.model,
             "device": str(self.where.device),
             "compute_dtype": str(self.where.compute_dtype).replace("torch.", ""),
+            "threads": torch.get_num_threads(),
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
             "parameters": sum(p.numel() for p in self.model.parameters()),
         }
 
@@ -396,7 +399,9 @@ def run_service(settings: TrainerSettings, host: str, port: int, token: Optional
     """Every rank: join the process group, load and shard the model, then serve (rank 0) or
     follow. An error before rank 0 listens is reported by `report_start_failure`."""
     try:
-        where = placement()
+        where = placement(settings.compute_dtype)
+        if where.device.type == "cpu":
+            torch.set_num_threads(rank_threads(int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         if not dist.is_initialized():
             init_distributed_with_timeout(where)

@@ -13,10 +13,13 @@ from typing import Optional
 import torch
 
 from .byte_backend import ByteBackend, is_byte_model_folder
+from .cpu_features import native_bf16
 from .config import PRESETS
 from .engine import Engine
 from .server import Worker
 from .trainer import OptimizerSettings, Trainer
+
+DECODE_DTYPES = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
 @dataclasses.dataclass
@@ -24,9 +27,14 @@ class WorkerOptions:
     model: str = "tiny"
     seed: Optional[int] = None
     max_running_requests: int = 64
-    # Small batched decode matmuls gain little from a second thread and lose much when another
-    # process holds a core; training's large matmuls use every core.
-    decode_threads: int = 1
+    # None: what the backend declares (the byte model's small decode matmuls gain little from
+    # a second thread and lose much when another process holds a core; a Hugging Face model's
+    # decode reads hundreds of MB of weights per step and uses every core). Training's large
+    # matmuls use every core.
+    decode_threads: Optional[int] = None
+    # float32: the master weights, so the engine's logprobs are the trainer's (what RL needs).
+    # auto: bf16 on a CPU that computes it natively (half the bytes a decode step reads), else fp32.
+    decode_dtype: str = "float32"
     train_threads: int = 0  # 0: the machine's cores
     learning_rate: float = 1e-3
     weight_decay: float = 0.01
@@ -48,7 +56,19 @@ def build_backend(options: WorkerOptions):
         raise ValueError(f"--model {options.model}: a Hugging Face model folder without tokenizer.json (config.json names no byte model)")
     from .hf_backend import HuggingFaceBackend  # imports transformers, which is optional
 
-    return HuggingFaceBackend.create(options.model, options.max_running_requests, options.device)
+    return HuggingFaceBackend.create(
+        options.model, options.max_running_requests, options.device, decode_dtype=resolve_decode_dtype(options)
+    )
+
+
+def resolve_decode_dtype(options: WorkerOptions) -> torch.dtype:
+    if options.decode_dtype not in DECODE_DTYPES:
+        raise ValueError(f"--decode-dtype {options.decode_dtype!r}: expected one of {', '.join(DECODE_DTYPES)}")
+    if options.decode_dtype != "auto":
+        return DECODE_DTYPES[options.decode_dtype]
+    on_cpu = options.device == "cpu" or (options.device == "auto" and not torch.cuda.is_available())
+    # On a GPU the forward passes already run under bf16 autocast.
+    return torch.bfloat16 if on_cpu and native_bf16() else torch.float32
 
 
 def build_worker(options: WorkerOptions) -> Worker:
@@ -57,5 +77,6 @@ def build_worker(options: WorkerOptions) -> Worker:
         learning_rate=options.learning_rate, weight_decay=options.weight_decay, max_grad_norm=options.max_grad_norm
     )
     trainer = Trainer(backend, settings, options.micro_batch_tokens, options.train_threads or os.cpu_count() or 1)
-    engine = Engine(backend, options.max_running_requests, options.decode_threads)
+    decode_threads = backend.default_decode_threads if options.decode_threads is None else options.decode_threads
+    engine = Engine(backend, options.max_running_requests, decode_threads or os.cpu_count() or 1)
     return Worker(backend, trainer, engine, backend.vocab_size)

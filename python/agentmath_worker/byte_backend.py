@@ -36,6 +36,7 @@ class ByteBackend:
     """The byte GPT behind the engine and the trainer."""
 
     kind = "byte-gpt"
+    default_decode_threads = 1  # 0: every core (see WorkerOptions.decode_threads)
 
     def __init__(self, model: ByteGPT, model_path: str, n_slots: int) -> None:
         self.model = model.eval()

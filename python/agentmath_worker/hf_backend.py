@@ -11,6 +11,13 @@ scale belongs to SGLang or vLLM.
 Weights are held in fp32 (the master weights the optimizer updates, and AdamW's state with
 them); on a GPU the forward passes run under bf16 autocast. Updating bf16 weights directly
 loses every update smaller than bf16's resolution (at lr 1e-6 almost no weight moves).
+
+Generation may decode in another dtype than the master weights (`decode_dtype`, bf16 where the
+CPU computes bf16 natively): a copy of the model in that dtype serves prefill and decode, so a
+step reads half the bytes (decoding is bound by reading every weight once per step), and it is
+refreshed from the master weights before the first generation after any weight change
+(`trainable()` hands the weights to the optimizer; `load_weights` copies new ones in).
+Training and scoring always run on the fp32 master weights.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ def transformers_available() -> bool:
 
 class HuggingFaceBackend:
     kind = "huggingface"
+    default_decode_threads = 0  # every core: a step reads every weight, as many MB as the model has
 
     def __init__(
         self,
@@ -47,10 +55,14 @@ class HuggingFaceBackend:
         n_slots: int,
         device: torch.device,
         compute_dtype: Optional[torch.dtype] = None,
+        decode_dtype: torch.dtype = torch.float32,
     ) -> None:
         # fp32 master weights whatever the checkpoint's dtype; `compute_dtype` is autocast's.
         self.model = model.float().eval()
         self.compute_dtype = compute_dtype
+        self.decode_dtype = decode_dtype
+        self._decode_copy: Optional[torch.nn.Module] = None
+        self._decode_stale = True
         self.tokenizer = tokenizer
         self.model_path = model_path
         self.device = device
@@ -74,9 +86,14 @@ class HuggingFaceBackend:
 
     @staticmethod
     def create(
-        path: str, n_slots: int, device: str = "auto", compute_dtype: Optional[torch.dtype] = None
+        path: str,
+        n_slots: int,
+        device: str = "auto",
+        compute_dtype: Optional[torch.dtype] = None,
+        decode_dtype: torch.dtype = torch.float32,
     ) -> "HuggingFaceBackend":
-        """`compute_dtype`: the forward passes' autocast dtype (default bf16 on a GPU, none on CPU)."""
+        """`compute_dtype`: the forward passes' autocast dtype (default bf16 on a GPU, none on CPU);
+        `decode_dtype`: the dtype of the weights generation reads (see the module comment)."""
         if transformers is None:
             raise ImportError(
                 f"--model {path} is a Hugging Face folder, but the Python package `transformers` is not "
@@ -87,7 +104,21 @@ class HuggingFaceBackend:
             compute_dtype = torch.bfloat16
         tokenizer = transformers.AutoTokenizer.from_pretrained(path)
         model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(chosen)
-        return HuggingFaceBackend(model, tokenizer, path, n_slots, chosen, compute_dtype)
+        return HuggingFaceBackend(model, tokenizer, path, n_slots, chosen, compute_dtype, decode_dtype)
+
+    def _decoder(self) -> torch.nn.Module:
+        """The model generation runs: the master weights, or their copy in `decode_dtype`,
+        refreshed after a weight change."""
+        if self.decode_dtype == torch.float32:
+            return self.model
+        if self._decode_copy is None:
+            self._decode_copy = copy.deepcopy(self.model).to(self.decode_dtype).requires_grad_(False)
+        elif self._decode_stale:
+            with torch.no_grad():
+                for mine, master in zip(self._decode_copy.parameters(), self.model.parameters()):
+                    mine.copy_(master)
+        self._decode_stale = False
+        return self._decode_copy
 
     def _autocast(self):
         if self.compute_dtype is None:
@@ -113,7 +144,7 @@ class HuggingFaceBackend:
         ids = torch.tensor([token_ids], dtype=torch.long, device=self.device)
         cache = self._new_cache()
         with self._autocast():
-            output = self.model(input_ids=ids, use_cache=True, **self._last_logits_only, **{self._cache_argument: cache})
+            output = self._decoder()(input_ids=ids, use_cache=True, **self._last_logits_only, **{self._cache_argument: cache})
         if self._packable(cache):
             self._alone[slot] = [(layer.keys, layer.values) for layer in cache.layers]
         else:
@@ -133,7 +164,7 @@ class HuggingFaceBackend:
             batch = self._batch.repack(packable, self._alone, self._new_cache)
             rows = torch.tensor(batch.slots)
             with self._autocast():
-                output = self.model(
+                output = self._decoder()(
                     input_ids=tokens[rows][:, None].to(self.device),
                     position_ids=positions[rows][:, None].to(self.device),
                     attention_mask=batch.extend_mask(),
@@ -171,11 +202,12 @@ class HuggingFaceBackend:
         ids = torch.tensor([[token]], dtype=torch.long, device=self.device)
         attention = torch.ones(1, position + 1, dtype=torch.long, device=self.device)
         with self._autocast():
-            output = self.model(input_ids=ids, attention_mask=attention, use_cache=True, **{self._cache_argument: cache})
+            output = self._decoder()(input_ids=ids, attention_mask=attention, use_cache=True, **{self._cache_argument: cache})
         return output.logits[0, -1].float().cpu()
 
     # Training ---------------------------------------------------------------------------------
     def trainable(self) -> torch.nn.Module:
+        self._decode_stale = True  # the optimizer is about to change the master weights
         return self.model
 
     def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -212,6 +244,7 @@ class HuggingFaceBackend:
             loaded = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
             self.model.load_state_dict(loaded.state_dict())
             self.model_path = folder
+            self._decode_stale = True
             return
         from safetensors.torch import load_file
 
@@ -240,10 +273,13 @@ class HuggingFaceBackend:
         with torch.no_grad():
             for name, tensor in state.items():
                 own[name].copy_(tensor.to(own[name].device, own[name].dtype))
+        self.model_path = folder
+        self._decode_stale = True
 
     def describe(self) -> Dict[str, Any]:
         return {
             "architecture": type(self.model).__name__,
             "device": str(self.device),
+            "decode_dtype": str(self.decode_dtype).replace("torch.", ""),
             "parameters": sum(p.numel() for p in self.model.parameters()),
         }

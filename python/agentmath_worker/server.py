@@ -107,6 +107,7 @@ class Worker:
             "policy_version": self.policy_version,
             "context_length": self.backend.context_length,
             "max_running_requests": self.engine.max_running,
+            "decode_threads": self.engine.threads,
             "backend": self.backend.kind,
             "model": self.backend.describe(),
         }

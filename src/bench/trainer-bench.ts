@@ -63,7 +63,7 @@ export type TrainerBenchReport = {
 };
 
 /** Long-tailed lengths (most short, a few near the maximum), as RL and SFT batches are. */
-function batchLengths(count: number, maxTokens: number, seed: string): number[] {
+export function batchLengths(count: number, maxTokens: number, seed: string): number[] {
   const random = createSeededRandom(seed);
   return Array.from({ length: count }, () => Math.max(16, Math.round(maxTokens * random() ** 2.5)));
 }

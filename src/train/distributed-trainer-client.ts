@@ -58,6 +58,8 @@ const stateSchema = z.object({
   reference: z.string(),
   device: z.string(),
   compute_dtype: z.string(),
+  threads: z.number().int(),
+  omp_wait_policy: z.string(),
   parameters: z.number().int(),
   peak_memory_bytes: z.number().int(),
   baseline_memory_bytes: z.number().int(),
@@ -108,6 +110,9 @@ export type DistributedTrainerState = TrainerState & {
   reference: string;
   device: string;
   computeDtype: string;
+  /** Torch threads of a rank, and its OpenMP wait policy (PASSIVE: idle threads sleep). */
+  threads: number;
+  ompWaitPolicy: string;
   parameters: number;
   /** The largest peak over ranks: accelerator allocator peak, or peak resident memory on CPU. */
   peakMemoryBytes: number;
@@ -298,6 +303,8 @@ export class DistributedTrainerClient implements Trainer {
       reference: parsed.reference,
       device: parsed.device,
       computeDtype: parsed.compute_dtype,
+      threads: parsed.threads,
+      ompWaitPolicy: parsed.omp_wait_policy,
       parameters: parsed.parameters,
       peakMemoryBytes: parsed.peak_memory_bytes,
       baselineMemoryBytes: parsed.baseline_memory_bytes,

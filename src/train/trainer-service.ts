@@ -47,6 +47,8 @@ export type TrainerServiceOptions = {
   /** GiB one rank may hold (default the device's memory); a step estimated above it is refused. */
   memoryLimitGb?: number;
   seed?: number;
+  /** The forward and backward's dtype (default: bf16 on a GPU, fp32 on CPU). */
+  computeDtype?: 'float32' | 'bfloat16';
   /** More torchrun arguments (multi-node: --nnodes, --node-rank, --rdzv-endpoint, …). */
   torchrunArgs?: string[];
   python?: string;
@@ -97,6 +99,7 @@ export function trainerServeArgs(
       ? []
       : ['--memory-limit-gb', String(options.memoryLimitGb)]),
     ...(options.seed === undefined ? [] : ['--seed', String(options.seed)]),
+    ...(options.computeDtype === undefined ? [] : ['--compute-dtype', options.computeDtype]),
     ...(options.noAuth ? ['--no-auth'] : []),
   ];
 }

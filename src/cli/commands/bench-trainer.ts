@@ -3,7 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { renderTrainerBench, runTrainerBench } from '../../bench/trainer-bench.ts';
+import { batchLengths, renderTrainerBench, runTrainerBench } from '../../bench/trainer-bench.ts';
+import { renderTrainerModelBench, runTrainerModelBench } from '../../bench/trainer-model-bench.ts';
 import { initHfModel } from '../../train/index.ts';
 import { integerOption, listOption } from '../cli-options.ts';
 import {
@@ -20,7 +21,7 @@ import {
 
 type TrainerBenchFlags = {
   model?: string;
-  processes: number[];
+  processes?: number[];
   steps: number;
   sequences: number;
   maxSequenceTokens: number;
@@ -38,14 +39,16 @@ export function registerTrainerBench(bench: Command): void {
     .description(
       'distributed trainer: SFT and GRPO step tokens/s for 1 vs P processes, peak memory per parameter, packed vs padded real-token share, batch transfer at paper scale',
     )
-    .option('--model <dir>', 'Hugging Face model folder (default: a random-init Qwen3 made for the run)')
+    .option(
+      '--model <dir>',
+      'Hugging Face model folder, compared with a plain PyTorch loop on the same batches (default: a random-init Qwen3 made for the run)',
+    )
     .option('--hidden <h>', 'hidden size of the default model', integerOption({ min: 32, max: 4096 }), 256)
     .option('--layers <n>', 'layers of the default model', integerOption({ min: 1, max: 64 }), 4)
     .option(
       '--processes <list>',
-      'process counts to compare (the first is the baseline)',
+      'process counts to compare (the first is the baseline; default 1,2, none with --model)',
       listOption(integerOption({ min: 1, max: 64 })),
-      [1, 2],
     )
     .option('--steps <n>', 'measured steps per kind (after one warmup step)', integerOption({ min: 1 }), 5)
     .option('--sequences <n>', 'sequences per step', integerOption({ min: 1 }), 16)
@@ -69,19 +72,33 @@ export function registerTrainerBench(bench: Command): void {
           await initHfModel({ arch: 'qwen3', out: model, hidden: flags.hidden, layers: flags.layers });
         }
         assertTrainerCapacity({
-          processes: Math.max(...flags.processes),
+          processes: Math.max(...(flags.processes ?? [1])),
           model,
           flag: '--processes',
           check: flags.capacityCheck,
         });
+        const onProgress = (message: string) => process.stderr.write(`${message}\n`);
+        if (flags.model !== undefined) {
+          const sideBySide = await runTrainerModelBench({
+            model,
+            steps: flags.steps,
+            lengths: batchLengths(flags.sequences, flags.maxSequenceTokens, 'trainer-bench'),
+            microBatchTokens: flags.microBatchTokens,
+            onProgress,
+          });
+          process.stdout.write(
+            flags.json ? `${JSON.stringify(sideBySide, null, 2)}\n` : renderTrainerModelBench(sideBySide),
+          );
+          if (flags.processes === undefined) return;
+        }
         const report = await runTrainerBench({
           model,
-          processes: flags.processes,
+          processes: flags.processes ?? [1, 2],
           steps: flags.steps,
           sequences: flags.sequences,
           maxSequenceTokens: flags.maxSequenceTokens,
           microBatchTokens: flags.microBatchTokens,
-          onProgress: (message) => process.stderr.write(`${message}\n`),
+          onProgress,
         });
         process.stdout.write(
           flags.json ? `${JSON.stringify(report, null, 2)}\n` : renderTrainerBench(report),

@@ -1,11 +1,13 @@
 import type { Command } from 'commander';
 import { benchEngine } from '../../bench/engine-bench.ts';
+import { renderEngineModelBench, runEngineModelBench } from '../../bench/engine-model-bench.ts';
 import {
   ENGINE_API_KEY_VARIABLE,
   startEmbeddedWorker,
   type WorkerEvent,
 } from '../../engine/embedded/index.ts';
-import { hostOption, integerOption, listOption, portOption } from '../cli-options.ts';
+import { isHuggingFaceModelFolder } from '../../train/index.ts';
+import { choiceOption, hostOption, integerOption, listOption, portOption } from '../cli-options.ts';
 import { onShutdown } from '../process-lifecycle.ts';
 
 type ServeOptions = {
@@ -17,6 +19,7 @@ type ServeOptions = {
   maxRunningRequests?: number;
   decodeThreads?: number;
   trainThreads?: number;
+  decodeDtype?: string;
   seed?: number;
 };
 
@@ -36,6 +39,7 @@ function describe(event: WorkerEvent): string {
 }
 
 const threads = integerOption({ min: 0, max: 1024 });
+const decodeDtypeOption = choiceOption(['auto', 'float32', 'bfloat16']);
 
 /** `agentmath engine serve`: the embedded PyTorch worker behind SGLang's routes. */
 export function registerEngine(program: Command): void {
@@ -63,10 +67,15 @@ export function registerEngine(program: Command): void {
     )
     .option('--decode-threads <n>', 'torch threads while generating (0 = all cores)', threads)
     .option('--train-threads <n>', 'torch threads while training (0 = all cores)', threads)
+    .option(
+      '--decode-dtype <dtype>',
+      "Hugging Face models: the dtype generation reads the weights in: float32 (default: the master weights, logprobs equal to the trainer's), bfloat16, or auto (bf16 on a CPU with native bf16)",
+      decodeDtypeOption,
+    )
     .option('--seed <n>', 'initialisation seed of a preset model', integerOption())
     .action(async (options: ServeOptions) => {
       const log = (line: string) => process.stderr.write(`${line}\n`);
-      const { maxRunningRequests, decodeThreads, trainThreads, seed } = options;
+      const { maxRunningRequests, decodeThreads, trainThreads, seed, decodeDtype } = options;
       const apiKey = options.apiKey ?? process.env[ENGINE_API_KEY_VARIABLE];
       const worker = await startEmbeddedWorker({
         model: options.model,
@@ -78,6 +87,7 @@ export function registerEngine(program: Command): void {
         ...(decodeThreads === undefined ? {} : { decodeThreads }),
         ...(trainThreads === undefined ? {} : { trainThreads }),
         ...(seed === undefined ? {} : { seed }),
+        ...(decodeDtype === undefined ? {} : { extraArgs: ['--decode-dtype', decodeDtype] }),
         onLog: (line) => log(`[worker] ${line}`),
         onEvent: (event) => log(`[engine] ${describe(event)}`),
       });
@@ -94,12 +104,13 @@ export function registerEngine(program: Command): void {
 type EngineBenchOptions = {
   model: string;
   url?: string;
-  batches: number[];
-  newTokens: number;
-  promptTokens: number;
+  batches?: number[];
+  newTokens?: number;
+  promptTokens?: number;
   rounds: number;
   sftSteps: number;
   decodeThreads?: number;
+  decodeDtype?: string;
   trainThreads?: number;
   json?: boolean;
 };
@@ -109,41 +120,83 @@ export function registerEngineBench(bench: Command): void {
   bench
     .command('engine')
     .description(
-      'embedded engine: generation tokens/s at batch 1, 16, 64 (baseline: batch 1) and SFT step time',
+      'embedded engine: generation tokens/s at batch 1, 16, 64 (baseline: batch 1) and SFT step time; with a Hugging Face --model DIR: at 1, 8, 32 concurrent requests against transformers generate and a memory-bandwidth bound',
     )
-    .option('--model <name|path>', 'model to serve', 'tiny')
+    .option(
+      '--model <name|path>',
+      'model to serve (a Hugging Face folder: compared with transformers generate)',
+      'tiny',
+    )
     .option(
       '--url <url>',
       `measure a worker already running here instead (it gets trained; its key from ${ENGINE_API_KEY_VARIABLE})`,
     )
-    .option('--batches <list>', 'batch sizes', listOption(integerOption({ min: 1, max: 4096 })), [1, 16, 64])
-    .option('--new-tokens <n>', 'tokens generated per request', integerOption({ min: 1 }), 256)
-    .option('--prompt-tokens <n>', 'prompt length', integerOption({ min: 1 }), 100)
+    .option(
+      '--batches <list>',
+      'batch sizes: concurrent requests (default 1,16,64; 1,8,32 with a Hugging Face --model)',
+      listOption(integerOption({ min: 1, max: 4096 })),
+    )
+    .option(
+      '--new-tokens <n>',
+      'tokens generated per request (default 256; 64 with a Hugging Face --model)',
+      integerOption({ min: 1 }),
+    )
+    .option(
+      '--prompt-tokens <n>',
+      'prompt length (default 100; 64 with a Hugging Face --model)',
+      integerOption({ min: 1 }),
+    )
     .option('--rounds <n>', 'repetitions per batch size', integerOption({ min: 1 }), 3)
     .option('--sft-steps <n>', 'SFT steps to time (0 skips)', integerOption(), 5)
     .option('--decode-threads <n>', 'torch threads while generating (0 = all cores)', threads)
     .option('--train-threads <n>', 'torch threads while training (0 = all cores)', threads)
+    .option(
+      '--decode-dtype <dtype>',
+      'Hugging Face models: float32 (default: the master weights), bfloat16, or auto (bf16 on a CPU with native bf16)',
+      decodeDtypeOption,
+    )
     .option('--json', 'print the figures as JSON')
     .action(async (options: EngineBenchOptions) => {
-      const { decodeThreads, trainThreads } = options;
+      const { decodeThreads, trainThreads, decodeDtype } = options;
       const apiKey = process.env[ENGINE_API_KEY_VARIABLE] || undefined;
+      const huggingFace = options.url === undefined && isHuggingFaceModelFolder(options.model);
       const worker = options.url
         ? null
         : await startEmbeddedWorker({
             model: options.model,
             port: 0,
             restart: false,
+            // A real model on a shared machine can take minutes to load.
+            startupTimeoutMs: 600_000,
             ...(decodeThreads === undefined ? {} : { decodeThreads }),
             ...(trainThreads === undefined ? {} : { trainThreads }),
+            ...(decodeDtype === undefined ? {} : { extraArgs: ['--decode-dtype', decodeDtype] }),
           });
       const unregister = onShutdown(async () => worker?.stop());
       try {
+        const progress = options.json ? () => {} : (message: string) => process.stderr.write(`${message}\n`);
+        if (huggingFace && worker !== null) {
+          const modelReport = await runEngineModelBench({
+            url: worker.url,
+            headers: { 'Content-Type': 'application/json' },
+            model: options.model,
+            concurrency: options.batches ?? [1, 8, 32],
+            newTokens: options.newTokens ?? 64,
+            promptTokens: options.promptTokens ?? 64,
+            rounds: options.rounds,
+            onProgress: progress,
+          });
+          process.stdout.write(
+            options.json ? `${JSON.stringify(modelReport, null, 2)}\n` : renderEngineModelBench(modelReport),
+          );
+          return;
+        }
         const report = await benchEngine({
           url: worker?.url ?? options.url!,
           ...(worker === null && apiKey !== undefined ? { apiKey } : {}),
-          batchSizes: options.batches,
-          newTokens: options.newTokens,
-          promptTokens: options.promptTokens,
+          batchSizes: options.batches ?? [1, 16, 64],
+          newTokens: options.newTokens ?? 256,
+          promptTokens: options.promptTokens ?? 100,
           rounds: options.rounds,
           sftSteps: options.sftSteps,
           onProgress: options.json ? () => {} : (message) => process.stderr.write(`${message}\n`),

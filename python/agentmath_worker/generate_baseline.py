@@ -1,0 +1,124 @@
+"""What a user would run instead of the embedded engine, for `bench engine --model DIR`: plain
+`transformers` `generate` (greedy, a batch of equal-length prompts, exactly `max_new_tokens`
+each, EOS ignored) and a memory-bandwidth bound for decoding, in one process the bench drives.
+
+Commands, one JSON object a line on stdin, one answer a line on stdout:
+  {"command": "generate", "prompts": [[ids…]…], "maxNewTokens": n}
+      → {"seconds", "outputIds": [[…]…]}: the prompts as one batch (equal lengths: no padding)
+  {"command": "bound"}
+      → {"copyBytesPerSecond", "weightBytes", "dtype"}: a tensor copy's bandwidth (bytes read +
+        written per second, the best of several copies of 256 MiB) and the bytes of weights one
+        decode step reads (every parameter once; an input embedding that is not also the output
+        head reads a few rows only, so it is left out)
+  {"command": "stop"}
+Decoding one token for B sequences reads every weight once, so B × bandwidth ÷ weight bytes
+tokens/s is the most any engine holding the weights in that dtype can reach (KV cache and
+activations left out: they make the true bound lower, never higher).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any, Dict
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch  # noqa: E402
+
+from .threads import use_threads  # noqa: E402
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def copy_bandwidth(bytes_per_copy: int = 256 * 2**20, repeats: int = 5) -> float:
+    """Bytes moved (read + written) per second by the fastest of `repeats` tensor copies."""
+    source = torch.ones(bytes_per_copy // 4, dtype=torch.float32)
+    target = torch.empty_like(source)
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        target.copy_(source)
+        best = min(best, time.perf_counter() - started)
+    return 2 * bytes_per_copy / best
+
+
+def decode_weight_bytes(model: torch.nn.Module) -> int:
+    """Bytes of the weights one decode step reads (shared tensors once; an untied input
+    embedding is only indexed, so it is left out)."""
+    embedding = model.get_input_embeddings().weight
+    head = model.get_output_embeddings()
+    tied = head is not None and head.weight.data_ptr() == embedding.data_ptr()
+    seen, total = set(), 0
+    for parameter in model.parameters():
+        if parameter.data_ptr() in seen or (not tied and parameter is embedding):
+            continue
+        seen.add(parameter.data_ptr())
+        total += parameter.numel() * parameter.element_size()
+    return total
+
+
+class Baseline:
+    def __init__(self, model_path: str, dtype: torch.dtype) -> None:
+        import transformers
+
+        self.dtype = dtype
+        self.model = transformers.AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype).eval()
+
+    @torch.no_grad()
+    def generate(self, prompts, max_new_tokens: int) -> Dict[str, Any]:
+        if len({len(prompt) for prompt in prompts}) != 1:
+            raise ValueError("the prompts of one generate command must have equal lengths")
+        ids = torch.tensor(prompts, dtype=torch.long)
+        started = time.perf_counter()
+        output = self.model.generate(
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            do_sample=False,
+            max_new_tokens=max_new_tokens,
+            min_new_tokens=max_new_tokens,
+            pad_token_id=self.model.config.eos_token_id if self.model.config.pad_token_id is None else self.model.config.pad_token_id,
+        )
+        seconds = time.perf_counter() - started
+        return {"seconds": seconds, "outputIds": output[:, ids.shape[1] :].tolist()}
+
+    def bound(self) -> Dict[str, Any]:
+        return {
+            "copyBytesPerSecond": copy_bandwidth(),
+            "weightBytes": decode_weight_bytes(self.model),
+            "dtype": str(self.dtype).replace("torch.", ""),
+        }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="agentmath_worker.generate_baseline")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: the machine's cores)")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
+    args = parser.parse_args(argv)
+    use_threads(args.threads or os.cpu_count() or 1)
+    baseline = Baseline(args.model, DTYPES[args.dtype])
+    print(json.dumps({"event": "ready", "threads": torch.get_num_threads()}), flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        command = request.get("command")
+        if command == "stop":
+            break
+        try:
+            if command == "generate":
+                answer = baseline.generate(request["prompts"], int(request["maxNewTokens"]))
+            elif command == "bound":
+                answer = baseline.bound()
+            else:
+                answer = {"error": f"unknown command {command!r}"}
+        except (ValueError, KeyError) as error:
+            answer = {"error": str(error)}
+        print(json.dumps(answer), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

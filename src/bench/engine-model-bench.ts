@@ -1,0 +1,204 @@
+/**
+ * `bench engine --model DIR`: the embedded engine serving a Hugging Face model against what a
+ * user would run instead, side by side in one run. For each concurrency B (default 1, 8, 32)
+ * and each round, in turn: B concurrent greedy `/generate` requests to the engine (EOS ignored,
+ * exactly `newTokens` each), then plain `transformers` `generate` on the same B prompts as one
+ * batch, in a process with the engine's decode threads and dtype. Both give tokens/s per round
+ * (median, and the rate of the slowest round as p99). The bound is a memory-bandwidth bound:
+ * a decode step reads every weight once, so B × (copy bandwidth ÷ weight bytes) tokens/s, with
+ * the bandwidth measured in the same run. Greedy agreement: the engine's tokens for the first
+ * prompt against `generate`'s, same dtype (the count of equal leading tokens).
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ascending, percentile } from '../shared/percentile.ts';
+import { startPythonLineProcess } from './python-line-process.ts';
+
+export type EngineModelBenchOptions = {
+  url: string;
+  headers: Record<string, string>;
+  model: string;
+  concurrency?: number[];
+  promptTokens?: number;
+  newTokens?: number;
+  rounds?: number;
+  python?: string;
+  onProgress?: (message: string) => void;
+};
+
+export type RateFigures = { tokensPerSecondP50: number; tokensPerSecondP99: number };
+
+export type EngineModelRow = {
+  concurrency: number;
+  engine: RateFigures;
+  transformers: RateFigures;
+  /** B × copy bandwidth ÷ weight bytes. */
+  boundTokensPerSecond: number;
+  /** engine p50 ÷ transformers p50. */
+  ratioToTransformers: number;
+  /** engine p50 ÷ the bound. */
+  shareOfBound: number;
+};
+
+export type EngineModelBenchReport = {
+  model: string;
+  decodeDtype: string;
+  decodeThreads: number;
+  promptTokens: number;
+  newTokens: number;
+  rounds: number;
+  copyBytesPerSecond: number;
+  weightBytes: number;
+  /** Leading tokens of the first prompt where the engine's greedy tokens equal transformers'. */
+  greedyAgreement: { equalLeadingTokens: number; of: number };
+  rows: EngineModelRow[];
+};
+
+type ModelInfo = { decode_threads?: number; model?: { decode_dtype?: string } };
+
+/** Distinct prompts of equal length (no padding on either side), ids in [0, vocabulary). */
+export function benchPrompts(count: number, length: number, vocabulary: number): number[][] {
+  return Array.from({ length: count }, (_, row) =>
+    Array.from({ length }, (_, index) => (row * 7919 + index * 104_729 + 1) % vocabulary),
+  );
+}
+
+function rates(values: number[]): RateFigures {
+  const sorted = ascending(values);
+  // The p99 round is the slowest: the rate at the 1st percentile of the rates.
+  return { tokensPerSecondP50: percentile(sorted, 0.5), tokensPerSecondP99: percentile(sorted, 0.01) };
+}
+
+async function greedyRequest(
+  url: string,
+  headers: Record<string, string>,
+  inputIds: number[],
+  maxNewTokens: number,
+): Promise<number[]> {
+  const response = await fetch(`${url}/generate`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({
+      input_ids: inputIds,
+      sampling_params: { max_new_tokens: maxNewTokens, temperature: 0, ignore_eos: true },
+    }),
+  });
+  const body = (await response.json()) as { output_ids?: number[] };
+  if (!response.ok || body.output_ids?.length !== maxNewTokens) {
+    throw new Error(
+      `${url}/generate answered HTTP ${response.status} with ${body.output_ids?.length} tokens`,
+    );
+  }
+  return body.output_ids;
+}
+
+export async function runEngineModelBench(options: EngineModelBenchOptions): Promise<EngineModelBenchReport> {
+  const {
+    url,
+    headers,
+    model,
+    concurrency = [1, 8, 32],
+    promptTokens = 64,
+    newTokens = 64,
+    rounds = 3,
+    onProgress = () => {},
+  } = options;
+  const info = (await (await fetch(`${url}/get_model_info`, { headers })).json()) as ModelInfo;
+  const decodeDtype = info.model?.decode_dtype ?? 'float32';
+  const decodeThreads = info.decode_threads ?? 0;
+  onProgress(`transformers generate: loading ${model} (${decodeDtype}, ${decodeThreads || 'all'} threads)`);
+  const baseline = await startPythonLineProcess({
+    module: 'agentmath_worker.generate_baseline',
+    args: ['--model', model, '--threads', String(decodeThreads), '--dtype', decodeDtype],
+    ...(options.python === undefined ? {} : { python: options.python }),
+  });
+  try {
+    const bound = await baseline.request<{ copyBytesPerSecond: number; weightBytes: number }>({
+      command: 'bound',
+    });
+    const config = JSON.parse(await readFile(join(model, 'config.json'), 'utf8')) as { vocab_size?: number };
+    const prompts = benchPrompts(Math.max(...concurrency), promptTokens, config.vocab_size ?? 256);
+    const first = prompts.slice(0, 1);
+    await greedyRequest(url, headers, first[0]!, 4); // warm-up, both sides
+    await baseline.request({ command: 'generate', prompts: first, maxNewTokens: 4 });
+    const rows: EngineModelRow[] = [];
+    let greedyAgreement = { equalLeadingTokens: 0, of: 0 };
+    for (const count of concurrency) {
+      const batch = prompts.slice(0, count);
+      const engineRates: number[] = [];
+      const baselineRates: number[] = [];
+      for (let round = 0; round < rounds; round++) {
+        const started = performance.now();
+        const outputs = await Promise.all(
+          batch.map((prompt) => greedyRequest(url, headers, prompt, newTokens)),
+        );
+        engineRates.push((count * newTokens) / ((performance.now() - started) / 1000));
+        const reference = await baseline.request<{ seconds: number; outputIds: number[][] }>({
+          command: 'generate',
+          prompts: batch,
+          maxNewTokens: newTokens,
+        });
+        baselineRates.push((count * newTokens) / reference.seconds);
+        if (greedyAgreement.of === 0) {
+          const mine = outputs[0]!;
+          const theirs = reference.outputIds[0]!;
+          let equal = 0;
+          while (equal < mine.length && mine[equal] === theirs[equal]) equal++;
+          greedyAgreement = { equalLeadingTokens: equal, of: mine.length };
+        }
+        onProgress(
+          `${count} concurrent, round ${round + 1}/${rounds}: engine ${engineRates.at(-1)!.toFixed(1)} tok/s, transformers ${baselineRates.at(-1)!.toFixed(1)} tok/s`,
+        );
+      }
+      const engine = rates(engineRates);
+      const transformers = rates(baselineRates);
+      const boundTokensPerSecond = (count * bound.copyBytesPerSecond) / bound.weightBytes;
+      rows.push({
+        concurrency: count,
+        engine,
+        transformers,
+        boundTokensPerSecond,
+        ratioToTransformers: engine.tokensPerSecondP50 / transformers.tokensPerSecondP50,
+        shareOfBound: engine.tokensPerSecondP50 / boundTokensPerSecond,
+      });
+    }
+    return {
+      model,
+      decodeDtype,
+      decodeThreads,
+      promptTokens,
+      newTokens,
+      rounds,
+      copyBytesPerSecond: bound.copyBytesPerSecond,
+      weightBytes: bound.weightBytes,
+      greedyAgreement,
+      rows,
+    };
+  } finally {
+    await baseline.stop();
+  }
+}
+
+/** The table `bench engine --model` prints. */
+export function renderEngineModelBench(report: EngineModelBenchReport): string {
+  const lines = [
+    `model ${report.model}: decode ${report.decodeDtype}, ${report.decodeThreads || 'all'} threads; prompt ${report.promptTokens} tokens, ${report.newTokens} new tokens per request (greedy, EOS ignored), ${report.rounds} rounds`,
+    `bound: copy bandwidth ${(report.copyBytesPerSecond / 1e9).toFixed(1)} GB/s, ${(report.weightBytes / 1e6).toFixed(0)} MB of weights read per decode step`,
+    '',
+    'concurrent | engine tok/s p50 (p99) | transformers tok/s p50 (p99) | engine/transformers | bound tok/s | engine/bound',
+    '---------- | ---------------------- | ---------------------------- | ------------------- | ----------- | ------------',
+  ];
+  for (const row of report.rows) {
+    lines.push(
+      `${String(row.concurrency).padEnd(10)} | ${row.engine.tokensPerSecondP50.toFixed(1)} (${row.engine.tokensPerSecondP99.toFixed(1)}) | ` +
+        `${row.transformers.tokensPerSecondP50.toFixed(1)} (${row.transformers.tokensPerSecondP99.toFixed(1)}) | ` +
+        `${row.ratioToTransformers.toFixed(2)}x | ${row.boundTokensPerSecond.toFixed(0)} | ${(100 * row.shareOfBound).toFixed(0)}%`,
+    );
+  }
+  const agreement = report.greedyAgreement;
+  lines.push(
+    '',
+    `greedy tokens equal to transformers' for ${agreement.equalLeadingTokens} of ${agreement.of} (first prompt, ${report.decodeDtype} on both sides)`,
+  );
+  return `${lines.join('\n')}\n`;
+}
