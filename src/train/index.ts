@@ -33,6 +33,15 @@ export {
   runHfSft,
 } from './hf-sft-run.ts';
 export {
+  IMPORT_DTYPES,
+  IMPORT_MARKER_FILE,
+  type ImportDtype,
+  type ImportGgufOptions,
+  type ImportGgufResult,
+  importGgufModel,
+  ModelImportRefused,
+} from './import-gguf-model.ts';
+export {
   type InitHfModelOptions,
   type InitHfModelResult,
   initHfModel,
@@ -50,6 +59,18 @@ export {
   openMetricsLogger,
   redactSecrets,
 } from './metrics-logger.ts';
+export {
+  isImportedModelFolder,
+  locateWheelFile,
+  PULLABLE_MODEL_NAMES,
+  PULLABLE_MODELS,
+  type PullableModel,
+  type PullableModelName,
+  type PullModelOptions,
+  type PullModelResult,
+  pulledModelFolder,
+  pullModel,
+} from './pull-model.ts';
 export { type ClusterPartsOptions, RlPartsError, startClusterParts } from './rl-cluster-parts.ts';
 export { type ColocatedPartsOptions, startColocatedParts } from './rl-colocated-parts.ts';
 export {
