@@ -24,13 +24,17 @@ export {
 } from './held-out-eval.ts';
 export {
   batchOfStep,
+  CALIBRATION_STEPS,
+  HF_SFT_LEARNING_RATE,
   type HfSftConfig,
   HfSftError,
   type HfSftEvent,
   type HfSftMetrics,
   type HfSftResult,
+  hfSftWarmupSteps,
   isHuggingFaceModelFolder,
   runHfSft,
+  savedRunSteps,
 } from './hf-sft-run.ts';
 export {
   IMPORT_DTYPES,
@@ -83,6 +87,7 @@ export {
 } from './rl-config.ts';
 export { type RlMetrics, type RlMetricsInput, rlMetrics, selfCorrected } from './rl-metrics.ts';
 export type { RlParts, RlWeightSync } from './rl-parts.ts';
+export { presetValues, RL_PRESET_NAMES, RL_PRESETS, type RlPresetName } from './rl-presets.ts';
 export {
   DECONTAMINATION_FILE,
   type LoadRlProblemsOptions,

@@ -29,6 +29,7 @@ export async function startRlParts(
       ['--sandbox', config.sandboxes.length > 0],
     ];
     if (config.maxStaleness > 0) clusterOnly.push(['--max-staleness above 0', true]);
+    if (config.dialect !== 'tags') clusterOnly.push([`--dialect ${config.dialect}`, true]);
     const given = clusterOnly.filter(([, set]) => set).map(([flag]) => flag);
     if (given.length > 0) {
       throw new RlConfigError(
@@ -58,6 +59,7 @@ export async function startRlParts(
     sandboxes: config.sandboxes,
     sandboxWorkers: config.sandboxWorkers,
     prompt: config.prompt ?? 'instructed',
+    dialect: config.dialect,
     seed: config.seed,
     log,
   });
