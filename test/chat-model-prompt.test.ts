@@ -7,7 +7,7 @@
  * (`buildSftExample`, what `train sft --model` trains on) starts with exactly the prompt ids the
  * agent loop sends the engine (what `eval`, `solve` and `train rl` generate from), per dialect.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { promptBuilders, renderPrompt, runAgent } from '../src/agent/index.ts';
 import type { ChatMessage, Tokenizer } from '../src/engine/index.ts';
@@ -41,7 +41,7 @@ afterAll(async () => {
 });
 
 /** transformers' prompt ids for each message list, from one Python process. */
-function transformersPromptIds(model: string, conversations: ChatMessage[][]): Promise<number[][]> {
+function transformersPromptIds(model: string, conversations: ChatMessage[][]): number[][] {
   const program = [
     'import json, sys, transformers',
     'tokenizer = transformers.AutoTokenizer.from_pretrained(sys.argv[1])',
@@ -49,23 +49,12 @@ function transformersPromptIds(model: string, conversations: ChatMessage[][]): P
     'json.dump([tokenizer.apply_chat_template(m, tokenize=True, add_generation_prompt=True, return_dict=False)',
     '           for m in conversations], sys.stdout)',
   ].join('\n');
-  return new Promise((resolve, reject) => {
-    const child = spawn(trainerPython(), ['-c', program, model], {
-      env: { ...process.env, HF_HUB_OFFLINE: '1', TRANSFORMERS_VERBOSITY: 'error' },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    child.on('close', (code) =>
-      code === 0 ? resolve(JSON.parse(stdout) as number[][]) : reject(new Error(`python: ${stderr}`)),
-    );
-    child.stdin.end(JSON.stringify(conversations));
+  const stdout = execFileSync(trainerPython(), ['-c', program, model], {
+    input: JSON.stringify(conversations),
+    env: { ...process.env, HF_HUB_OFFLINE: '1', TRANSFORMERS_VERBOSITY: 'error' },
+    maxBuffer: 64 * 1024 * 1024,
   });
+  return JSON.parse(stdout.toString()) as number[][];
 }
 
 async function problems(): Promise<Array<{ id: string; text: string }>> {
@@ -92,7 +81,7 @@ describe.skipIf(!available)('SmolLM2-135M-Instruct prompts', () => {
         }
       }
     }
-    const reference = await transformersPromptIds(
+    const reference = transformersPromptIds(
       folder,
       cases.map((entry) => entry.messages),
     );
