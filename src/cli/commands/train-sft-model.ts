@@ -82,6 +82,31 @@ function describe(event: HfSftEvent): string | null {
   }
 }
 
+/**
+ * The run's configuration from the flags: a pretrained model's defaults where a flag was not
+ * given (learning rate 5e-5, warmup a tenth of the steps; the byte model's are in sft-config.ts).
+ */
+export function hfSftConfigOf(flags: HfSftFlags): HfSftConfig {
+  return {
+    model: flags.model,
+    data: flags.data ?? '',
+    processes: flags.nproc,
+    steps: flags.steps,
+    maxMinutes: flags.minutes ?? null,
+    batchSize: flags.batchSize,
+    learningRate: flags.learningRate ?? HF_SFT_LEARNING_RATE,
+    warmupSteps: flags.warmupSteps ?? hfSftWarmupSteps(flags.steps),
+    minLearningRateRatio: 0.1,
+    checkpointEvery: flags.checkpointEvery,
+    microBatchTokens: flags.microBatchTokens,
+    activationCheckpointing: flags.activationCheckpointing === true,
+    maxSequenceTokens: flags.maxSequenceTokens,
+    prompt: flags.prompt,
+    dialect: flags.dialect ?? 'tags',
+    seed: flags.seed,
+  };
+}
+
 export async function runHfSftCommand(flags: HfSftFlags, command: Command): Promise<void> {
   for (const flag of [
     'textOnly',
@@ -105,24 +130,7 @@ export async function runHfSftCommand(flags: HfSftFlags, command: Command): Prom
       '--model HF_DIR needs --data FILE (trajectories.jsonl, sharegpt.json, verl.parquet or a tasks write-arith JSONL)',
     );
   }
-  const config: HfSftConfig = {
-    model: flags.model,
-    data: flags.data ?? '',
-    processes: flags.nproc,
-    steps: flags.steps,
-    maxMinutes: flags.minutes ?? null,
-    batchSize: flags.batchSize,
-    learningRate: flags.learningRate ?? HF_SFT_LEARNING_RATE,
-    warmupSteps: flags.warmupSteps ?? hfSftWarmupSteps(flags.steps),
-    minLearningRateRatio: 0.1,
-    checkpointEvery: flags.checkpointEvery,
-    microBatchTokens: flags.microBatchTokens,
-    activationCheckpointing: flags.activationCheckpointing === true,
-    maxSequenceTokens: flags.maxSequenceTokens,
-    prompt: flags.prompt,
-    dialect: flags.dialect ?? 'tags',
-    seed: flags.seed,
-  };
+  const config = hfSftConfigOf(flags);
   const savedPath = join(flags.out, 'config.json');
   if (flags.resume && existsSync(savedPath)) {
     // A resume continues with the saved configuration; flags given on the command line are
