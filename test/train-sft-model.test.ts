@@ -104,16 +104,20 @@ describe('train sft --model (distributed trainer)', () => {
           JSON.parse(line) as {
             step: number;
             loss: number;
-            tokens: number;
+            tokensTrained: number;
+            tokensTotal: number;
             learningRate: number;
             gradNorm: number;
-            tokensPerSecond: number;
+            stepMs: number;
+            tokensTotalPerSecond: number;
           },
       );
     expect(losses.map((row) => row.step)).toEqual([1, 2, 3, 4, 5, 6]);
     for (const row of losses) {
-      expect(row.tokens).toBeGreaterThan(0);
-      expect(row.tokensPerSecond).toBeGreaterThan(0);
+      expect(row.tokensTrained).toBeGreaterThan(0);
+      // Text solutions behind a prompt: the prompt's tokens are counted, not trained.
+      expect(row.tokensTotal).toBeGreaterThan(row.tokensTrained);
+      expect(row.tokensTotalPerSecond).toBeCloseTo((1000 * row.tokensTotal) / row.stepMs, -1);
       expect(Number.isFinite(row.gradNorm)).toBe(true);
     }
     expect(losses.at(-1)!.loss).toBeLessThan(losses[0]!.loss);
@@ -158,6 +162,35 @@ describe('train sft --model (distributed trainer)', () => {
     // Same process count, same data order, same optimizer state: equal up to float rounding.
     expect(largest).toBeLessThan(1e-5);
   }, 1_200_000);
+
+  it('a resume may lengthen the run with --steps (other changes are refused)', async () => {
+    const run = join(folder, 'straight');
+    const longer = await startCli([...trainArgs(run), '--resume', '--steps', '7'], {
+      cwd: folder,
+      limitMs: 400_000,
+    }).done;
+    expect(longer.code, longer.stderr).toBe(0);
+    expect(longer.stderr).toContain('schedule: 7 steps');
+    expect(await metricSteps(run)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    const changed = await startCli([...trainArgs(run), '--resume', '--batch-size', '2'], { cwd: folder })
+      .done;
+    expect(changed.code).toBe(2);
+    expect(changed.stderr).toContain('batchSize');
+  }, 600_000);
+
+  it('refuses data written in another dialect, naming the record', async () => {
+    const tool = join(folder, 'arith-tool-tags.jsonl');
+    const written = await startCli(
+      ['tasks', 'write-arith', '--out', tool, '--count', '2', '--levels', '1', '--style', 'tool'],
+      { cwd: folder },
+    ).done;
+    expect(written.code, written.stderr).toBe(0);
+    const args = trainArgs(join(folder, 'markdown-run')).map((arg) => (arg === data ? tool : arg));
+    const refused = await startCli([...args, '--dialect', 'markdown'], { cwd: folder }).done;
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(`${tool} record 1`);
+    expect(refused.stderr).toContain('does not end with a markdown code block');
+  }, 120_000);
 
   it('refuses a folder that holds another run, and a resume of nothing', async () => {
     const other = join(folder, 'straight');

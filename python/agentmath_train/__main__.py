@@ -1,4 +1,4 @@
-"""`python -m agentmath_train init-model …` and `torchrun … -m agentmath_train serve …`."""
+"""`python -m agentmath_train init-model|import-gguf …` and `torchrun … -m agentmath_train serve …`."""
 
 from __future__ import annotations
 
@@ -46,6 +46,11 @@ def main(argv=None) -> int:
     init.add_argument("--kv-heads", type=int, default=None)
     init.add_argument("--intermediate", type=int, default=None)
     init.add_argument("--embedding-rows", type=int, default=None)
+    imported = commands.add_parser("import-gguf", help="a GGUF file as a Hugging Face model folder")
+    imported.add_argument("--gguf", required=True)
+    imported.add_argument("--out", required=True)
+    imported.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
+    imported.add_argument("--source", default=None, help="where the file came from, recorded in the folder")
     serve = commands.add_parser("serve", help="the trainer service (rank 0 listens)")
     serve.add_argument("--model", required=True)
     serve.add_argument("--reference", default=None, help="the KL reference's folder (default: --model)")
@@ -109,6 +114,17 @@ def main(argv=None) -> int:
             print(f"agentmath_train init-model: {error}", file=sys.stderr)
             return 2
         print(json.dumps(result))
+        return 0
+
+    if args.command == "import-gguf":
+        from .import_gguf import ImportRefused, import_gguf
+
+        try:
+            result = import_gguf(args.gguf, args.out, args.dtype, args.source)
+        except ImportRefused as error:
+            print(f"agentmath_train import-gguf: {error}", file=sys.stderr)
+            return 2
+        print(json.dumps(result.to_json()))
         return 0
 
     if args.logits_chunk_tokens is not None and args.logits_chunk_tokens < 0:

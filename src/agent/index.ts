@@ -31,6 +31,8 @@ export {
   problemOnlyPrompt,
   promptBuilders,
   renderPrompt,
+  systemIntoUser,
+  textOnlyPrompt,
 } from './prompt-builder.ts';
 export { resumeAgent, runAgent } from './run-agent.ts';
 export { SessionPark, type SessionParkOptions } from './session-park.ts';

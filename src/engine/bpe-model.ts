@@ -5,7 +5,8 @@
  * (left id × 2^21 + right id) and symbols are ids, so merging allocates no strings. Like the
  * `tokenizers` library, a merge whose parts or result are not in the vocabulary is an error
  * when the model is built. A character that is not in the vocabulary becomes the unknown
- * token (or an error without one). Results are cached per word.
+ * token; without one it is left out before merging, as `tokenizers` does (SmolLM2's vocabulary lacks 21 of
+ * the 256 byte symbols and declares no unknown token). Results are cached per word.
  */
 import { TokenizerError } from './tokenizer-errors.ts';
 
@@ -63,7 +64,12 @@ export class BpeModel {
 
   #merge(word: string): number[] {
     let symbols: number[] = [];
-    for (const char of word) symbols.push(this.#vocab.get(char) ?? NOT_IN_VOCAB);
+    for (const char of word) {
+      const id = this.#vocab.get(char);
+      // Without an unknown token the character is left out before merging (its neighbours may merge).
+      if (id !== undefined) symbols.push(id);
+      else if (this.#unknownTokenId !== null) symbols.push(NOT_IN_VOCAB);
+    }
     while (symbols.length > 1) {
       let bestRank = Number.POSITIVE_INFINITY;
       for (let index = 0; index < symbols.length - 1; index++) {
@@ -83,7 +89,8 @@ export class BpeModel {
       }
       symbols = merged;
     }
-    return symbols.map((id, index) => (id === NOT_IN_VOCAB ? this.#unknown(word, index) : id));
+    const unknown = this.#unknownTokenId;
+    return symbols.map((id) => (id === NOT_IN_VOCAB ? (unknown as number) : id));
   }
 
   #rankOf(left: number, right: number): number | undefined {
@@ -99,14 +106,6 @@ export class BpeModel {
       id === undefined
         ? `${this.#where}: model.merges.${rank}: ${JSON.stringify(token)} is not in model.vocab`
         : `${this.#where}: model.vocab: id ${id} is too large (at most ${PAIR_KEY_FACTOR - 1})`,
-    );
-  }
-
-  #unknown(word: string, index: number): number {
-    if (this.#unknownTokenId !== null) return this.#unknownTokenId;
-    throw new TokenizerError(
-      'TOKENIZER_UNKNOWN_TOKEN',
-      `${this.#where}: symbol ${index} of ${JSON.stringify(word)} is not in model.vocab and there is no unk_token`,
     );
   }
 }

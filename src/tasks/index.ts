@@ -49,5 +49,6 @@ export {
   randomInteger,
   shuffleInPlace,
 } from './seeded-random.ts';
+export { solutionDialectIssue } from './solution-dialect.ts';
 export { taskProblemSchema, taskSolutionSchema } from './task-solution-schema.ts';
 export type { SolutionSegment, TaskProblem, TaskSolution } from './types.ts';

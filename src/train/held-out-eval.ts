@@ -21,6 +21,7 @@ import { runEval } from '../eval/eval-runner.ts';
 import { readRunTrajectories } from '../eval/run-folder.ts';
 import { gradeTrajectory, readGrade } from '../eval/trajectory-grade.ts';
 import { answersEquivalent, gradeAnswer } from '../grader/index.ts';
+import type { Dialect } from '../protocol/dialect.ts';
 import { getDialect } from '../protocol/index.ts';
 import { createLocalSandbox } from '../sandbox/index.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
@@ -65,6 +66,8 @@ export type HeldOutEvalOptions = {
   contextTokens: number;
   /** How a problem becomes the first message(s) (default: the problem alone, as the byte model was trained). */
   prompt?: PromptBuilder;
+  /** The code-block markup (default tags). */
+  dialect?: Dialect;
   /** The served model's tokenizer (default: read from the served model's folder). */
   tokenizer?: Tokenizer;
   /** Folder of the evaluation run (created; see `fresh`). */
@@ -100,7 +103,7 @@ export async function evaluateHeldOut(options: HeldOutEvalOptions): Promise<Held
     ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
   });
   const tokenizer = options.tokenizer ?? (await servedModelTokenizer(options.engineUrl));
-  const dialect = getDialect('tags');
+  const dialect = options.dialect ?? getDialect('tags');
   // The arith programs need no preloaded modules; sessions open at a trajectory's first code block.
   const sandbox = createLocalSandbox({
     maxWorkers: Math.min(8, concurrency),
@@ -122,7 +125,7 @@ export async function evaluateHeldOut(options: HeldOutEvalOptions): Promise<Held
       concurrency,
       outDir: options.outDir,
       resume: true,
-      config: { engine: { api: 'sglang', url: options.engineUrl }, budgets, sampling, dialect: 'tags' },
+      config: { engine: { api: 'sglang', url: options.engineUrl }, budgets, sampling, dialect: dialect.name },
       solve: (problem, sample, signal) =>
         runAgent(
           { id: problem.id, text: problem.problem },

@@ -2,29 +2,40 @@
  * `train sft --model HF_DIR`: supervised fine-tuning of a Hugging Face causal LM on the
  * distributed trainer (FSDP2 under torchrun, `--nproc` processes on this machine).
  *
- * The story: read the data file (any record the project writes) → tokenize each solution with
- * the model's own tokenizer and chat template through the agent loop's prompt builder (so
- * training sees the tokens inference will) → start the trainer → for each step, the step's
- * batch (a seeded shuffle per epoch, so a resumed run draws the same batches) and the
- * learning rate of warmup + cosine → `metrics.jsonl` → a sharded checkpoint every few steps →
- * at the end, the model in Hugging Face layout in `DIR/model/`.
+ * The story: read the data file (any record the project writes; its code blocks must be in the
+ * run's dialect) → tokenize each solution with the model's own tokenizer and chat template
+ * through the agent loop's prompt builder and `renderPrompt` (so training sees the prompt ids
+ * inference will) → start the trainer → for each step, the step's batch (a seeded shuffle per
+ * epoch, so a resumed run draws the same batches) and the learning rate of warmup + cosine →
+ * `metrics.jsonl` → a sharded checkpoint every few steps → at the end, the model in Hugging
+ * Face layout in `DIR/model/`.
+ * Sizing: `steps` is the run's length; `maxMinutes` bounds this session's training time: after
+ * `CALIBRATION_STEPS` steps the schedule is shortened to the steps that fit (never lengthened),
+ * and a step that would start past the budget is not taken. The schedule's length is kept in
+ * `schedule.json`.
  * Resume (`--resume`, also after kill -9) loads the newest committed checkpoint, drops metric
- * lines of steps after it (they are redone), and continues; the configuration must match.
- * One writer at a time (`run.lock`); `config.json` is written only after the inputs were read;
- * a stop asked for by `signal` is a result (`status: 'stopped'`), not an error.
+ * lines of steps after it (they are redone), and continues; the configuration must match,
+ * except `steps` and `maxMinutes`, which a resume may change (the cosine is then recomputed
+ * over the new length from the step reached). One writer at a time (`run.lock`); `config.json`
+ * is written only after the inputs were read; a stop asked for by `signal` is a result
+ * (`status: 'stopped'`), not an error.
  * Not covered: sequence parallelism; sequences longer than the micro-batch budget go alone.
  */
 import { existsSync } from 'node:fs';
 import { appendFile, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { instructedPrompt, problemOnlyPrompt } from '../agent/index.ts';
+import { type PromptBuilderName, promptBuilders } from '../agent/index.ts';
 import { loadTokenizer } from '../engine/load-tokenizer.ts';
+import type { Dialect } from '../protocol/dialect.ts';
 import { getDialect } from '../protocol/index.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { readRunConfigFile } from '../shared/run-config-file.ts';
 import { acquireRunFolderLock, RUN_LOCK_FILE } from '../shared/run-folder-lock.ts';
 import { assertSameRun, type RunIdentity } from '../shared/run-identity.ts';
+import { solutionDialectIssue } from '../tasks/index.ts';
 import { createSeededRandom } from '../tasks/seeded-random.ts';
+import type { TaskSolution } from '../tasks/types.ts';
+import { fitStepsToBudget } from './fit-steps-to-budget.ts';
 import { learningRateAt } from './learning-rate-schedule.ts';
 import { readSftDataFile } from './sft-data-file.ts';
 import { buildSftExample, type SftExample } from './sft-example.ts';
@@ -34,7 +45,10 @@ export type HfSftConfig = {
   model: string;
   data: string;
   processes: number;
+  /** The run's length in optimizer steps (a resume may change it). */
   steps: number;
+  /** This session's training-time budget in minutes, or null (a resume may change it). */
+  maxMinutes: number | null;
   batchSize: number;
   learningRate: number;
   warmupSteps: number;
@@ -43,20 +57,28 @@ export type HfSftConfig = {
   microBatchTokens: number;
   activationCheckpointing: boolean;
   maxSequenceTokens: number;
-  prompt: 'instructed' | 'problem-only';
+  prompt: PromptBuilderName;
   dialect: 'tags' | 'markdown';
   seed: number;
 };
 
-/** One line of `metrics.jsonl` (names fixed: reports and other tools read them). */
+/**
+ * One line of `metrics.jsonl` (names fixed: reports and other tools read them). Counts are of
+ * the step's batch: `tokensTotal` every token (prompt, model text, interpreter output),
+ * `tokensTrained` the tokens the loss is taken over (mask 1 with a previous token). `stepMs` is
+ * the step's wall time seen by the run (batch transfer, forward, backward, optimizer);
+ * `computeMs` the trainer's own time for it; `tokensTotalPerSecond` = tokensTotal / stepMs.
+ */
 export type HfSftMetrics = {
   step: number;
   loss: number;
-  tokens: number;
+  tokensTrained: number;
+  tokensTotal: number;
   learningRate: number;
   gradNorm: number;
-  tokensPerSecond: number;
   stepMs: number;
+  computeMs: number;
+  tokensTotalPerSecond: number;
   skipped: boolean;
 };
 
@@ -64,6 +86,7 @@ export type HfSftEvent =
   | { type: 'data-ready'; examples: number; droppedTooLong: number; meanTokens: number }
   | { type: 'trainer-ready'; url: string; worldSize: number; parameters: number; device: string }
   | { type: 'resumed'; step: number; checkpoint: string }
+  | { type: 'schedule'; totalSteps: number; reason: 'steps' | 'minutes' | 'resume' }
   | ({ type: 'train-step'; totalSteps: number } & HfSftMetrics)
   | { type: 'checkpoint-saved'; step: number; path: string }
   | { type: 'model-exported'; path: string };
@@ -91,6 +114,24 @@ export type HfSftResult =
 
 const CONFIG_FILE = 'config.json';
 const METRICS_FILE = 'metrics.jsonl';
+const SCHEDULE_FILE = 'schedule.json';
+/**
+ * The default peak learning rate of a pretrained Hugging Face model: the Hugging Face Trainer's
+ * own default (`TrainingArguments.learning_rate`, 5e-5), 100× below the byte model's 5e-3. A
+ * pretrained model is fine-tuned, not trained: steps the size of a from-scratch rate undo
+ * what pretraining learned (docs/training.md).
+ */
+export const HF_SFT_LEARNING_RATE = 5e-5;
+
+/** Default warmup of a `--model` run: a tenth of its steps, at most 30 (the byte model's). */
+export function hfSftWarmupSteps(steps: number): number {
+  return Math.min(30, Math.ceil(steps / 10));
+}
+
+/** Steps timed before `maxMinutes` fixes the schedule (a pretrained model's CPU step takes ~1 min). */
+export const CALIBRATION_STEPS = 2;
+/** Config fields that size a run rather than define it: a resume may change them. */
+const SIZING_FIELDS = ['steps', 'maxMinutes'] as const;
 
 /** Runs (or resumes) an SFT job; resolves when the model is exported, or when `signal` stopped it after a checkpoint. */
 export async function runHfSft({
@@ -103,7 +144,7 @@ export async function runHfSft({
 }: HfSftOptions): Promise<HfSftResult> {
   const dir = resolve(out);
   const model = resolve(config.model);
-  const identity = { ...config, model, data: resolve(config.data) } as unknown as RunIdentity;
+  const identity = runIdentity({ ...config, model, data: resolve(config.data) });
   // Refusals first, then the inputs are read; the run's identity is written only once they
   // were read (a bad --data leaves nothing that would refuse the corrected command), and
   // only under the folder's lock (a second writer never touches a live run's files).
@@ -141,6 +182,9 @@ async function train({
   const checkpoint = resume ? await newestCheckpoint(dir) : null;
   const startStep = checkpoint?.step ?? 0;
   if (resume) await keepMetricsUpTo(dir, startStep);
+  let totalSteps = await initialTotalSteps(dir, config, resume);
+  await writeSchedule(dir, config.steps, totalSteps);
+  onEvent({ type: 'schedule', totalSteps, reason: resume ? 'resume' : 'steps' });
 
   const service: TrainerService = await startTrainerService({
     model,
@@ -164,50 +208,111 @@ async function train({
       await service.client.loadCheckpoint(checkpoint.path);
       onEvent({ type: 'resumed', step: checkpoint.step, checkpoint: checkpoint.path });
     }
-    const schedule = {
-      peak: config.learningRate,
-      warmupSteps: config.warmupSteps,
-      totalSteps: config.steps,
-      minRatio: config.minLearningRateRatio,
-    };
+    const budgetMs = config.maxMinutes === null ? Number.POSITIVE_INFINITY : config.maxMinutes * 60_000;
+    let sessionMs = 0;
     let finalLoss: number | null = null;
-    for (let step = startStep; step < config.steps; step++) {
+    for (let step = startStep; step < totalSteps; step++) {
+      const schedule = {
+        peak: config.learningRate,
+        warmupSteps: config.warmupSteps,
+        totalSteps,
+        minRatio: config.minLearningRateRatio,
+      };
       const batch = batchOfStep(examples, step, config.batchSize, config.seed);
+      const started = performance.now();
       const result = await service.client.sftStep({
         sequences: batch,
         learningRate: learningRateAt(step, schedule),
       });
+      const stepMs = performance.now() - started;
+      sessionMs += stepMs;
+      if (config.maxMinutes !== null) {
+        const fitted = fitStepsToBudget({
+          stepsDone: step + 1,
+          startStep,
+          totalSteps,
+          sessionMs,
+          budgetMs,
+          calibrationSteps: CALIBRATION_STEPS,
+        });
+        if (fitted !== totalSteps) {
+          totalSteps = fitted;
+          await writeSchedule(dir, config.steps, totalSteps);
+          onEvent({ type: 'schedule', totalSteps, reason: 'minutes' });
+        }
+      }
+      const tokensTotal = batch.reduce((sum, example) => sum + example.inputIds.length, 0);
       const metrics: HfSftMetrics = {
         step: step + 1,
         loss: result.loss,
-        tokens: result.tokens,
+        tokensTrained: result.tokens,
+        tokensTotal,
         learningRate: result.learningRate,
         gradNorm: result.gradNorm,
-        tokensPerSecond: result.tokensPerSecond,
-        stepMs: result.stepMs,
+        stepMs: Math.round(stepMs),
+        computeMs: Math.round(result.stepMs),
+        tokensTotalPerSecond: (1000 * tokensTotal) / stepMs,
         skipped: result.skipped,
       };
       await appendFile(join(dir, METRICS_FILE), `${JSON.stringify(metrics)}\n`);
       finalLoss = result.loss;
-      onEvent({ type: 'train-step', totalSteps: config.steps, ...metrics });
-      const last = step + 1 === config.steps;
+      onEvent({ type: 'train-step', totalSteps, ...metrics });
+      const last = step + 1 === totalSteps;
       const stopping = signal?.aborted === true;
       if (last || stopping || (step + 1) % config.checkpointEvery === 0) {
         const path = join(dir, 'checkpoints', `step-${String(step + 1).padStart(6, '0')}`);
         await service.client.saveCheckpoint(path);
         await pruneCheckpoints(dir, path);
         onEvent({ type: 'checkpoint-saved', step: step + 1, path });
-        if (stopping && !last)
-          return { status: 'stopped', step: step + 1, totalSteps: config.steps, checkpoint: path };
+        if (stopping && !last) return { status: 'stopped', step: step + 1, totalSteps, checkpoint: path };
       }
     }
     const modelDir = join(dir, 'model');
     await service.client.exportModel(modelDir);
     onEvent({ type: 'model-exported', path: modelDir });
-    return { status: 'finished', steps: config.steps, finalLoss, model: modelDir };
+    return { status: 'finished', steps: totalSteps, finalLoss, model: modelDir };
   } finally {
     await service.stop();
   }
+}
+
+/** The configuration a resume must match: everything but the sizing fields. */
+function runIdentity(config: HfSftConfig): RunIdentity {
+  const identity: Record<string, unknown> = { ...config };
+  for (const field of SIZING_FIELDS) delete identity[field];
+  return identity as RunIdentity;
+}
+
+/**
+ * The schedule's length at the start of a session: `steps` for a new run; on resume, the saved
+ * length unless `steps` or `maxMinutes` asks for a new one (the flags were given again).
+ */
+async function initialTotalSteps(dir: string, config: HfSftConfig, resume: boolean): Promise<number> {
+  if (!resume) return config.steps;
+  const path = join(dir, SCHEDULE_FILE);
+  const saved = existsSync(path)
+    ? (JSON.parse(await readFile(path, 'utf8')) as { totalSteps?: unknown; steps?: unknown })
+    : {};
+  if (typeof saved.totalSteps !== 'number' || saved.steps !== config.steps || config.maxMinutes !== null) {
+    return config.steps;
+  }
+  return saved.totalSteps;
+}
+
+/** `schedule.json`: the steps asked for and the schedule's length (shorter when a time budget fit it). */
+async function writeSchedule(dir: string, steps: number, totalSteps: number): Promise<void> {
+  await writeFile(join(dir, SCHEDULE_FILE), `${JSON.stringify({ steps, totalSteps })}\n`);
+}
+
+/** The steps a run asked for, from its schedule.json (or, for older runs, its config.json), or null. */
+export async function savedRunSteps(dir: string): Promise<number | null> {
+  for (const name of [SCHEDULE_FILE, CONFIG_FILE]) {
+    const path = join(dir, name);
+    if (!existsSync(path)) continue;
+    const steps = (JSON.parse(await readFile(path, 'utf8')) as { steps?: unknown }).steps;
+    if (typeof steps === 'number') return steps;
+  }
+  return null;
 }
 
 /** Refuses, without writing, a folder that is not this run: another run, no run to resume, other files. */
@@ -215,6 +320,7 @@ async function checkRunFolder(dir: string, identity: RunIdentity, resume: boolea
   const configPath = join(dir, CONFIG_FILE);
   if (existsSync(configPath)) {
     const saved = (await readRunConfigFile(configPath)) as RunIdentity;
+    for (const field of SIZING_FIELDS) delete saved[field];
     if (!resume) {
       throw new HfSftError(
         `${dir} already holds a training run; continue it with --resume or choose another --out`,
@@ -242,8 +348,9 @@ async function loadExamples(
 ): Promise<SftExample[]> {
   const tokenizer = await loadTokenizer(model);
   const dialect = getDialect(config.dialect);
-  const prompt = config.prompt === 'instructed' ? instructedPrompt : problemOnlyPrompt;
+  const prompt = promptBuilders[config.prompt];
   const solutions = await readSftDataFile(config.data);
+  assertDialect(config.data, solutions, dialect);
   const examples: SftExample[] = [];
   let dropped = 0;
   for (const solution of solutions) {
@@ -259,6 +366,19 @@ async function loadExamples(
   const meanTokens = examples.reduce((sum, example) => sum + example.inputIds.length, 0) / examples.length;
   onEvent({ type: 'data-ready', examples: examples.length, droppedTooLong: dropped, meanTokens });
   return examples;
+}
+
+/** Refuses data whose code blocks are in another dialect's markup, naming the first such record. */
+function assertDialect(file: string, solutions: readonly TaskSolution[], dialect: Dialect): void {
+  for (const [index, solution] of solutions.entries()) {
+    const issue = solutionDialectIssue(solution, dialect);
+    if (issue !== null) {
+      throw new HfSftError(
+        `${file} record ${index + 1} (${solution.problem.id}): ${issue}. The run trains the ${dialect.name} ` +
+          `dialect (--dialect); give data written in it (tasks write-arith --style tool --dialect ${dialect.name})`,
+      );
+    }
+  }
 }
 
 /** The examples of 0-based `step`: epoch e is a seeded shuffle, batches are consecutive slices. */

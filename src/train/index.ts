@@ -31,13 +31,26 @@ export {
 export { assertHuggingFaceTokenizerFiles, isHuggingFaceModelFolder } from './hf-model-folder.ts';
 export {
   batchOfStep,
+  CALIBRATION_STEPS,
+  HF_SFT_LEARNING_RATE,
   type HfSftConfig,
   HfSftError,
   type HfSftEvent,
   type HfSftMetrics,
   type HfSftResult,
+  hfSftWarmupSteps,
   runHfSft,
+  savedRunSteps,
 } from './hf-sft-run.ts';
+export {
+  IMPORT_DTYPES,
+  IMPORT_MARKER_FILE,
+  type ImportDtype,
+  type ImportGgufOptions,
+  type ImportGgufResult,
+  importGgufModel,
+  ModelImportRefused,
+} from './import-gguf-model.ts';
 export {
   type InitHfModelOptions,
   type InitHfModelResult,
@@ -55,6 +68,18 @@ export {
   openMetricsLogger,
   redactSecrets,
 } from './metrics-logger.ts';
+export {
+  isImportedModelFolder,
+  locateWheelFile,
+  PULLABLE_MODEL_NAMES,
+  PULLABLE_MODELS,
+  type PullableModel,
+  type PullableModelName,
+  type PullModelOptions,
+  type PullModelResult,
+  pulledModelFolder,
+  pullModel,
+} from './pull-model.ts';
 export { checkpointPath } from './rl-checkpoints.ts';
 export { type ClusterPartsOptions, RlPartsError, startClusterParts } from './rl-cluster-parts.ts';
 export { type ColocatedPartsOptions, startColocatedParts } from './rl-colocated-parts.ts';
@@ -69,6 +94,7 @@ export {
 export { defaultRlLearningRate, safetensorsParameterCount } from './rl-learning-rate.ts';
 export { type RlMetrics, type RlMetricsInput, rlMetrics, selfCorrected } from './rl-metrics.ts';
 export type { RlParts, RlWeightSync } from './rl-parts.ts';
+export { presetValues, RL_PRESET_NAMES, RL_PRESETS, type RlPresetName } from './rl-presets.ts';
 export {
   DECONTAMINATION_FILE,
   type LoadRlProblemsOptions,

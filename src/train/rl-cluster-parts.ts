@@ -16,13 +16,13 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promptBuilders, SessionPark } from '../agent/index.ts';
+import { type PromptBuilderName, promptBuilders, SessionPark } from '../agent/index.ts';
 import { createEngine, type HttpEngine } from '../engine/create-engine.ts';
 import { modelContextLength, startEmbeddedEngine } from '../engine/embedded/embedded-engine.ts';
 import { ENGINE_API_KEY_VARIABLE } from '../engine/embedded/worker-supervisor.ts';
 import { loadTokenizer } from '../engine/load-tokenizer.ts';
 import { createRouterPolicy, Router, type RouterPolicyName } from '../engine/router/index.ts';
-import { getDialect } from '../protocol/index.ts';
+import { type DialectName, getDialect } from '../protocol/index.ts';
 import { createLocalSandbox, SandboxClusterClient } from '../sandbox/index.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
@@ -56,7 +56,8 @@ export type ClusterPartsOptions = {
   /** Sandbox node URLs (`--sandbox`); empty: a local jailed sandbox. */
   sandboxes: string[];
   sandboxWorkers: number;
-  prompt: 'instructed' | 'problem-only';
+  prompt: PromptBuilderName;
+  dialect: DialectName;
   seed: number;
   /** How weights reach the engines: an export loaded from disk, or broadcast over a process group. */
   weightSync?: 'disk' | 'distributed';
@@ -168,7 +169,7 @@ export async function startClusterParts(options: ClusterPartsOptions): Promise<R
       },
       canOverlap: true,
       tokenizer,
-      dialect: getDialect('tags'),
+      dialect: getDialect(options.dialect),
       prompt: promptBuilders[options.prompt],
       contextTokens,
       parameters: state.parameters,

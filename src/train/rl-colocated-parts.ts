@@ -5,7 +5,7 @@
  * training (there is one set of weights). `model/` is the worker's own checkpoint format.
  */
 import { join } from 'node:path';
-import { promptBuilders, SessionPark } from '../agent/index.ts';
+import { type PromptBuilderName, promptBuilders, SessionPark } from '../agent/index.ts';
 import { createEngine } from '../engine/create-engine.ts';
 import { startEmbeddedWorker } from '../engine/embedded/worker-supervisor.ts';
 import { loadTokenizer } from '../engine/load-tokenizer.ts';
@@ -20,7 +20,7 @@ export type ColocatedPartsOptions = {
   seed: number;
   trainThreads: number;
   sandboxWorkers: number;
-  prompt: 'instructed' | 'problem-only';
+  prompt: PromptBuilderName;
   workerLog?: (line: string) => void;
 };
 

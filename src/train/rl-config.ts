@@ -26,7 +26,9 @@ export const rlConfigSchema = z
     /** Held-out evaluation set (eval's loader); null: arith held-out problems. */
     evalBench: z.string().min(1).nullable().default(null),
     /** How a problem becomes the prompt (null: problem-only for the byte model, instructed for a Hugging Face one). */
-    prompt: z.enum(['instructed', 'problem-only']).nullable().default(null),
+    prompt: z.enum(['instructed', 'text-only', 'problem-only']).nullable().default(null),
+    /** The code-block markup of prompts and rollouts (markdown: a Hugging Face model only). */
+    dialect: z.enum(['tags', 'markdown']).default('tags'),
     /** Prompt + response token budget of a trajectory (null: the model's context length). */
     maxTokens: positive.nullable().default(null),
     /** Engine replicas: URLs of SGLang servers (empty: start `replicas` embedded ones). */

@@ -382,6 +382,7 @@ async function heldOutEval(
     contextTokens: Math.min(config.maxTokens ?? parts.contextTokens, parts.contextTokens),
     tokenizer: parts.tokenizer,
     prompt: parts.prompt,
+    dialect: parts.dialect,
     // A step redone after a kill may have other weights: its evaluation starts afresh.
     outDir: join(folder, RL_FILES.evalRuns, `step-${String(step).padStart(5, '0')}`),
     fresh: true,

@@ -32,6 +32,7 @@ export async function startRlParts(
     ];
     if (config.maxStaleness > 0) clusterOnly.push(['--max-staleness above 0', true]);
     for (const flag of startedTrainerFlags(config, memoryDefaults())) clusterOnly.push([flag, true]);
+    if (config.dialect !== 'tags') clusterOnly.push([`--dialect ${config.dialect}`, true]);
     const given = clusterOnly.filter(([, set]) => set).map(([flag]) => flag);
     if (given.length > 0) {
       throw new RlConfigError(
@@ -72,6 +73,7 @@ export async function startRlParts(
     sandboxes: config.sandboxes,
     sandboxWorkers: config.sandboxWorkers,
     prompt: config.prompt ?? 'instructed',
+    dialect: config.dialect,
     seed: config.seed,
     weightSync: config.weightSync,
     log,

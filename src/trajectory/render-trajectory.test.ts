@@ -102,7 +102,10 @@ describe('renderTrajectory', () => {
   it('labels each kind of part, and summarises segments, tool calls and the finish', () => {
     const out = renderTrajectory(fixture(), { color: false });
     expect(out).not.toContain('\u001b[');
-    expect(out).toContain(' think │ Add them.');
+    // Markdown has no reasoning wrapper: its prose is labelled text, not think.
+    expect(out).toContain('  text │ Add them.');
+    expect(out).not.toContain('think │');
+    expect(renderTrajectory(tagsFixture(), { color: false })).toContain(' think │ Try <b> and </b>.');
     expect(out).toContain('  code │ print(sum(range(11)))');
     expect(out).toContain('output │ 55');
     expect(out).toContain('output │ TimeoutError: the code ran longer than the 3 s limit and was stopped.');

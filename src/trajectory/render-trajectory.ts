@@ -103,11 +103,13 @@ export function createTrajectoryRenderer(options: TrajectoryRendererOptions): Tr
       lastKind = kind;
     }
     const style = PART_STYLE[kind];
+    // Prose outside any wrapper is not "think" in a dialect without one (markdown).
+    const label = kind === 'reasoning' && dialect.markup.reasoning === null ? 'text' : style.label;
     const lines = text.split('\n');
     lines.forEach((line, index) => {
       const last = index === lines.length - 1;
       if (last && line === '') return;
-      if (atLineStart) out += paint(`${style.label.padStart(GUTTER_WIDTH)} │ `, style.gutter);
+      if (atLineStart) out += paint(`${label.padStart(GUTTER_WIDTH)} │ `, style.gutter);
       out += paint(line, style.text);
       atLineStart = !last;
       if (!last) out += '\n';

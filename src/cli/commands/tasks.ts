@@ -1,4 +1,5 @@
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
+import { getDialect } from '../../protocol/index.ts';
 import { createLocalSandbox } from '../../sandbox/index.ts';
 import {
   ARITH_KINDS,
@@ -27,6 +28,7 @@ type WriteOptions = {
   count: number;
   seed: string;
   style: 'text' | 'tool';
+  dialect: 'tags' | 'markdown';
   levels?: number[];
   kinds?: ArithKind[];
   maxBytes?: number;
@@ -46,6 +48,11 @@ export function registerTasks(program: Command): void {
     .option('--split <split>', 'train or eval', choiceOption(['train', 'eval'] as const), 'train' as const)
     .option('--count <n>', 'how many problems', countOption, 16)
     .option('--seed <seed>', 'seed of the train split', '0')
+    .addOption(
+      new Option('--dialect <name>', 'tool style: the code-block markup of the solutions')
+        .choices(['tags', 'markdown'])
+        .default('tags'),
+    )
     .option('--levels <list>', 'levels to draw from, e.g. 1,2 (default 1..4; 5: digit groups)', levelsOption)
     .option('--kinds <list>', `kinds to draw from (default all: ${ARITH_KINDS.join(', ')})`, kindsOption)
     .option('--solution', 'print a text-only solution under each problem')
@@ -82,6 +89,11 @@ export function registerTasks(program: Command): void {
       'text (step-by-step reasoning) or tool (code run in the local jailed sandbox)',
       'text',
     )
+    .addOption(
+      new Option('--dialect <name>', 'tool style: the code-block markup of the solutions')
+        .choices(['tags', 'markdown'])
+        .default('tags'),
+    )
     .option('--levels <list>', 'levels to draw from, e.g. 1,2 (default 1..4; 5: digit groups)', levelsOption)
     .option('--kinds <list>', 'kinds to draw from (default all)')
     .option('--max-bytes <n>', 'skip records longer than this (UTF-8 bytes of problem plus solution)')
@@ -113,7 +125,8 @@ export function registerTasks(program: Command): void {
         const { concurrency } = options;
         const sandbox = createLocalSandbox({ maxWorkers: concurrency, warmWorkers: 0, preload: [] });
         try {
-          summary = await writeArithSftDataset({ ...common, style: 'tool', sandbox, concurrency });
+          const dialect = getDialect(options.dialect);
+          summary = await writeArithSftDataset({ ...common, style: 'tool', sandbox, concurrency, dialect });
         } finally {
           await sandbox.close();
         }

@@ -22,8 +22,12 @@ import {
   type MetricsLogger,
   metricScalars,
   openMetricsLogger,
+  presetValues,
+  RL_PRESET_NAMES,
+  RL_PRESETS,
   type RlEvent,
   type RlParts,
+  type RlPresetName,
   resolveRlConfig,
   rlConfigSchema,
   rlDefiningConfig,
@@ -58,7 +62,9 @@ type RlFlags = {
   bench?: string;
   decontaminate: boolean;
   evalBench?: string;
-  prompt?: 'instructed' | 'problem-only';
+  prompt?: 'instructed' | 'text-only' | 'problem-only';
+  dialect: 'tags' | 'markdown';
+  preset?: RlPresetName;
   maxTokens?: number;
   engine: string[];
   api: 'sglang' | 'vllm';
@@ -142,6 +148,12 @@ function modelLearningRate(folder: string): number | undefined {
 const d = <K extends keyof ReturnType<typeof rlConfigSchema.parse> & string>(key: K) =>
   defaultOf(rlConfigSchema, key);
 
+function describePreset(name: RlPresetName): string {
+  return Object.entries(RL_PRESETS[name])
+    .map(([field, value]) => `--${field.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} ${value}`)
+    .join(', ');
+}
+
 export function registerTrainRl(train: Command): void {
   train
     .command('rl')
@@ -169,8 +181,19 @@ export function registerTrainRl(train: Command): void {
     .option('--eval-bench <name>', 'held-out evaluation set (default: arith held-out problems)')
     .option(
       '--prompt <builder>',
-      'prompt builder (default: problem-only for the byte model, instructed for --model)',
-      choiceOption(['instructed', 'problem-only'] as const),
+      'prompt builder, rendered by the model’s chat template (default: problem-only for the byte model, instructed for --model)',
+      choiceOption(['instructed', 'text-only', 'problem-only'] as const),
+    )
+    .option(
+      '--dialect <name>',
+      'code-block markup of prompts and rollouts (markdown: with --model only)',
+      choiceOption(['tags', 'markdown'] as const),
+      d('dialect'),
+    )
+    .option(
+      '--preset <name>',
+      `defaults for a setting; cpu: a pretrained --model on a few CPU cores (${describePreset('cpu')}); flags given win`,
+      choiceOption(RL_PRESET_NAMES),
     )
     .option(
       '--max-tokens <n>',
@@ -442,7 +465,13 @@ export function registerTrainRl(train: Command): void {
     .option('--out <dir>', 'run folder (default runs/rl-<tool|text>-<time>)')
     .option('--resume', 'continue the run in --out after a stop or a kill')
     .option('--json', 'print the metrics of every step as JSON on stdout')
-    .action(async (flags: RlFlags) => {
+    .action(async (flags: RlFlags, command: Command) => {
+      if (flags.preset !== undefined) {
+        Object.assign(
+          flags,
+          presetValues(flags.preset, (flag) => command.getOptionValueSource(flag) === 'cli'),
+        );
+      }
       if (flags.init !== undefined && flags.model !== undefined)
         throw usageError('--init and --model both name the model to start from: give one');
       if (flags.data !== undefined && flags.bench !== undefined)
@@ -470,6 +499,7 @@ export function registerTrainRl(train: Command): void {
         decontaminate: flags.decontaminate,
         evalBench: flags.evalBench ?? null,
         prompt: flags.prompt ?? null,
+        dialect: flags.dialect,
         maxTokens: flags.maxTokens ?? null,
         engines: flags.engine,
         api: flags.api,

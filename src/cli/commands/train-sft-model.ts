@@ -5,13 +5,17 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
+import type { PromptBuilderName } from '../../agent/index.ts';
 import { readRunConfigFile } from '../../shared/run-config-file.ts';
 import { assertNotAFile } from '../../shared/run-folder-check.ts';
 import {
   assertHuggingFaceTokenizerFiles,
+  HF_SFT_LEARNING_RATE,
   type HfSftConfig,
   type HfSftEvent,
+  hfSftWarmupSteps,
   runHfSft,
+  savedRunSteps,
 } from '../../train/index.ts';
 import { usageError } from '../cli-options.ts';
 import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
@@ -24,16 +28,18 @@ export type HfSftFlags = {
   out?: string;
   resume?: boolean;
   steps: number;
+  minutes?: number;
   batchSize: number;
-  learningRate: number;
-  warmupSteps: number;
+  learningRate?: number;
+  warmupSteps?: number;
   checkpointEvery: number;
   seed: number;
   nproc: number;
   microBatchTokens: number;
   maxSequenceTokens: number;
   activationCheckpointing?: boolean;
-  prompt: 'instructed' | 'problem-only';
+  prompt: PromptBuilderName;
+  dialect?: 'tags' | 'markdown';
   json?: boolean;
   /** false with --no-capacity-check. */
   capacityCheck?: boolean;
@@ -44,7 +50,6 @@ const FLAG_OF: Partial<Record<keyof HfSftConfig, string>> = {
   model: 'model',
   data: 'data',
   processes: 'nproc',
-  steps: 'steps',
   batchSize: 'batchSize',
   learningRate: 'learningRate',
   warmupSteps: 'warmupSteps',
@@ -53,6 +58,7 @@ const FLAG_OF: Partial<Record<keyof HfSftConfig, string>> = {
   activationCheckpointing: 'activationCheckpointing',
   maxSequenceTokens: 'maxSequenceTokens',
   prompt: 'prompt',
+  dialect: 'dialect',
   seed: 'seed',
 };
 
@@ -64,8 +70,17 @@ function describe(event: HfSftEvent): string | null {
       return `trainer: ${event.parameters.toLocaleString('en-US')} parameters, ${event.worldSize} process(es) on ${event.device} (${event.url})`;
     case 'resumed':
       return `resumed from step ${event.step} (${event.checkpoint})`;
+    case 'schedule':
+      return event.reason === 'minutes'
+        ? `schedule: ${event.totalSteps} steps fit --minutes`
+        : `schedule: ${event.totalSteps} steps`;
     case 'train-step':
-      return `step ${event.step}/${event.totalSteps}  loss ${event.loss.toFixed(4)}  lr ${event.learningRate.toExponential(2)}  grad ${event.gradNorm.toFixed(3)}  ${event.tokensPerSecond.toFixed(0)} tok/s${event.skipped ? '  (skipped: non-finite gradient)' : ''}`;
+      return (
+        `step ${event.step}/${event.totalSteps}  loss ${event.loss.toFixed(4)}  lr ${event.learningRate.toExponential(2)}  ` +
+        `grad ${event.gradNorm.toFixed(3)}  ${event.tokensTrained}/${event.tokensTotal} tokens trained  ` +
+        `${(event.stepMs / 1000).toFixed(1)} s  ${event.tokensTotalPerSecond.toFixed(0)} tokens/s` +
+        `${event.skipped ? '  (skipped: non-finite gradient)' : ''}`
+      );
     case 'checkpoint-saved':
       return `checkpoint: step ${event.step} → ${event.path}`;
     case 'model-exported':
@@ -73,11 +88,35 @@ function describe(event: HfSftEvent): string | null {
   }
 }
 
+/**
+ * The run's configuration from the flags: a pretrained model's defaults where a flag was not
+ * given (learning rate 5e-5, warmup a tenth of the steps; the byte model's are in sft-config.ts).
+ */
+export function hfSftConfigOf(flags: HfSftFlags): HfSftConfig {
+  return {
+    model: flags.model,
+    data: flags.data ?? '',
+    processes: flags.nproc,
+    steps: flags.steps,
+    maxMinutes: flags.minutes ?? null,
+    batchSize: flags.batchSize,
+    learningRate: flags.learningRate ?? HF_SFT_LEARNING_RATE,
+    warmupSteps: flags.warmupSteps ?? hfSftWarmupSteps(flags.steps),
+    minLearningRateRatio: 0.1,
+    checkpointEvery: flags.checkpointEvery,
+    microBatchTokens: flags.microBatchTokens,
+    activationCheckpointing: flags.activationCheckpointing === true,
+    maxSequenceTokens: flags.maxSequenceTokens,
+    prompt: flags.prompt,
+    dialect: flags.dialect ?? 'tags',
+    seed: flags.seed,
+  };
+}
+
 export async function runHfSftCommand(flags: HfSftFlags, command: Command): Promise<void> {
   for (const flag of [
     'textOnly',
     'unmasked',
-    'minutes',
     'task',
     'problems',
     'levels',
@@ -98,34 +137,22 @@ export async function runHfSftCommand(flags: HfSftFlags, command: Command): Prom
       '--model HF_DIR needs --data FILE (trajectories.jsonl, sharegpt.json, verl.parquet or a tasks write-arith JSONL)',
     );
   }
-  const config: HfSftConfig = {
-    model: flags.model,
-    data: flags.data ?? '',
-    processes: flags.nproc,
-    steps: flags.steps,
-    batchSize: flags.batchSize,
-    learningRate: flags.learningRate,
-    warmupSteps: flags.warmupSteps,
-    minLearningRateRatio: 0.1,
-    checkpointEvery: flags.checkpointEvery,
-    microBatchTokens: flags.microBatchTokens,
-    activationCheckpointing: flags.activationCheckpointing === true,
-    maxSequenceTokens: flags.maxSequenceTokens,
-    prompt: flags.prompt,
-    dialect: 'tags',
-    seed: flags.seed,
-  };
+  const config = hfSftConfigOf(flags);
   const savedPath = join(flags.out, 'config.json');
   if (flags.resume && existsSync(savedPath)) {
     // A resume continues with the saved configuration; flags given on the command line are
-    // checked against it by the run (a change is refused).
+    // checked against it by the run (a change is refused), except --steps and --minutes, which
+    // size the rest of the run.
     const saved = (await readRunConfigFile(savedPath)) as HfSftConfig;
     for (const key of Object.keys(config) as (keyof HfSftConfig)[]) {
+      if (key === 'steps' || key === 'maxMinutes') continue;
       const flag = FLAG_OF[key];
-      if (flag === undefined || command.getOptionValueSource(flag) !== 'cli') {
+      if ((flag === undefined || command.getOptionValueSource(flag) !== 'cli') && key in saved) {
         (config as Record<string, unknown>)[key] = saved[key];
       }
     }
+    if (command.getOptionValueSource('steps') !== 'cli')
+      config.steps = (await savedRunSteps(flags.out)) ?? config.steps;
   }
   assertHuggingFaceTokenizerFiles(config.model);
   assertTrainerCapacity({

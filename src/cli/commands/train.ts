@@ -5,6 +5,7 @@
  * the report goes to stdout.
  */
 import { type Command, Option } from 'commander';
+import { promptBuilders } from '../../agent/index.ts';
 import { embeddedModelPaths } from '../../engine/embedded/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { assertSameRun, type RunIdentity } from '../../shared/run-identity.ts';
@@ -12,6 +13,7 @@ import { ARITH_MAX_LEVEL } from '../../tasks/index.ts';
 import {
   formatSftEvent,
   formatStepBar,
+  HF_SFT_LEARNING_RATE,
   isHuggingFaceModelFolder,
   readSftState,
   readTrainingReport,
@@ -38,8 +40,8 @@ type SftFlags = {
   unmasked?: boolean;
   steps: number;
   batchSize: number;
-  learningRate: number;
-  warmupSteps: number;
+  learningRate?: number;
+  warmupSteps?: number;
   minutes?: number;
   problems: number;
   levels: number[];
@@ -148,7 +150,9 @@ export function registerTrain(program: Command): void {
   train
     .command('sft')
     .description(
-      'supervised fine-tuning from scratch on a task family, then held-out eval through the agent loop',
+      'supervised fine-tuning: the byte model from scratch on a task family, then held-out eval through ' +
+        'the agent loop; or, with --model DIR, a pretrained Hugging Face model fine-tuned on --data by the ' +
+        'distributed trainer (prompts through its chat template), exported to OUT/model',
     )
     .addOption(new Option('--task <name>', 'task family').choices(['arith']).default('arith'))
     .option('--text-only', 'train on text-only solutions (the baseline) instead of tool-augmented ones')
@@ -172,14 +176,19 @@ export function registerTrain(program: Command): void {
     )
     .option(
       '--learning-rate <lr>',
-      'peak learning rate (warmup then cosine)',
+      `peak learning rate (warmup then cosine); default ${sftDefault('learningRate')} for the byte model, ` +
+        `${HF_SFT_LEARNING_RATE} for --model DIR (a pretrained model is fine-tuned; docs/training.md)`,
       numberOption({ min: 0, minExclusive: true, max: 10 }),
-      sftDefault('learningRate'),
     )
-    .option('--warmup-steps <n>', 'linear warmup steps', integerOption(), sftDefault('warmupSteps'))
+    .option(
+      '--warmup-steps <n>',
+      `linear warmup steps; default ${sftDefault('warmupSteps')}, with --model DIR a tenth of --steps (at most 30)`,
+      integerOption(),
+    )
     .option(
       '--minutes <m>',
-      'wall-clock budget for the training steps; the schedule fits it (default: none)',
+      'wall-clock budget for the training steps; the schedule is shortened to fit it (default: none; ' +
+        'with --resume, the budget of this session)',
       numberOption({ min: 0, minExclusive: true }),
     )
     .option(
@@ -202,7 +211,8 @@ export function registerTrain(program: Command): void {
     )
     .option(
       '--model <preset|dir>',
-      'worker preset to train (tiny, test), or a Hugging Face model folder, trained by the distributed trainer (FSDP2)',
+      'worker preset to train from scratch (tiny, test), or a Hugging Face model folder (e.g. from `model pull`) ' +
+        'to fine-tune on --data with the distributed trainer (FSDP2); then --out is required',
       sftDefault('model'),
     )
     .option(
@@ -228,10 +238,16 @@ export function registerTrain(program: Command): void {
     .addOption(
       new Option(
         '--prompt <builder>',
-        'with --model DIR: the prompt builder (as eval uses for served models)',
+        'with --model DIR: the prompt builder (as eval uses for served models), rendered by the model’s chat template',
       )
-        .choices(['instructed', 'problem-only'])
+        .choices(Object.keys(promptBuilders))
         .default('instructed'),
+    )
+    .addOption(
+      new Option(
+        '--dialect <name>',
+        'with --model DIR: the code-block markup of the prompt and of the data (default tags)',
+      ).choices(['tags', 'markdown']),
     )
     .option(
       '--threads <n>',
@@ -258,6 +274,12 @@ export function registerTrain(program: Command): void {
       if (isHuggingFaceModelFolder(flags.model)) {
         await runHfSftCommand(flags as unknown as HfSftFlags, command);
         return;
+      }
+      if (command.getOptionValueSource('dialect') === 'cli') {
+        throw new AgentMathError(
+          'CLI_BAD_OPTION',
+          '--dialect applies to --model HF_DIR; the byte model trains the tags dialect',
+        );
       }
       if (flags.data !== undefined && flags.out === undefined) {
         throw new AgentMathError(

@@ -21,15 +21,27 @@ export function isModelFolder(folder: string): boolean {
 }
 
 /**
+ * The marker `model import`/`model pull` write into a folder (src/train/import-gguf-model.ts):
+ * a pretrained model there is served when asked for by `--model`, never picked as the default.
+ */
+const IMPORTED_MODEL_MARKER = 'agentmath-import.json';
+
+/**
  * The default embedded model of a project: the tool model when it exists, else the first
- * other model folder under `.agentmath/models/` by name, else null.
+ * other model folder under `.agentmath/models/` by name that is not an imported pretrained
+ * model, else null.
  */
 export function findEmbeddedModel(root: string = process.cwd()): string | null {
   const paths = embeddedModelPaths(root);
   if (isModelFolder(paths.tool)) return paths.tool;
   if (!existsSync(paths.models)) return null;
   const folders = readdirSync(paths.models, { withFileTypes: true })
-    .filter((entry) => entry.isDirectory() && isModelFolder(join(paths.models, entry.name)))
+    .filter(
+      (entry) =>
+        entry.isDirectory() &&
+        isModelFolder(join(paths.models, entry.name)) &&
+        !existsSync(join(paths.models, entry.name, IMPORTED_MODEL_MARKER)),
+    )
     .map((entry) => join(paths.models, entry.name))
     .sort();
   return folders[0] ?? null;

@@ -9,8 +9,10 @@
  */
 import { open, readFile, truncate } from 'node:fs/promises';
 import type { Dialect } from '../../protocol/dialect.ts';
+import { getDialect } from '../../protocol/dialects.ts';
 import type { SandboxProvider, SandboxSession } from '../../sandbox/types.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
+import { solutionDialectIssue } from '../solution-dialect.ts';
 import { taskSolutionSchema } from '../task-solution-schema.ts';
 import type { TaskSolution } from '../types.ts';
 import { arithTrainProblems } from './arith-problems.ts';
@@ -77,7 +79,7 @@ export type ArithSftDatasetSummary = {
 };
 
 /** Ids already in `file` (style-checked); cuts a torn final line. A missing file is empty. */
-async function existingIds(file: string, style: 'tool' | 'text'): Promise<Set<string>> {
+async function existingIds(file: string, style: 'tool' | 'text', dialect: Dialect): Promise<Set<string>> {
   let content: string;
   try {
     content = await readFile(file, 'utf8');
@@ -109,6 +111,14 @@ async function existingIds(file: string, style: 'tool' | 'text'): Promise<Set<st
           `style "${record.style}", but this run writes "${style}"`,
         );
       }
+      const issue = solutionDialectIssue(record, dialect);
+      if (issue !== null) {
+        throw new ArithDatasetFileError(
+          file,
+          index + 1,
+          `${issue}, but this run writes the ${dialect.name} dialect`,
+        );
+      }
       ids.add(record.problem.id);
     });
   return ids;
@@ -128,7 +138,11 @@ export async function writeArithSftDataset(options: ArithSftDatasetOptions): Pro
     ...(levels ? { levels } : {}),
     ...(kinds ? { kinds } : {}),
   });
-  const done = await existingIds(out, options.style);
+  const done = await existingIds(
+    out,
+    options.style,
+    (options.style === 'tool' ? options.dialect : undefined) ?? getDialect('tags'),
+  );
   const pending = problems.filter((problem) => !done.has(problem.id));
   const summary: ArithSftDatasetSummary = {
     out,

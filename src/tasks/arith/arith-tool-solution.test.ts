@@ -4,11 +4,7 @@ import type { ExecutionOutcome, SandboxSession } from '../../sandbox/types.ts';
 import { ARITH_SPACED_LEVEL } from './arith-generator.ts';
 import { arithTrainProblems } from './arith-problems.ts';
 import { arithToolPlan } from './arith-tool-plan.ts';
-import {
-  ArithDialectMismatchError,
-  showsFailedFirstAttempt,
-  writeArithToolSolution,
-} from './arith-tool-solution.ts';
+import { showsFailedFirstAttempt, writeArithToolSolution } from './arith-tool-solution.ts';
 
 /** A session double that answers each call with the next scripted outcome and records the code. */
 function scriptedSession(outcomes: ExecutionOutcome[]): SandboxSession & { calls: string[] } {
@@ -80,12 +76,25 @@ describe('writeArithToolSolution (scripted session, real tags dialect)', () => {
     });
   });
 
-  it('refuses a dialect that would not read its code block', async () => {
-    const session = scriptedSession([]);
-    await expect(
-      writeArithToolSolution(problem!, { session, dialect: getDialect('markdown') }),
-    ).rejects.toThrow(ArithDialectMismatchError);
-    expect(session.calls).toEqual([]);
+  it('writes the markdown dialect: fenced code ending at its stop string, no reasoning wrapper', async () => {
+    const markdown = getDialect('markdown');
+    const session = scriptedSession([{ status: 'ok', stdout: `${problem!.answer}\n`, stderr: '', ms: 3 }]);
+    const result = await writeArithToolSolution(problem!, { session, dialect: markdown });
+    expect(result.status).toBe('ok');
+    if (result.status !== 'ok') return;
+    const [first, tool, last] = result.solution.segments;
+    expect(first!.text).toMatch(/^[^<`]+\n```python\nprint\(pow\(\d+, \d+, \d+\)\)\n```\n$/);
+    expect(markdown.stopStrings.some((stop) => first!.text.endsWith(stop))).toBe(true);
+    expect(tool).toEqual({ kind: 'tool', text: markdown.renderToolResult(result.outcome) });
+    expect(tool!.text).toContain(`\`\`\`output\n${problem!.answer}\n\`\`\``);
+    expect(last!.text).toMatch(new RegExp(`^[^<]+\\nThe answer is \\\\boxed\\{${problem!.answer}\\}\\.$`));
+    const parsed = parseResponse(
+      result.solution.segments.map((segment) => segment.text).join(''),
+      markdown.markup,
+    );
+    expect(parsed.issues).toEqual([]);
+    expect(parsed.answer).toBe(problem!.answer);
+    expect(parsed.parts.map((part) => part.kind)).toContain('tool-output');
   });
 });
 

@@ -1,12 +1,15 @@
 /**
- * Tool-augmented solutions in the AgentMath tags dialect: reasoning, a code block, the
- * interpreter output, a conclusion, the boxed answer. The code really runs
+ * Tool-augmented solutions in a dialect's markup (tags by default, or markdown): reasoning, a
+ * code block, the interpreter output, a conclusion, the boxed answer. The code really runs
  * in a sandbox session and the output block is the dialect's own rendering of that outcome,
  * so a record is byte for byte what the agent loop would produce:
  *
  *   model: `<think>lead <code>\ncode\n</code>`   (ends at the dialect's stop string)
  *   tool:  `dialect.renderToolResult(outcome, { outputOpening })`  (`\n<interpreter>\n…\n</interpreter>\n`)
  *   model: `conclusion</think>\nThe answer is \boxed{output}.`
+ *
+ * In markdown (line-anchored fences, no reasoning wrapper) the same record reads
+ * `lead\n```python\ncode\n```\n`, the ```` ```output ```` block, `conclusion\nThe answer is …`.
  *
  * The answer is the interpreter's output; a record is made only when it equals the reference.
  *
@@ -77,23 +80,27 @@ export class ArithDialectMismatchError extends AgentMathError {
   constructor(dialect: string) {
     super(
       'TASKS_DIALECT_MISMATCH',
-      `arith tool solutions are written in the tags markup, which the "${dialect}" dialect does not read; use the tags dialect`,
+      `the "${dialect}" dialect does not read the code block an arith tool solution writes in its markup`,
     );
   }
 }
 
 /**
- * A model turn: lead-in and code block, ending exactly at the stop string `</code>`, and the
- * text the dialect puts before the output (as the agent loop asks it to). The first turn
- * opens the reasoning with `<think>`.
+ * A model turn: lead-in and code block, ending exactly at the dialect's stop string (`</code>`,
+ * or the closing fence and its newline), and the text the dialect puts before the output (as
+ * the agent loop asks it to). The first turn opens the reasoning (`<think>`) where the dialect
+ * has such a wrapper.
  */
 function codeTurn(
   dialect: Dialect,
   lead: string,
   code: string,
-  opening = '<think>',
+  opening: string,
 ): { text: string; outputOpening: string } {
-  const text = `${opening}${lead} <code>\n${code}\n</code>`;
+  const { openText, closeText } = dialect.markup.code;
+  const text = dialect.markup.lineAnchored
+    ? `${opening}${lead}\n${openText}\n${code}\n${closeText}\n`
+    : `${opening}${lead} ${openText}\n${code}\n${closeText}`;
   // The agent loop finds the code with the dialect; it must find exactly this code here too.
   const stop = dialect.stopStrings.find((candidate) => text.endsWith(candidate)) ?? null;
   const closed = stop === null ? null : dialect.closedCodeAtEnd(text, stop);
@@ -110,10 +117,11 @@ export async function writeArithToolSolution(
   const plan = arithToolPlan(problem.spec);
   const segments: TaskSolution['segments'] = [];
   let lead = plan.lead;
-  let opening = '<think>';
+  const reasoning = dialect.markup.reasoning;
+  let opening = reasoning?.openText ?? '';
   if (plan.firstAttempt !== undefined) {
     if (opensWithFailingProgram(problem, options.failedFirstShare)) {
-      const failing = codeTurn(dialect, plan.lead, plan.firstAttempt.code);
+      const failing = codeTurn(dialect, plan.lead, plan.firstAttempt.code, opening);
       const failed = await session.execute(plan.firstAttempt.code, { timeoutMs });
       if (failed.status !== 'error') return { status: 'first-attempt-ran', outcome: failed };
       segments.push(
@@ -132,7 +140,10 @@ export async function writeArithToolSolution(
   segments.push(
     { kind: 'model', text: turn.text },
     { kind: 'tool', text: dialect.renderToolResult(outcome, { outputOpening: turn.outputOpening }) },
-    { kind: 'model', text: `${plan.conclusion}</think>\nThe answer is \\boxed{${output}}.` },
+    {
+      kind: 'model',
+      text: `${plan.conclusion}${reasoning?.closeText ?? ''}\nThe answer is \\boxed{${output}}.`,
+    },
   );
   const solution: TaskSolution = { problem: taskProblemOf(problem), style: 'tool', segments };
   return { status: 'ok', solution, outcome };
