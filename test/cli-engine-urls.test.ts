@@ -1,10 +1,10 @@
 /**
  * `--engine URL URL …` (as the README and docs/rl.md write it) and a repeated `--engine URL`
  * (issue 37): `rollout` and `train rl` take every URL in order, either way or both; a word after
- * them that is not a URL is refused, never taken as an engine; `eval`, which talks to one
- * server, refuses a second URL by name instead of commander's "too many arguments". The
- * parsing is read from the real command definitions; one real `rollout` shows both replicas
- * reach the router.
+ * them that is not a URL is refused, never taken as an engine; `eval` takes them the same way
+ * and spreads its requests over the servers through the prefix-aware router. The parsing is
+ * read from the real command definitions; one real `rollout` shows both replicas reach the
+ * router, and one real `eval` that both scripted servers answer.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerCommands } from '../src/cli/commands/index.ts';
-import { writeByteLevelTokenizerFiles } from '../src/engine/index.ts';
+import { createByteLevelTokenizer, writeByteLevelTokenizerFiles } from '../src/engine/index.ts';
+import { startScriptedSglangServer } from './agent-fixtures.ts';
 import { killAllClis, startCli } from './cli-process.ts';
 
 const A = 'http://127.0.0.1:1';
@@ -67,14 +68,43 @@ describe('--engine with several URLs', () => {
     );
   });
 
-  it('eval refuses a second URL, either way, naming why', () => {
-    expect(parsed(['eval'], ['--engine', A]).engine).toBe(A);
-    for (const args of [
-      ['--engine', A, B],
-      ['--engine', A, '--engine', B],
-    ])
-      expect(() => command(['eval']).parseOptions(args)).toThrow(/one URL only .*eval talks to one server/);
+  it('eval takes URL URL, a repeated flag, and both', () => {
+    expect(parsed(['eval'], ['--engine', A]).engine).toEqual([A]);
+    expect(parsed(['eval'], ['--engine', A, B]).engine).toEqual([A, B]);
+    expect(parsed(['eval'], ['--engine', A, '--engine', B, C]).engine).toEqual([A, B, C]);
+    expect(parsed(['eval'], []).engine).toBeUndefined();
   });
+
+  it('a real eval spreads its trajectories over both servers of one --engine', async () => {
+    const tokenizer = createByteLevelTokenizer();
+    const servers = await Promise.all(
+      [0, 1].map(() => startScriptedSglangServer({ model: { parts: ['\\boxed{2}'] }, tokenizer })),
+    );
+    try {
+      const bench = join(dir, 'eval-bench.jsonl');
+      const lines = Array.from({ length: 6 }, (_, index) =>
+        JSON.stringify({ id: `p${index}`, problem: `What is ${index}+2-${index}?`, answer: '2' }),
+      );
+      await writeFile(bench, `${lines.join('\n')}\n`);
+      const tokenizerDir = join(dir, 'eval-tokenizer');
+      await writeByteLevelTokenizerFiles(tokenizerDir);
+      const result = await startCli(
+        [
+          ...['eval', '--bench', bench, '--engine', servers[0]!.url, servers[1]!.url],
+          ...['--tokenizer', tokenizerDir, '--concurrency', '4', '--out', join(dir, 'eval-run')],
+        ],
+        { cwd: dir },
+      ).done;
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toMatch(/avg@1 100\.0%/);
+      // Each trajectory sticks to one replica; six of them reach both.
+      expect(servers[0]!.calls()).toBeGreaterThan(0);
+      expect(servers[1]!.calls()).toBeGreaterThan(0);
+      expect(servers[0]!.calls() + servers[1]!.calls()).toBe(6);
+    } finally {
+      await Promise.all(servers.map((server) => server.close()));
+    }
+  }, 120_000);
 
   it('a real rollout routes over both URLs of one --engine', async () => {
     const bench = join(dir, 'bench.jsonl');

@@ -811,11 +811,14 @@ function realModelPartAProbes(): Probe[] {
       check: matches(/--engine: for a Hugging Face model/),
     },
     {
-      name: 'eval --engine URL URL (one server)',
+      name: 'eval --engine URL URL (both servers, through the router; down here: an outage, resumable)',
       item: '37/17',
-      args: () => ['eval', '--bench', bench, '--engine', ...engines, '--api', 'openai', '--model', 'm'],
-      expect: { code: 2 },
-      check: matches(/one URL only .*eval talks to one server/),
+      args: () => [
+        ...['eval', '--bench', bench, '--engine', ...engines, '--api', 'openai', '--model', 'm'],
+        ...['--limit', '1', '--engine-timeout-ms', '2000', '--out', out('eval-engines')],
+      ],
+      expect: { code: 1 },
+      check: matches(/ended in an engine or sandbox error[\s\S]*--resume/),
     },
   ];
 }

@@ -21,8 +21,6 @@
  *   (`--engine A B`), repeated (`--engine A --engine B`), or both: every URL, in order. Only for
  *   commands without positional arguments (a variadic option takes the words that follow it);
  *   a word that is not a URL is refused, never taken silently.
- * - `oneHttpUrl(option, hint)`: the same syntax for a command that talks to one server: a second
- *   URL is refused with `hint`, instead of commander's "too many arguments" or the last one winning.
  * - `listOption(parser)`: comma-separated values, each parsed by `parser`.
  * - `choiceOption([...])`: one of the given words; `main.ts` calls `showChoicesInHelp` so
  *   `--help` lists them.
@@ -131,15 +129,6 @@ export function httpUrlOption(value: string): string {
 /** Collects every URL of a variadic, repeatable option (`--engine <url...>`), in order. */
 export function collectHttpUrls(value: string, previous: string[] = []): string[] {
   return [...previous, httpUrlOption(value)];
-}
-
-/** A variadic URL option of a command that talks to one server: a second URL is refused. */
-export function oneHttpUrl(hint: string): (value: string, previous: string | undefined) => string {
-  return (value, previous) => {
-    if (previous !== undefined)
-      throw new InvalidArgumentError(`one URL only (${previous} given already): ${hint}`);
-    return httpUrlOption(value);
-  };
 }
 
 /** A comma-separated list, each item parsed by `item`. */

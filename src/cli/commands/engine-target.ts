@@ -10,13 +10,16 @@ import { type Command, Option } from 'commander';
 import { findEmbeddedModel, startEmbeddedEngine } from '../../engine/embedded/index.ts';
 import {
   createEngine,
+  createRouterPolicy,
+  type Engine,
   type EngineOptions,
   engineOptionsSchema,
-  type HttpEngine,
   loadTokenizer,
+  Router,
 } from '../../engine/index.ts';
 import type { Tokenizer } from '../../engine/tokenizer.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
+import { systemClock } from '../../shared/clock.ts';
 import { defaultOf, integerOption } from '../cli-options.ts';
 import { onShutdown } from '../process-lifecycle.ts';
 import { resolveApiKey } from './api-key.ts';
@@ -39,7 +42,8 @@ export function addEngineTimeoutOption(command: Command): Command {
 }
 
 export type EngineFlags = {
-  engine?: string;
+  /** One server, or several (`eval --engine URL URL`): then a prefix-aware router spreads the requests. */
+  engine?: string | readonly string[];
   api: EngineOptions['api'];
   model?: string;
   /** `--api-key`; when absent the API's environment variable is read (see api-key.ts). */
@@ -52,7 +56,8 @@ export type EngineFlags = {
 };
 
 export type EngineTarget = {
-  engine: HttpEngine;
+  /** A server's client, or a router over several. */
+  engine: Engine;
   tokenizer: Tokenizer | null;
   /** The embedded model's folder, or null for an engine given by URL. */
   embeddedModel: string | null;
@@ -77,15 +82,30 @@ export async function resolveEngineTarget(flags: EngineFlags): Promise<EngineTar
     }
     const apiKey = resolveApiKey(flags.api, flags.apiKey);
     const tokenizer = flags.tokenizer === undefined ? null : await loadTokenizer(flags.tokenizer);
-    const engine = createEngine({
-      api: flags.api,
-      url: flags.engine,
-      ...(flags.model === undefined ? {} : { model: flags.model }),
-      ...(apiKey === undefined ? {} : { apiKey }),
-      ...(flags.concurrency === undefined ? {} : { maxConcurrency: flags.concurrency }),
-      ...(flags.engineTimeoutMs === undefined ? {} : { timeoutMs: flags.engineTimeoutMs }),
+    const urls = typeof flags.engine === 'string' ? [flags.engine] : [...flags.engine];
+    const engines = urls.map((url) =>
+      createEngine({
+        api: flags.api,
+        url,
+        ...(flags.model === undefined ? {} : { model: flags.model }),
+        ...(apiKey === undefined ? {} : { apiKey }),
+        ...(flags.concurrency === undefined ? {} : { maxConcurrency: flags.concurrency }),
+        ...(flags.engineTimeoutMs === undefined ? {} : { timeoutMs: flags.engineTimeoutMs }),
+      }),
+    );
+    const closeAll = async () => {
+      for (const engine of engines) engine.close();
+    };
+    const [single] = engines;
+    if (engines.length === 1 && single !== undefined)
+      return { engine: single, tokenizer, embeddedModel: null, contextTokens: null, close: closeAll };
+    // Several servers: a trajectory stays on the replica that holds its prefix (as train rl routes).
+    const router = new Router({
+      replicas: engines.map((engine, index) => ({ name: urls[index] as string, engine })),
+      policy: createRouterPolicy('prefix-aware'),
+      clock: systemClock,
     });
-    return { engine, tokenizer, embeddedModel: null, contextTokens: null, close: async () => engine.close() };
+    return { engine: router, tokenizer, embeddedModel: null, contextTokens: null, close: closeAll };
   }
   const model = locateEmbeddedModel();
   if (model === null) {

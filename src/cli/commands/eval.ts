@@ -40,7 +40,7 @@ import type { SandboxProvider } from '../../sandbox/types.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import { assertSameRun, type IdentityValue, type RunIdentity } from '../../shared/run-identity.ts';
 import { type AgentFlags, addAgentFlags } from '../agent-flags.ts';
-import { integerOption, oneHttpUrl, usageError } from '../cli-options.ts';
+import { collectHttpUrls, integerOption, usageError } from '../cli-options.ts';
 import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
 import { resumeCommand } from '../resume-command.ts';
 import { API_KEY_HELP, API_KEY_VARIABLES, withoutApiKey } from './api-key.ts';
@@ -55,7 +55,7 @@ type EvalCommandOptions = AgentFlags & {
   concurrency: number;
   out?: string;
   resume?: boolean;
-  engine?: string;
+  engine?: string[];
   api: 'sglang' | 'vllm' | 'openai' | 'openai-chat';
   model?: string;
   apiKey?: string;
@@ -104,10 +104,8 @@ export function registerEval(program: Command): void {
     .option('--resume', 'continue the run in --out, skipping finished (problem, sample) pairs')
     .option(
       '--engine <url...>',
-      'inference server base URL (default: the embedded model under .agentmath/models/)',
-      oneHttpUrl(
-        "eval talks to one server; to spread requests over replicas, put a router (SGLang's router, any load balancer) in front and pass its URL",
-      ),
+      'inference server base URL; several (--engine URL URL … or --engine repeated) share the requests through a prefix-aware router (default: the embedded model under .agentmath/models/)',
+      collectHttpUrls,
     )
     .addOption(
       new Option('--api <api>', 'server API')
@@ -239,7 +237,17 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     engine:
       embeddedModel !== null
         ? { api: 'sglang', url: 'embedded', model: embeddedModel }
-        : { api: options.api, url: options.engine ?? null, model: options.model ?? null },
+        : {
+            api: options.api,
+            // One URL as it always was recorded; several as their list.
+            url:
+              options.engine === undefined
+                ? null
+                : options.engine.length === 1
+                  ? options.engine[0]
+                  : options.engine,
+            model: options.model ?? null,
+          },
     tokenizer:
       embeddedModel !== null
         ? embeddedModel
