@@ -31,7 +31,7 @@ const engines: HttpEngine[] = [];
 const rlArgs = (run: string, steps: number) => [
   ...['train', 'rl', '--model', sftModel, '--out', run, '--steps', String(steps)],
   ...['--levels', '0', '--problems', '64', '--batch-size', '2', '--group-size', '4'],
-  ...['--max-tokens', '192', '--max-tool-calls', '2', '--partial-rollouts', '1', '--temperature', '0.8'],
+  ...['--max-tokens', '320', '--max-tool-calls', '2', '--partial-rollouts', '1', '--temperature', '0.8'],
   ...['--eval-every', '0', '--eval-problems', '4', '--seed', '0', '--learning-rate', '2e-3'],
   ...['--trainer-procs', '2', '--micro-batch-tokens', '1024', '--max-staleness', '1'],
   ...['--checkpoint-every', '1'],

@@ -64,7 +64,7 @@ const STEPS = 3;
 /** The CPU recipe: two replicas, two trainer ranks, rollout one step ahead. */
 const rlArgs = (out: string) => [
   ...['train', 'rl', '--model', model, '--levels', '0', '--problems', '64', '--batch-size', '2'],
-  ...['--group-size', '4', '--max-tokens', '192', '--max-tool-calls', '2', '--partial-rollouts', '1'],
+  ...['--group-size', '4', '--max-tokens', '320', '--max-tool-calls', '2', '--partial-rollouts', '1'],
   ...['--eval-every', '0', '--eval-problems', '2', '--seed', '0', '--steps', String(STEPS)],
   ...['--replicas', '2', '--trainer-procs', '2', '--max-staleness', '1', '--micro-batch-tokens', '1024'],
   ...['--learning-rate', '1e-3', '--checkpoint-every', '1', '--out', out],
@@ -163,7 +163,7 @@ describe('train rl under faults', () => {
       problemPool: 64,
       batchSize: 2,
       groupSize: 4,
-      maxTokens: 192,
+      maxTokens: 320,
       maxToolCalls: 2,
       partialRollouts: 1,
       evalEvery: 0,

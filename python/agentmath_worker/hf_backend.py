@@ -273,7 +273,6 @@ class HuggingFaceBackend:
         with torch.no_grad():
             for name, tensor in state.items():
                 own[name].copy_(tensor.to(own[name].device, own[name].dtype))
-        self.model_path = folder
         self._decode_stale = True
 
     def describe(self) -> Dict[str, Any]:
