@@ -112,8 +112,35 @@ function problemIds(runs: readonly ReportRun[]): string[] {
   return [...new Set(runs.flatMap((run) => run.summary.perProblem.map((problem) => problem.id)))];
 }
 
+/** Past this many problems one bar each would run into a grey block: a histogram instead. */
+const PER_PROBLEM_BARS_MAX = 40;
+
+/** The histogram's bins of avg@k: exactly 0, five fifths in between, exactly 1. */
+const AVG_BINS = ['0%', '0–20%', '20–40%', '40–60%', '60–80%', '80–100%', '100%'] as const;
+
+function avgBin(avg: number): number {
+  if (avg <= 0) return 0;
+  if (avg >= 1) return AVG_BINS.length - 1;
+  return 1 + Math.min(4, Math.floor(avg * 5));
+}
+
 function accuracyChart(runs: readonly ReportRun[], names: readonly string[]): string {
   const ids = problemIds(runs);
+  if (ids.length > PER_PROBLEM_BARS_MAX) {
+    return barChart({
+      title: `problems by avg@k (${ids.length} problems; each listed in the table below)`,
+      categories: AVG_BINS,
+      series: runs.map((run, index) => {
+        const counts = AVG_BINS.map(() => 0);
+        for (const problem of run.summary.perProblem)
+          counts[avgBin(problem.avg)] = (counts[avgBin(problem.avg)] ?? 0) + 1;
+        return { name: names[index] ?? run.label, values: counts };
+      }),
+      yLabel: 'problems',
+      width: 1040,
+      height: 320,
+    });
+  }
   return barChart({
     title: 'avg@k per problem',
     categories: ids,
