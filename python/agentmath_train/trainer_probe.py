@@ -139,6 +139,10 @@ def probe_batch(kind: str, tokens: int, vocab_size: int, seed: int = 0) -> Batch
     return Batch(np.array([tokens], dtype=np.int32), ids, mask, np.array([1.0], dtype=np.float32), olds, {**options, "temperature": 1.0})
 
 
+# The MASTER_PORT this module chose (None: none yet, or torchrun's is in force).
+_chosen_port: Optional[str] = None
+
+
 def run_probe(
     shape: ModelShape,
     kind: str,
@@ -152,8 +156,12 @@ def run_probe(
     """Builds the model, takes `warmup_steps + steps` steps of `kind` and measures the last `steps`."""
     if kind not in KINDS:
         raise ValueError(f"kind {kind!r}: expected one of {', '.join(KINDS)}")
-    if not dist.is_initialized() and "MASTER_PORT" not in os.environ:
-        os.environ["MASTER_PORT"] = str(_free_port())  # a lone process: any free port, not a fixed one
+    global _chosen_port
+    if not dist.is_initialized() and os.environ.get("MASTER_PORT") in (None, _chosen_port):
+        # A lone process: a free port, and a fresh one for each probe (the last probe's store may
+        # still hold its port: reusing it failed with EADDRINUSE); a port torchrun set is kept.
+        _chosen_port = str(_free_port())
+        os.environ["MASTER_PORT"] = _chosen_port
     init_distributed(where)
     torch.manual_seed(0)
     with torch.device(where.device):

@@ -246,7 +246,7 @@ class ClientGoneTest(unittest.TestCase):
 
         worker = SimpleNamespace(
             generate=None, update_weights_from_disk=None, engine=None, train=None, score=None,
-            save_checkpoint=None, load_checkpoint=None, model_info=None, train_state=None,
+            save_checkpoint=None, load_checkpoint=None, model_info=None, train_state=None, flush_cache=None,
         )
         handler_class = make_handler(worker)
         handler = handler_class.__new__(handler_class)
