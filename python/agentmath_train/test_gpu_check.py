@@ -16,7 +16,10 @@ class GpuCheckDryRunTest(unittest.TestCase):
     def run_check(self, *extra: str) -> dict:
         folder = tempfile.mkdtemp(prefix="agentmath-gpu-check-")
         out = os.path.join(folder, "gpu-check.json")
-        environment = {**os.environ, "OMP_NUM_THREADS": "1", "OUT": folder}
+        # As on the GPU machine: no rendezvous of an earlier test's process group in the environment.
+        rendezvous = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+        environment = {key: value for key, value in os.environ.items() if key not in rendezvous}
+        environment.update({"OMP_NUM_THREADS": "1", "OUT": folder})
         finished = subprocess.run(
             ["sh", os.path.join(ROOT, "scripts", "gpu-check.sh"), "--dry-run", *extra],
             env=environment,
