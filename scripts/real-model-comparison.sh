@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# The comparisons of docs/real-model.md on SmolLM2-135M-Instruct, stage by stage:
+#   data → tool SFT and text SFT (same steps, same batch) → evaluations (base with the tool
+#   and the text prompt, each SFT model with its own prompt) → RL from each SFT model and from
+#   the Instruct model itself (ZeroTIR) → evaluations of the RL models.
+# Every stage is skipped when its result exists, and an interrupted one resumes, so the script
+# can be run again after a stop (kill -9 included). Stages can be picked:
+#   bash scripts/real-model-comparison.sh [OUT] [stage …]     stages: data sft eval-sft rl
+#                                                             eval-rl eval-base math
+# Environment: EVAL_COUNT (arith problems per evaluation, 200), BASE_COUNT (of them for the
+# base model, whose answers run to the token budget: 100), SFT_STEPS (32), RL_MINUTES (10),
+# MATH_COUNT (first MATH-500 problems for the baseline, 50).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-runs/real-model}
+shift || true
+STAGES=${*:-data sft eval-sft rl eval-rl eval-base math}
+EVAL_COUNT=${EVAL_COUNT:-200}
+SFT_STEPS=${SFT_STEPS:-32}
+RL_MINUTES=${RL_MINUTES:-10}
+BASE_COUNT=${BASE_COUNT:-100}
+MATH_COUNT=${MATH_COUNT:-50}
+A=(node bin/agentmath.js)
+BASE=.agentmath/models/smollm2-135m-instruct
+mkdir -p "$OUT"
+
+want() { [[ " $STAGES " == *" $1 "* ]]; }
+stamp() { echo "[$(date -u +%H:%M:%S)] $*  (load $(cut -d' ' -f1-3 /proc/loadavg))"; }
+
+# One engine serving MODEL on a free port for the commands after it; stopped when they end.
+ENGINE_PID=''
+serve() {
+  local model=$1 log=$2
+  PORT=$(node -e "const s=require('net').createServer();s.listen(0,()=>{console.log(s.address().port);s.close()})")
+  "${A[@]}" engine serve --model "$model" --port "$PORT" --decode-threads 0 >"$log" 2>&1 &
+  ENGINE_PID=$!
+  for _ in $(seq 1 240); do
+    curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && return 0
+    kill -0 "$ENGINE_PID" 2>/dev/null || { echo "engine for $model stopped: see $log" >&2; exit 1; }
+    sleep 1
+  done
+  echo "engine for $model did not answer in 240 s: see $log" >&2
+  exit 1
+}
+unserve() { [[ -n $ENGINE_PID ]] && kill "$ENGINE_PID" 2>/dev/null && wait "$ENGINE_PID" 2>/dev/null; ENGINE_PID=''; }
+trap unserve EXIT
+
+# eval NAME PROMPT [extra flags…]: arith held-out, greedy, against the engine being served.
+evaluate() {
+  local name=$1 prompt=$2
+  shift 2
+  local resume=()
+  [[ -f $OUT/$name/config.json ]] && resume=(--resume)
+  [[ -f $OUT/$name/summary.json ]] && { stamp "eval $name: done"; return 0; }
+  stamp "eval $name"
+  "${A[@]}" eval --bench arith --limit "$EVAL_COUNT" --engine "http://127.0.0.1:$PORT" --tokenizer "$BASE" \
+    --dialect markdown --prompt "$prompt" --temperature 0 --max-tokens 512 --max-tool-calls 4 \
+    --concurrency 8 --out "$OUT/$name" "${resume[@]}" "$@" >"$OUT/$name.log" 2>&1
+  stamp "eval $name: $(tail -n 3 "$OUT/$name.log" | tr '\n' ' ')"
+}
+
+if want data; then
+  "${A[@]}" tasks write-arith --out "$OUT/arith-tool.jsonl" --count 400 --style tool --dialect markdown --levels 1,2
+  "${A[@]}" tasks write-arith --out "$OUT/arith-text.jsonl" --count 400 --style text --levels 1,2
+fi
+
+sft() {
+  local kind=$1 prompt=$2
+  if [[ -f $OUT/sft-$kind/model/config.json ]]; then stamp "sft $kind: done"; return 0; fi
+  local resume=()
+  [[ -d $OUT/sft-$kind ]] && resume=(--resume)
+  stamp "sft $kind"
+  "${A[@]}" train sft --model "$BASE" --data "$OUT/arith-$kind.jsonl" --dialect markdown --prompt "$prompt" \
+    --out "$OUT/sft-$kind" --batch-size 8 --steps "$SFT_STEPS" "${resume[@]}" >>"$OUT/sft-$kind.log" 2>&1
+  stamp "sft $kind: $(tail -n 2 "$OUT/sft-$kind.log" | tr '\n' ' ')"
+}
+if want sft; then
+  sft tool instructed
+  sft text text-only
+fi
+
+if want eval-base; then
+  serve "$BASE" "$OUT/engine-base.log"
+  evaluate base-tool instructed --limit "$BASE_COUNT"
+  evaluate base-text text-only --limit "$BASE_COUNT"
+  unserve
+fi
+
+if want eval-sft; then
+  serve "$OUT/sft-tool/model" "$OUT/engine-sft-tool.log"
+  evaluate sft-tool instructed
+  unserve
+  serve "$OUT/sft-text/model" "$OUT/engine-sft-text.log"
+  evaluate sft-text text-only
+  unserve
+fi
+
+if want math; then
+  # MATH-500's first problems (the shared file carries no levels), base model, both prompts.
+  serve "$BASE" "$OUT/engine-base.log"
+  for prompt in instructed text-only; do
+    name=math-base-$prompt
+    if [[ -f $OUT/$name/summary.json ]]; then stamp "$name: done"; continue; fi
+    resume=()
+    [[ -f $OUT/$name/config.json ]] && resume=(--resume)
+    stamp "$name"
+    "${A[@]}" eval --bench math500 --limit "$MATH_COUNT" --engine "http://127.0.0.1:$PORT" --tokenizer "$BASE" \
+      --dialect markdown --prompt "$prompt" --temperature 0 --max-tokens 1024 --max-tool-calls 4 \
+      --concurrency 8 --out "$OUT/$name" "${resume[@]}" >"$OUT/$name.log" 2>&1
+    stamp "$name: $(tail -n 3 "$OUT/$name.log" | tr '\n' ' ')"
+  done
+  unserve
+fi
+
+rl() {
+  local name=$1 model=$2
+  shift 2
+  if [[ -f $OUT/$name/model/config.json && -f $OUT/$name.done ]]; then stamp "$name: done"; return 0; fi
+  local resume=()
+  [[ -f $OUT/$name/config.json ]] && resume=(--resume)
+  stamp "$name"
+  "${A[@]}" train rl --model "$model" --dialect markdown --preset cpu --reward accuracy --levels 1,2 \
+    --replicas 1 --trainer-procs 1 --eval-every 5 --minutes "$RL_MINUTES" --out "$OUT/$name" "${resume[@]}" "$@" \
+    >>"$OUT/$name.log" 2>&1
+  touch "$OUT/$name.done"
+  stamp "$name: $(tail -n 2 "$OUT/$name.log" | tr '\n' ' ')"
+}
+if want rl; then
+  rl rl-tool "$OUT/sft-tool/model"
+  rl rl-text "$OUT/sft-text/model" --text-only --prompt text-only
+  RL_MINUTES=${RL_ZERO_MINUTES:-$RL_MINUTES} rl rl-zero "$BASE"
+fi
+
+if want eval-rl; then
+  for name in rl-tool rl-text rl-zero; do
+    [[ -f $OUT/$name/model/config.json ]] || { stamp "eval $name: no model"; continue; }
+    serve "$OUT/$name/model" "$OUT/engine-$name.log"
+    prompt=instructed
+    [[ $name == rl-text ]] && prompt=text-only
+    evaluate "eval-$name" "$prompt"
+    unserve
+  done
+fi
+stamp "finished: $STAGES"
