@@ -8,20 +8,25 @@ one, as transformers' `find_packed_sequence_indices` reads them). Each sequence 
 causally to itself only:
 
 - CUDA with `flash_attn`: `flash_attn_varlen_func` over the whole row (GQA native);
-- CUDA without it: `flex_attention` (compiled) with a document-causal `BlockMask`;
+- CUDA without it: `flex_attention` (compiled) with a document-causal `BlockMask` built from
+  the bounds at block granularity;
 - otherwise (CPU): `scaled_dot_product_attention(is_causal=True)` per sequence on its slice,
   so memory is at most that of one sequence's attention (the CPU kernel is blockwise).
 
 `varlen_attention_forward` has the signature of transformers' `AttentionInterface` and is
-registered under `ATTENTION_IMPLEMENTATION`, with a mask function that never builds a mask:
-the model's `create_causal_mask` returns None. A padding mask, a KV cache (query shorter than
+registered as `agentmath_varlen` (backend by device) and `agentmath_varlen_{flash,flex,loop}`
+(one backend, to compare them), each with a mask function that never builds a mask: the
+model's `create_causal_mask` returns None. A padding mask, a KV cache (query shorter than
 keys), a sliding window, logit soft-capping and attention sinks are refused, not ignored.
+Written against transformers 5.24 (`masking_utils.py`, `integrations/sdpa_attention.py`,
+`modeling_flash_attention_utils.py`).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -77,7 +82,7 @@ def varlen_attention(
 
 
 def _loop(query, key, value, cu_seqlens, scaling, causal, dropout) -> torch.Tensor:
-    bounds: List[int] = cu_seqlens.tolist()
+    bounds = host_bounds(cu_seqlens)
     gqa = query.shape[1] != key.shape[1]
     parts = [
         F.scaled_dot_product_attention(
@@ -117,41 +122,92 @@ def _flash(query, key, value, cu_seqlens, max_length, scaling, causal, dropout) 
     return out[None]
 
 
-# One BlockMask per packed row, shared by every layer of a forward (and its recomputation
-# under activation checkpointing): keyed on the identity of the row's cu_seqlens tensor.
-_last_block_mask: Tuple[Optional[torch.Tensor], bool, object] = (None, True, None)
+class _RowCache:
+    """What every layer of one forward (and its recomputation under activation checkpointing)
+    derives alike from the row's cu_seqlens: its bounds on the host (one device sync per row,
+    not per layer) and its BlockMask. Keyed on the tensor's identity: a packed row passes one."""
+
+    def __init__(self) -> None:
+        self.key: Optional[torch.Tensor] = None
+        self.values: Dict[object, object] = {}
+
+    def get(self, cu_seqlens: torch.Tensor, name: object, make: Callable[[], object]) -> object:
+        if self.key is not cu_seqlens:
+            self.key, self.values = cu_seqlens, {}
+        if name not in self.values:
+            self.values[name] = make()
+        return self.values[name]
+
+
+_row_cache = _RowCache()
 _compiled_flex: Optional[Callable] = None
+
+
+def host_bounds(cu_seqlens: torch.Tensor) -> List[int]:
+    return _row_cache.get(cu_seqlens, "bounds", cu_seqlens.tolist)  # type: ignore[return-value]
 
 
 def document_ids(cu_seqlens: torch.Tensor, tokens: int) -> torch.Tensor:
     """[N] int32: the index of the sequence each token belongs to."""
     lengths = (cu_seqlens[1:] - cu_seqlens[:-1]).to(torch.int64)
-    return torch.repeat_interleave(torch.arange(lengths.shape[0], device=cu_seqlens.device, dtype=torch.int32), lengths, output_size=tokens)
+    sequences = torch.arange(lengths.shape[0], device=cu_seqlens.device, dtype=torch.int32)
+    return torch.repeat_interleave(sequences, lengths, output_size=tokens)
 
 
-def document_block_mask(cu_seqlens: torch.Tensor, tokens: int, causal: bool = True):
-    global _last_block_mask
-    from torch.nn.attention.flex_attention import create_block_mask
-
-    cached, cached_causal, mask = _last_block_mask
-    if cached is cu_seqlens and cached_causal == causal:
-        return mask
+def document_block_layout(cu_seqlens: torch.Tensor, tokens: int, causal: bool = True, block: int = 128):
+    """(partial, full): [N/128]² booleans over (query block, key block). A pair is kept when the
+    two blocks share a sequence (and, causal, the key block is not after the query block); it is
+    full (the kernel skips mask_mod) when both lie inside one sequence, wholly before the
+    diagonal, with no padding; else partial."""
+    blocks = (tokens + block - 1) // block
     documents = document_ids(cu_seqlens, tokens)
+    starts = torch.arange(blocks, device=documents.device) * block
+    first = documents[starts]
+    last = documents[torch.clamp(starts + block, max=tokens) - 1]
+    shares = torch.maximum(first[:, None], first[None, :]) <= torch.minimum(last[:, None], last[None, :])
+    single = (first == last) & (starts + block <= tokens)
+    full = single[:, None] & single[None, :] & (first[:, None] == first[None, :])
+    if causal:
+        index = torch.arange(blocks, device=documents.device)
+        shares = shares & (index[None, :] <= index[:, None])
+        full = full & (index[None, :] < index[:, None])
+    return shares & ~full, full
+
+
+def document_block_mask(cu_seqlens: torch.Tensor, tokens: int, causal: bool = True, block: int = 128):
+    """flex_attention's BlockMask for attention within each sequence, built from the sequences'
+    bounds block by block (`document_block_layout`), never from the [N × N] mask that
+    `create_block_mask` evaluates its mask_mod over when not compiled."""
+    from torch.nn.attention.flex_attention import BlockMask
+
+    partial, full = document_block_layout(cu_seqlens, tokens, causal, block)
+    # Padded to whole blocks with a sequence of its own: the kernels may call mask_mod on the
+    # last block's padding.
+    blocks = partial.shape[0]
+    documents = F.pad(document_ids(cu_seqlens, tokens), (0, blocks * block - tokens), value=-1)
+
+    def kv_blocks(keep: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        # Kept key blocks first, in order (a stable sort of "not kept"), as BlockMask reads them.
+        order = torch.sort((~keep).to(torch.int8), dim=-1, stable=True).indices.to(torch.int32)
+        return keep.sum(-1).to(torch.int32)[None, None], order[None, None]
 
     def same_document(_batch, _head, q_index, kv_index):
         inside = documents[q_index] == documents[kv_index]
         return inside & (q_index >= kv_index) if causal else inside
 
-    mask = create_block_mask(same_document, B=None, H=None, Q_LEN=tokens, KV_LEN=tokens, device=cu_seqlens.device)
-    _last_block_mask = (cu_seqlens, causal, mask)
-    return mask
+    partial_count, partial_indices = kv_blocks(partial)
+    full_count, full_indices = kv_blocks(full)
+    return BlockMask.from_kv_blocks(
+        partial_count, partial_indices, full_count, full_indices, block, same_document, seq_lengths=(tokens, tokens)
+    )
 
 
 def _flex(query, key, value, cu_seqlens, scaling, causal) -> torch.Tensor:
     global _compiled_flex
     from torch.nn.attention.flex_attention import flex_attention
 
-    block_mask = document_block_mask(cu_seqlens, query.shape[2], causal)
+    tokens = query.shape[2]
+    block_mask = _row_cache.get(cu_seqlens, ("block-mask", causal), lambda: document_block_mask(cu_seqlens, tokens, causal))
     # Uncompiled flex_attention computes every score ([T × T]); compiled, only the mask's blocks.
     if query.device.type == "cuda":
         if _compiled_flex is None:
@@ -172,19 +228,21 @@ def varlen_attention_forward(
     dropout: float = 0.0,
     scaling: Optional[float] = None,
     is_causal: Optional[bool] = None,
+    attention_backend: Optional[str] = None,
     **kwargs,
 ) -> Tuple[torch.Tensor, None]:
     """transformers' attention signature: query [B, Hq, T, D], key/value [B, Hkv, T, D] →
     ([B, T, Hq, D], None). Sequence bounds from `cu_seq_lens_q` (over the B·T tokens) and
-    `max_length_q`, else from `position_ids`, else one sequence per row."""
+    `max_length_q`, else from `position_ids`, else one sequence per row. `attention_backend`:
+    one of BACKENDS, else chosen by device (`choose_backend`)."""
     if attention_mask is not None:
         raise ValueError(f"{ATTENTION_IMPLEMENTATION} takes packed rows without padding; got an attention mask")
     for name in ("sliding_window", "softcap", "s_aux"):
         if kwargs.get(name) is not None:
-            raise ValueError(f"{ATTENTION_IMPLEMENTATION} does not implement {name}; load the model with attn_implementation='sdpa'")
+            raise ValueError(f"{ATTENTION_IMPLEMENTATION} does not implement {name}; load the model with 'sdpa'")
     batch, _, length, _ = query.shape
     if key.shape[2] != length:
-        raise ValueError(f"{ATTENTION_IMPLEMENTATION} is for training and scoring: {length} queries against {key.shape[2]} keys (a KV cache?)")
+        raise ValueError(f"{ATTENTION_IMPLEMENTATION} is for training and scoring: {length} queries, {key.shape[2]} keys (a KV cache?)")
     cu_seqlens = kwargs.get("cu_seq_lens_q")
     max_length = kwargs.get("max_length_q")
     if cu_seqlens is None:
@@ -197,8 +255,8 @@ def varlen_attention_forward(
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     if batch > 1:
         # Rows end to end: [B, H, T, D] → [1, H, B·T, D] (the bounds already split at each row).
-        query, key, value = (tensor.transpose(0, 1).reshape(1, tensor.shape[1], batch * length, -1) for tensor in (query, key, value))
-    out = varlen_attention(query, key, value, cu_seqlens, max_length, scaling, causal, dropout)
+        query, key, value = (t.transpose(0, 1).reshape(1, t.shape[1], batch * length, -1) for t in (query, key, value))
+    out = varlen_attention(query, key, value, cu_seqlens, max_length, scaling, causal, dropout, attention_backend)
     return out.reshape(batch, length, out.shape[2], out.shape[3]), None
 
 
@@ -210,5 +268,14 @@ def no_mask(attention_mask: Optional[torch.Tensor] = None, **_kwargs) -> None:
     return None
 
 
-AttentionInterface.register(ATTENTION_IMPLEMENTATION, varlen_attention_forward)
-AttentionMaskInterface.register(ATTENTION_IMPLEMENTATION, no_mask)
+def implementation_name(backend: Optional[str] = None) -> str:
+    """The attn_implementation to load a model with: the device's choice, or one backend (to measure it)."""
+    if backend is not None and backend not in BACKENDS:
+        raise ValueError(f"attention backend {backend!r}: expected one of {', '.join(BACKENDS)}")
+    return ATTENTION_IMPLEMENTATION if backend is None else f"{ATTENTION_IMPLEMENTATION}_{backend}"
+
+
+for _backend in (None, *BACKENDS):
+    _forward = functools.partial(varlen_attention_forward, attention_backend=_backend) if _backend else varlen_attention_forward
+    AttentionInterface.register(implementation_name(_backend), _forward)
+    AttentionMaskInterface.register(implementation_name(_backend), no_mask)

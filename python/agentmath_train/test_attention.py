@@ -22,7 +22,15 @@ import torch.nn.functional as F  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from torch.utils._pytree import tree_leaves  # noqa: E402
 
-from agentmath_train.attention import ATTENTION_IMPLEMENTATION, cu_seqlens_from_position_ids, varlen_attention  # noqa: E402
+from agentmath_train.attention import (  # noqa: E402
+    ATTENTION_IMPLEMENTATION,
+    cu_seqlens_from_position_ids,
+    document_block_layout,
+    document_block_mask,
+    document_ids,
+    implementation_name,
+    varlen_attention,
+)
 from agentmath_train.model import Placement, load_model  # noqa: E402
 from agentmath_train.packing import pack, packed_scores  # noqa: E402
 from agentmath_train.parallelize import parallelize  # noqa: E402
@@ -127,6 +135,17 @@ class PackedAttentionTest(OneProcessGroupTestCase):
         # The recorder sees the dense block-diagonal mask of the sdpa path.
         self.assertIn((1, 1, tokens, tokens), square_shapes(sdpa))
 
+    def test_a_model_with_the_flex_backend_gives_the_loops_logprobs(self):
+        folder = self.models["qwen3"]
+        loop = load_model(folder, CPU, attention=implementation_name("loop")).eval()
+        flex = load_model(folder, CPU, attention=implementation_name("flex")).eval()
+        row = pack(random_sequences(loop.config.vocab_size, (150, 7, 120)), CPU.device)
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # eager flex on CPU warns that it is not compiled
+            expected, _ = packed_scores(loop, row, TEMPERATURE, 64, entropy=False)
+            actual, _ = packed_scores(flex, row, TEMPERATURE, 64, entropy=False)
+        torch.testing.assert_close(actual, expected, atol=TOLERANCE, rtol=TOLERANCE)
+
     def test_a_padding_mask_is_refused_not_ignored(self):
         model, _ = self.pair("llama")
         ids = torch.tensor([[5, 6, 7, 8], [9, 10, 11, 12]])
@@ -141,7 +160,8 @@ class VarlenKernelTest(unittest.TestCase):
         groups = query.shape[1] // key.shape[1]
         parts = []
         for start, end in zip(bounds[:-1], bounds[1:]):
-            q, k, v = query[0, :, start:end], key[0, :, start:end].repeat_interleave(groups, 0), value[0, :, start:end].repeat_interleave(groups, 0)
+            q = query[0, :, start:end]
+            k, v = (tensor[0, :, start:end].repeat_interleave(groups, 0) for tensor in (key, value))
             scores = q @ k.transpose(1, 2) / q.shape[-1] ** 0.5
             causal = torch.ones(end - start, end - start, dtype=torch.bool).tril()
             parts.append(scores.masked_fill(~causal, float("-inf")).softmax(-1) @ v)
@@ -159,6 +179,31 @@ class VarlenKernelTest(unittest.TestCase):
                 warnings.simplefilter("ignore")  # eager flex on CPU warns that it is not compiled
                 actual = varlen_attention(query, key, value, cu_seqlens, backend=backend)
                 torch.testing.assert_close(actual, expected, atol=TOLERANCE, rtol=TOLERANCE)
+
+    def test_the_document_block_mask_equals_the_one_create_block_mask_evaluates_densely(self):
+        from torch.nn.attention.flex_attention import create_block_mask
+
+        for bounds in ([0, 130, 131, 200, 333], [0, 128, 256], [0, 40, 300, 700], [0, 5]):
+            for causal in (True, False):
+                with self.subTest(bounds=bounds, causal=causal):
+                    tokens = bounds[-1]
+                    cu_seqlens = torch.tensor(bounds, dtype=torch.int32)
+                    documents = document_ids(cu_seqlens, tokens)
+
+                    def same(_b, _h, q, kv):
+                        inside = documents[q] == documents[kv]
+                        return inside & (q >= kv) if causal else inside
+
+                    expected = create_block_mask(same, None, None, tokens, tokens, device="cpu")
+                    actual = document_block_mask(cu_seqlens, tokens, causal)
+                    self.assertTrue(torch.equal(actual.to_dense(), expected.to_dense()))
+                    # A full block (mask_mod skipped) must allow every pair in it.
+                    partial, full = document_block_layout(cu_seqlens, tokens, causal)
+                    dense = same(0, 0, torch.arange(tokens)[:, None], torch.arange(tokens)[None, :])
+                    for q_block, kv_block in full.nonzero().tolist():
+                        rows, cols = slice(q_block * 128, (q_block + 1) * 128), slice(kv_block * 128, (kv_block + 1) * 128)
+                        self.assertTrue(bool(dense[rows, cols].all()), (q_block, kv_block))
+                    self.assertTrue(torch.equal(partial | full, expected.to_dense()[0, 0].bool()))
 
     def test_bounds_from_position_ids_split_packed_sequences_and_rows(self):
         positions = torch.tensor([[0, 1, 2, 0, 1, 0], [0, 1, 2, 3, 0, 1]])
