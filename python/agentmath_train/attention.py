@@ -7,11 +7,15 @@ from `position_ids` (a sequence starts wherever the position does not follow the
 one, as transformers' `find_packed_sequence_indices` reads them). Each sequence attends
 causally to itself only:
 
-- CUDA with `flash_attn`: `flash_attn_varlen_func` over the whole row (GQA native);
-- CUDA without it: `flex_attention` (compiled) with a document-causal `BlockMask` built from
-  the bounds at block granularity;
-- otherwise (CPU): `scaled_dot_product_attention(is_causal=True)` per sequence on its slice,
-  so memory is at most that of one sequence's attention (the CPU kernel is blockwise).
+- `flash`: `flash_attn_varlen_func` over the whole row (GQA native), on CUDA where the
+  `flash_attn` package is installed (it is not in our lock);
+- `loop`: `scaled_dot_product_attention(is_causal=True)` per sequence on its slice — on CUDA
+  torch's own flash/cuDNN kernels, on CPU its blockwise kernel — so memory is that of one
+  sequence's attention at most. The default everywhere `flash` is not;
+- `flex`: `flex_attention` (compiled on CUDA) with a document-causal `BlockMask` built from
+  the bounds at block granularity. Not a default: untested on a GPU here, and a compiled
+  flex that falls back to eager (after too many recompiles) computes all [T × T] scores;
+  on CPU it has no backward (scoring only).
 
 `varlen_attention_forward` has the signature of transformers' `AttentionInterface` and is
 registered as `agentmath_varlen` (backend by device) and `agentmath_varlen_{flash,flex,loop}`
@@ -49,11 +53,9 @@ def cu_seqlens_from_position_ids(position_ids: torch.Tensor, batch: int) -> torc
 
 
 def choose_backend(device: torch.device) -> str:
-    if device.type != "cuda":
-        return "loop"
-    if importlib.util.find_spec("flash_attn") is not None:
+    if device.type == "cuda" and importlib.util.find_spec("flash_attn") is not None:
         return "flash"
-    return "flex"
+    return "loop"
 
 
 def varlen_attention(
