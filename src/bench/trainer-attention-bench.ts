@@ -44,8 +44,9 @@ export type TrainerAttentionBenchReport = {
   paths: AttentionPathResult[];
 };
 
-/** Bytes per query–key pair the sdpa path holds at its peak on CPU (the boolean mask, what
- * the kernel and its backward derive from it): a planning figure, 10.1 measured at T = 16,384. */
+/** Bytes per query–key pair the sdpa path adds to the process at its peak on CPU (the boolean
+ * mask, what the kernel and its backward derive from it): a planning figure, 10.1 measured at
+ * T = 16,384 (8 sequences, hidden 64, 2 layers). */
 export const DENSE_BYTES_PER_PAIR = 12;
 
 export async function runTrainerAttentionBench(
