@@ -88,6 +88,13 @@ def main(argv=None) -> int:
     probe.add_argument("--logits-chunk-tokens", type=int, default=512, help="0: full [T x V] logits")
     probe.add_argument("--activation-checkpointing", action="store_true")
     probe.add_argument("--cpu", action="store_true", help="run on CPU even where a GPU is present")
+    probe.add_argument("--sequences", type=int, default=1, help="sequences packed end to end in the row of --tokens")
+    probe.add_argument(
+        "--attention",
+        default="varlen",
+        choices=("sdpa", "varlen", "flash", "flex", "loop"),
+        help="sdpa: transformers' (a dense mask for a packed row); varlen: ours, backend by device; flash|flex|loop: ours, one backend",
+    )
     args = parser.parse_args(argv)
 
     if args.command == "probe":
@@ -163,12 +170,15 @@ def main(argv=None) -> int:
 
 
 def _probe(args) -> int:
-    for name in ("vocab_size", "hidden", "layers", "tokens", "steps"):
+    for name in ("vocab_size", "hidden", "layers", "tokens", "steps", "sequences"):
         if getattr(args, name) < 1:
             print(f"agentmath_train probe: --{name.replace('_', '-')} must be at least 1", file=sys.stderr)
             return 2
-    if args.tokens < 2 or args.logits_chunk_tokens < 0 or args.hidden % 16 != 0:
-        print("agentmath_train probe: --tokens ≥ 2, --logits-chunk-tokens ≥ 0 and --hidden a multiple of 16", file=sys.stderr)
+    if args.tokens < 2 * args.sequences or args.logits_chunk_tokens < 0 or args.hidden % 16 != 0:
+        print(
+            "agentmath_train probe: --tokens ≥ 2 per sequence, --logits-chunk-tokens ≥ 0 and --hidden a multiple of 16",
+            file=sys.stderr,
+        )
         return 2
     import dataclasses
 
@@ -188,6 +198,8 @@ def _probe(args) -> int:
         logits_chunk_tokens=args.logits_chunk_tokens,
         activation_checkpointing=args.activation_checkpointing,
         warmup_steps=args.warmup_steps,
+        sequences=args.sequences,
+        attention=args.attention,
     )
     release_distributed()
     print(json.dumps(camel_keys(dataclasses.asdict(result))))

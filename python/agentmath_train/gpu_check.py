@@ -12,6 +12,11 @@ It measures, and writes as one JSON file:
   generation   the embedded engine (agentmath_worker's engine on the Hugging Face backend, fp32
                weights, bf16 autocast) generating 128 tokens for 1 and 16 requests at once:
                output tokens/s
+  packed attention  one GRPO step of 8 sequences packed in one 16k-token row (0.6B shape,
+               checkpointing, chunked head) with transformers' sdpa (a dense [T × T] mask) and
+               our varlen attention's backends (attention.py: loop, flex, and flash where the
+               flash_attn package is installed; the dry run has no flex): tokens/s, MFU, peak
+               memory; an error of one backend is recorded as such
 Each configuration is skipped, and listed as skipped, once the time budget (default 450 s) is
 spent. `--dry-run` runs the same code on CPU with tiny shapes in seconds (the test suite runs it).
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import json
 import os
 import platform
@@ -48,6 +54,9 @@ class CheckPlan:
     generation_batches: Sequence[int]
     prompt_tokens: int
     new_tokens: int
+    packed_shape: ModelShape
+    packed_tokens: int
+    packed_sequences: int
 
 
 GPU_PLAN = CheckPlan(
@@ -61,6 +70,9 @@ GPU_PLAN = CheckPlan(
     generation_batches=(1, 16),
     prompt_tokens=128,
     new_tokens=128,
+    packed_shape=QWEN3_SHAPES["qwen3-0.6b"],
+    packed_tokens=16_384,
+    packed_sequences=8,
 )
 DRY_RUN_PLAN = CheckPlan(
     shapes=(tiny_shape(1000, 32, 1), tiny_shape(1000, 64, 1)),
@@ -73,6 +85,9 @@ DRY_RUN_PLAN = CheckPlan(
     generation_batches=(1, 2),
     prompt_tokens=8,
     new_tokens=4,
+    packed_shape=tiny_shape(1000, 32, 1),
+    packed_tokens=64,
+    packed_sequences=4,
 )
 
 
@@ -117,6 +132,15 @@ def generation_tokens_per_second(shape: ModelShape, where: Placement, batch: int
     }
 
 
+def packed_attentions(device: torch.device) -> List[str]:
+    """The attention paths the packed-row measurement compares (trainer_probe.ATTENTIONS keys):
+    flex on CUDA only (it has no backward on CPU), flash where flash_attn is installed."""
+    if device.type != "cuda":
+        return ["sdpa", "loop"]
+    flash = ["flash"] if importlib.util.find_spec("flash_attn") is not None else []
+    return ["sdpa", "loop", "flex", *flash]
+
+
 def run_check(plan: CheckPlan, where: Placement, budget_seconds: float, log=print) -> Dict[str, Any]:
     started = time.perf_counter()
     report: Dict[str, Any] = {
@@ -129,6 +153,7 @@ def run_check(plan: CheckPlan, where: Placement, budget_seconds: float, log=prin
         "train": [],
         "headMemory": [],
         "generation": [],
+        "packedAttention": [],
         "skipped": [],
     }
 
@@ -160,6 +185,29 @@ def run_check(plan: CheckPlan, where: Placement, budget_seconds: float, log=prin
         figures = generation_tokens_per_second(plan.generation_shape, where, batch, plan.prompt_tokens, plan.new_tokens)
         report["generation"].append(figures)
         log(f"generate {figures['shape']} {batch} request(s) x {figures['newTokens']} tokens: {figures['tokensPerSecond']:.1f} tokens/s ({figures['computeDtype']})")
+    for attention in packed_attentions(where.device):
+        what = f"packed attention {plan.packed_shape.name} {plan.packed_sequences} x {plan.packed_tokens // plan.packed_sequences} {attention}"
+        if not in_budget(what):
+            continue
+        try:
+            result = run_probe(
+                plan.packed_shape,
+                "grpo",
+                plan.packed_tokens,
+                where,
+                plan.steps,
+                512,
+                True,
+                plan.warmup_steps,
+                sequences=plan.packed_sequences,
+                attention=attention,
+            )
+            report["packedAttention"].append(camel_keys(dataclasses.asdict(result)))
+            log(_line(f"packed {attention}", result))
+        except Exception as error:  # a backend that fails here is a finding, not the end of the check
+            message = f"{type(error).__name__}: {error}"[:500]
+            report["packedAttention"].append({"attention": attention, "status": "error", "error": message})
+            log(f"{what}: error {type(error).__name__}: {error}")
     report["seconds"] = time.perf_counter() - started
     return report
 

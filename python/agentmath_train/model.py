@@ -4,6 +4,7 @@ Weights are loaded in fp32 (the master copy the optimizer updates); on a GPU the
 backward run in bf16 through FSDP2's mixed-precision policy, on CPU in fp32 unless bf16 is
 asked for (`--compute-dtype bfloat16`, worth it only where the CPU has native bf16: see
 docs/training.md). A CPU rank uses its share of the machine's cores as torch threads.
+Attention is `agentmath_varlen` (attention.py): within each packed sequence, no [T × T] mask.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Optional
 import torch
 import torch.distributed as dist
 import transformers
+
+from .attention import ATTENTION_IMPLEMENTATION
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,10 +58,11 @@ def init_distributed(where: Placement) -> None:
         dist.init_process_group(where.backend)
 
 
-def load_model(path: str, where: Placement) -> torch.nn.Module:
+def load_model(path: str, where: Placement, attention: str = ATTENTION_IMPLEMENTATION) -> torch.nn.Module:
+    """`attention`: a transformers attn_implementation; "sdpa" is the dense-mask path, kept for comparison."""
     if not os.path.isfile(os.path.join(path, "config.json")):
         raise FileNotFoundError(f"{path}: not a Hugging Face model folder (no config.json)")
-    model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="sdpa")
+    model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation=attention)
     model.config.use_cache = False
     return model.to(where.device)
 

@@ -1,16 +1,19 @@
 """Sequences → ranks → micro-batches packed by a token budget, with no padding.
 
 A packed micro-batch is one row: the sequences' ids end to end, position ids restarting at 0
-for each sequence (transformers derives a block-diagonal causal mask from them, so attention
-never crosses sequences), and each sequence's span. `unpack` turns per-token values of the row
-back into padded [b, L] rows, so the losses (written for padded batches) apply unchanged.
+for each sequence, and each sequence's span and cumulative bounds (`cu_seqlens`). The model
+gets the bounds as transformers' `cu_seq_lens_q/k` and `max_length_q/k` forward kwargs; the
+trainer's attention (attention.py) attends within each sequence from them, with no [T × T]
+mask (with `sdpa`, transformers derives a dense block-diagonal mask from the position ids
+instead). `unpack` turns per-token values of the row back into padded [b, L] rows, so the
+losses (written for padded batches) apply unchanged.
 The first token of each sequence has no prediction: its log-prob is 0, as in a padded batch.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -50,10 +53,21 @@ class PackedRow:
     input_ids: torch.Tensor  # [1, T] int64
     position_ids: torch.Tensor  # [1, T] int64
     spans: List[Tuple[int, int]]  # [start, end) of each sequence in the row
+    cu_seqlens: torch.Tensor  # [S + 1] int32 on the row's device: 0, then each span's end
 
     @property
     def max_length(self) -> int:
         return max(end - start for start, end in self.spans)
+
+    def attention_kwargs(self) -> Dict[str, Union[torch.Tensor, int]]:
+        """The sequence bounds as the model's forward kwargs (transformers' FlashAttentionKwargs);
+        one tensor per row, so every layer's attention sees the same object."""
+        return {
+            "cu_seq_lens_q": self.cu_seqlens,
+            "cu_seq_lens_k": self.cu_seqlens,
+            "max_length_q": self.max_length,
+            "max_length_k": self.max_length,
+        }
 
 
 def pack(sequences: Sequence[torch.Tensor], device: torch.device) -> PackedRow:
@@ -63,7 +77,8 @@ def pack(sequences: Sequence[torch.Tensor], device: torch.device) -> PackedRow:
         start += int(ids.shape[0])
     input_ids = torch.cat([ids.to(torch.int64) for ids in sequences])[None].to(device)
     positions = torch.cat([torch.arange(int(ids.shape[0]), dtype=torch.int64) for ids in sequences])[None].to(device)
-    return PackedRow(input_ids, positions, spans)
+    cu_seqlens = torch.tensor([0] + [end for _, end in spans], dtype=torch.int32).to(device)
+    return PackedRow(input_ids, positions, spans, cu_seqlens)
 
 
 def packed_logprobs(logits: torch.Tensor, row: PackedRow, temperature: float = 1.0) -> torch.Tensor:
@@ -83,9 +98,11 @@ def packed_scores(
     [T × V]); 0: from the model's full logits (the entropy then carries no gradient)."""
     starts = torch.tensor([start for start, _ in row.spans], device=row.input_ids.device)
     if chunk_tokens > 0:
-        logprobs, entropies = model_token_logprobs(model, row.input_ids, row.position_ids, None, temperature, chunk_tokens)
+        logprobs, entropies = model_token_logprobs(
+            model, row.input_ids, row.position_ids, None, temperature, chunk_tokens, **row.attention_kwargs()
+        )
         return logprobs.index_fill(1, starts, 0.0), entropies.index_fill(1, starts, 0.0) if entropy else None
-    logits = model(input_ids=row.input_ids, position_ids=row.position_ids, use_cache=False).logits
+    logits = model(input_ids=row.input_ids, position_ids=row.position_ids, use_cache=False, **row.attention_kwargs()).logits
     logprobs = packed_logprobs(logits, row, temperature)
     if not entropy:
         return logprobs, None

@@ -48,6 +48,10 @@ class GpuCheckDryRunTest(unittest.TestCase):
         self.assertEqual([entry["requests"] for entry in report["generation"]], [1, 2])
         for entry in report["generation"]:
             self.assertEqual(entry["outputTokens"], entry["requests"] * entry["newTokens"])
+        packed = {entry["attention"]: entry for entry in report["packedAttention"]}
+        self.assertEqual(sorted(packed), ["loop", "sdpa"])  # flex has no backward on CPU
+        for entry in packed.values():
+            self.assertEqual((entry["status"], entry["sequences"], entry["tokens"]), ("ok", 4, 64), entry)
 
     def test_what_the_budget_leaves_no_time_for_is_listed_as_skipped(self):
         report = self.run_check("--budget-seconds", "0.001")

@@ -1,12 +1,14 @@
 """One process's measurement of the trainer's step: a random-init model built from a shape (no
-files, no download), SFT or GRPO steps over one sequence of T tokens through the real
-`StepRunner` under FSDP2, and what they cost: seconds per step, tokens/s, model FLOPs
+files, no download), SFT or GRPO steps over one packed row of T tokens (one sequence, or N
+packed end to end) through the real `StepRunner` under FSDP2, and what they cost: seconds per step, tokens/s, model FLOPs
 utilisation on a GPU, and peak memory (the CUDA allocator's peak on a GPU, the process's peak
 resident set from the OS on CPU — one configuration per process there, since the OS's peak
 cannot be reset).
 
 `bench trainer --vocab-size V --tokens T` runs it on CPU once per LM-head path, each in its own
-process; `gpu_check` runs it on one GPU for the model shapes of the paper's smaller Qwen3s.
+process, and with `--packed-sequences N` once per attention path (transformers' sdpa with its
+dense mask, our varlen attention); `gpu_check` runs it on one GPU for the model shapes of the
+paper's smaller Qwen3s.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ import os
 import resource
 import socket
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import torch
 import torch.distributed as dist
 import transformers
 
+from .attention import BACKENDS, implementation_name
 from .batch_io import Batch
 from .model import Placement, init_distributed
 from .options import parse_step_options
@@ -31,6 +34,8 @@ from .parallelize import parallelize
 from .step import StepRunner
 
 KINDS = ("sft", "grpo")
+# --attention: transformers' sdpa (a dense block-diagonal mask for a packed row), or ours.
+ATTENTIONS = {"sdpa": "sdpa", "varlen": implementation_name(), **{name: implementation_name(name) for name in BACKENDS}}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +87,8 @@ class ProbeResult:
     device: str
     parameters: int
     status: str  # "ok" or "out-of-memory"
+    sequences: int = 1
+    attention: str = "varlen"
     steps: int = 0
     step_seconds: List[float] = dataclasses.field(default_factory=list)
     tokens_per_second: Optional[float] = None
@@ -110,10 +117,13 @@ def current_rss_bytes() -> int:
         return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def step_flops(shape: ModelShape, parameters: int, tokens: int) -> float:
-    """Training FLOPs of one step over one causal sequence: 6·N·T for the weights (forward and
-    backward) plus 6·L·T²·(heads·head_dim) for causal attention's two matmuls (half of 12)."""
-    return 6.0 * parameters * tokens + 6.0 * shape.layers * tokens * tokens * shape.heads * shape.head_dim
+def step_flops(shape: ModelShape, parameters: int, lengths: Sequence[int]) -> float:
+    """Training FLOPs of one step over causal sequences of these lengths (T in all): 6·N·T for
+    the weights (forward and backward) plus 6·L·Σ Tᵢ²·(heads·head_dim) for causal attention's two
+    matmuls (half of 12), within each sequence."""
+    tokens = sum(lengths)
+    squares = sum(length * length for length in lengths)
+    return 6.0 * parameters * tokens + 6.0 * shape.layers * squares * shape.heads * shape.head_dim
 
 
 # Dense bf16 peak of the cards the check is meant for (NVIDIA's data sheets, without sparsity).
@@ -127,16 +137,19 @@ def device_peak_flops(device: torch.device) -> Optional[float]:
     return next((value for key, value in PEAK_BF16_FLOPS.items() if key in name), None)
 
 
-def probe_batch(kind: str, tokens: int, vocab_size: int, seed: int = 0) -> Batch:
-    """One sequence of `tokens` random ids; the first quarter is the prompt (not trained)."""
+def probe_batch(kind: str, tokens: int, vocab_size: int, seed: int = 0, sequences: int = 1) -> Batch:
+    """`sequences` sequences of random ids, `tokens` in all (lengths differ by at most 1); the
+    first quarter of each is the prompt (not trained)."""
     generator = np.random.default_rng(seed)
+    lengths = np.array([tokens // sequences + (1 if i < tokens % sequences else 0) for i in range(sequences)], dtype=np.int32)
     ids = generator.integers(0, vocab_size, size=tokens, dtype=np.int32)
-    mask = (np.arange(tokens) >= tokens // 4).astype(np.uint8)
+    mask = np.concatenate([(np.arange(length) >= length // 4) for length in lengths]).astype(np.uint8)
     options: Dict[str, object] = {"learningRate": 1e-5}
     if kind == "sft":
-        return Batch(np.array([tokens], dtype=np.int32), ids, mask, None, None, options)
+        return Batch(lengths, ids, mask, None, None, options)
     olds = (-generator.random(tokens, dtype=np.float32) * 3.0).astype(np.float32)
-    return Batch(np.array([tokens], dtype=np.int32), ids, mask, np.array([1.0], dtype=np.float32), olds, {**options, "temperature": 1.0})
+    advantages = np.where(np.arange(sequences) % 2 == 0, 1.0, -1.0).astype(np.float32)
+    return Batch(lengths, ids, mask, advantages, olds, {**options, "temperature": 1.0})
 
 
 # The MASTER_PORT this module chose (None: none yet, or torchrun's is in force).
@@ -152,10 +165,16 @@ def run_probe(
     logits_chunk_tokens: int = 512,
     activation_checkpointing: bool = False,
     warmup_steps: int = 0,
+    sequences: int = 1,
+    attention: str = "varlen",
 ) -> ProbeResult:
-    """Builds the model, takes `warmup_steps + steps` steps of `kind` and measures the last `steps`."""
+    """Builds the model, takes `warmup_steps + steps` steps of `kind` and measures the last `steps`.
+    The `sequences` sequences fill one micro-batch (one packed row of `tokens`); `attention` is a
+    key of ATTENTIONS."""
     if kind not in KINDS:
         raise ValueError(f"kind {kind!r}: expected one of {', '.join(KINDS)}")
+    if attention not in ATTENTIONS:
+        raise ValueError(f"attention {attention!r}: expected one of {', '.join(ATTENTIONS)}")
     global _chosen_port
     if not dist.is_initialized() and os.environ.get("MASTER_PORT") in (None, _chosen_port):
         # A lone process: a free port, and a fresh one for each probe (the last probe's store may
@@ -165,14 +184,18 @@ def run_probe(
     init_distributed(where)
     torch.manual_seed(0)
     with torch.device(where.device):
-        model = transformers.AutoModelForCausalLM.from_config(shape.config(), dtype=torch.float32, attn_implementation="sdpa")
+        model = transformers.AutoModelForCausalLM.from_config(
+            shape.config(), dtype=torch.float32, attn_implementation=ATTENTIONS[attention]
+        )
     parameters = sum(p.numel() for p in model.parameters())
     model = parallelize(model, where, activation_checkpointing)
     optimizer = torch.optim.AdamW(model.parameters(), lr=0.0)
     runner = StepRunner(model, optimizer, where.device, tokens, 1.0, logits_chunk_tokens=logits_chunk_tokens)
-    batch = probe_batch(kind, tokens, shape.vocab_size)
+    batch = probe_batch(kind, tokens, shape.vocab_size, sequences=sequences)
     options = parse_step_options(batch.options)
-    result = ProbeResult(shape.name, kind, tokens, logits_chunk_tokens, activation_checkpointing, str(where.device), parameters, "ok")
+    result = ProbeResult(
+        shape.name, kind, tokens, logits_chunk_tokens, activation_checkpointing, str(where.device), parameters, "ok", sequences, attention
+    )
     cuda = where.device.type == "cuda"
     if cuda:
         torch.cuda.synchronize(where.device)
@@ -198,7 +221,7 @@ def run_probe(
         result.tokens_per_second = tokens / seconds
         peak = device_peak_flops(where.device)
         if peak is not None:
-            result.mfu = step_flops(shape, parameters, tokens) / seconds / peak
+            result.mfu = step_flops(shape, parameters, [int(length) for length in batch.lengths]) / seconds / peak
     del runner, optimizer, model
     gc.collect()
     if cuda:

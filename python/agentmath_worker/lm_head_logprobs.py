@@ -127,18 +127,27 @@ def model_token_logprobs(
     attention_mask: Optional[torch.Tensor] = None,
     temperature: float = 1.0,
     chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
+    **model_kwargs,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """(log π(x_t | x_<t), entropy of the distribution predicting x_t), each [B, T] with 0 at
     position 0, from a Hugging Face causal LM's forward without its [B, T, V] logits.
 
     The model runs through its own `forward` (so FSDP2 gathers the head's weight and keeps it
-    gathered for backward); the decoder's last hidden state is taken by a forward hook."""
+    gathered for backward); the decoder's last hidden state is taken by a forward hook.
+    `model_kwargs` go to the forward as they are (a packed row's sequence bounds)."""
     head = model.get_output_embeddings()
     captured = []
     hook = model.get_decoder().register_forward_hook(lambda _module, _inputs, output: captured.append(output[0]))
     try:
         none = torch.zeros(0, dtype=torch.long, device=input_ids.device)
-        model(input_ids=input_ids, position_ids=position_ids, attention_mask=attention_mask, use_cache=False, logits_to_keep=none)
+        model(
+            input_ids=input_ids,
+            position_ids=position_ids,
+            attention_mask=attention_mask,
+            use_cache=False,
+            logits_to_keep=none,
+            **model_kwargs,
+        )
     finally:
         hook.remove()
     weight = head.weight

@@ -20,6 +20,9 @@ const run = promisify(execFile);
 export type ProbeRun = {
   tokens: number;
   logitsChunkTokens: number;
+  /** Sequences packed in the row (1 unless asked) and the attention path (the probe's --attention). */
+  sequences?: number;
+  attention?: string;
   status: string;
   peakMemoryBytes: number;
   baselineMemoryBytes: number;
@@ -32,6 +35,10 @@ export type ProbeRequest = {
   layers: number;
   tokens: number;
   logitsChunkTokens: number;
+  /** Sequences packed end to end in the row of `tokens` (default 1). */
+  sequences?: number;
+  /** `sdpa` (transformers', a dense mask for a packed row) or `varlen` (ours; the default). */
+  attention?: 'sdpa' | 'varlen';
 };
 
 export type TrainerMemoryBenchOptions = {
@@ -103,6 +110,10 @@ export async function runProbeProcess(request: ProbeRequest): Promise<ProbeRun> 
     String(request.tokens),
     '--logits-chunk-tokens',
     String(request.logitsChunkTokens),
+    '--sequences',
+    String(request.sequences ?? 1),
+    '--attention',
+    request.attention ?? 'varlen',
   ];
   const { stdout } = await run(trainerPython(), args, {
     env: {
