@@ -151,7 +151,7 @@ class StepRunner:
                     return parts["loss"] / normaliser, stats
 
                 sums, grad_norm, skipped = self._optimizer_step(
-                    batch, chunk, loss_of, options.learning_rate, options.temperature, True
+                    batch, chunk, loss_of, options.learning_rate, options.temperature, True, () if reference is None else (reference,)
                 )
                 grad_norms.append(grad_norm)
                 any_skipped = any_skipped or skipped
@@ -200,7 +200,7 @@ class StepRunner:
                 for member, (start, end) in zip(members, row.spans):
                     found[member] = values[start:end]
             else:
-                self._idle_forward(batch)
+                self._idle_forward(batch, self.model)
         self.model.train(was_training)
         gathered: List[Dict[int, np.ndarray]] = [None] * world  # type: ignore[list-item]
         dist.all_gather_object(gathered, found)
@@ -228,11 +228,11 @@ class StepRunner:
         # The first token of a sequence has no prediction: never trained.
         return mask.index_fill(1, torch.tensor([start for start, _ in row.spans], device=self.device), 0.0)
 
-    def _idle_forward(self, batch: Batch) -> torch.Tensor:
+    def _idle_forward(self, batch: Batch, model: torch.nn.Module) -> torch.Tensor:
         """A rank with fewer micro-batches still joins every FSDP collective: a 2-token forward
         whose loss is multiplied by 0."""
         ids = torch.from_numpy(batch.input_ids[:2].astype(np.int64))[None].to(self.device)
-        return self.model(input_ids=ids, position_ids=torch.arange(ids.shape[1], device=self.device)[None], use_cache=False).logits.sum() * 0.0
+        return model(input_ids=ids, position_ids=torch.arange(ids.shape[1], device=self.device)[None], use_cache=False).logits.sum() * 0.0
 
     def _optimizer_step(
         self,
@@ -242,7 +242,10 @@ class StepRunner:
         learning_rate: float,
         temperature: float,
         with_entropy: bool,
+        also_scored: Sequence[torch.nn.Module] = (),
     ) -> Tuple[Dict[str, float], float, bool]:
+        """`also_scored`: the models `loss_of` runs besides the policy (the KL reference); an idle
+        round runs them too, in the same order, so every rank joins their collectives."""
         world, rank = dist.get_world_size(), dist.get_rank()
         lengths = batch.lengths.tolist()
         shares = split_across_ranks([lengths[i] for i in indices], world)
@@ -263,7 +266,10 @@ class StepRunner:
                 for key, value in stats.items():
                     sums[key] = sums.get(key, torch.zeros((), dtype=torch.float64, device=self.device)) + value.double()
             else:
-                loss = self._idle_forward(batch)
+                loss = self._idle_forward(batch, self.model)
+                with torch.no_grad():
+                    for model in also_scored:
+                        self._idle_forward(batch, model)
             (loss * world).backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
         grad_norm = float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm)
