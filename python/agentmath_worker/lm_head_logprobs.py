@@ -120,6 +120,35 @@ def chunked_logprobs_entropy(
     return _ChunkedHead.apply(hidden, weight, bias, targets, temperature, chunk_tokens)
 
 
+def final_hidden_states(
+    model: torch.nn.Module,
+    input_ids: torch.Tensor,
+    position_ids: Optional[torch.Tensor] = None,
+    attention_mask: Optional[torch.Tensor] = None,
+    **model_kwargs,
+) -> Tuple[torch.Tensor, torch.nn.Module]:
+    """(the decoder's last hidden states [B, T, H], the LM head module) from the model's own
+    forward, asked for no logits; `model_kwargs` reach the attention functions."""
+    head = model.get_output_embeddings()
+    captured = []
+    hook = model.get_decoder().register_forward_hook(lambda _module, _inputs, output: captured.append(output[0]))
+    try:
+        none = torch.zeros(0, dtype=torch.long, device=input_ids.device)
+        model(
+            input_ids=input_ids,
+            position_ids=position_ids,
+            attention_mask=attention_mask,
+            use_cache=False,
+            logits_to_keep=none,
+            **model_kwargs,
+        )
+    finally:
+        hook.remove()
+    if isinstance(head.weight, DTensor):
+        raise RuntimeError("the LM head's weight is still sharded after the forward: the root module must not reshard after forward")
+    return captured[-1], head
+
+
 def model_token_logprobs(
     model: torch.nn.Module,
     input_ids: torch.Tensor,
@@ -133,18 +162,9 @@ def model_token_logprobs(
 
     The model runs through its own `forward` (so FSDP2 gathers the head's weight and keeps it
     gathered for backward); the decoder's last hidden state is taken by a forward hook."""
-    head = model.get_output_embeddings()
-    captured = []
-    hook = model.get_decoder().register_forward_hook(lambda _module, _inputs, output: captured.append(output[0]))
-    try:
-        none = torch.zeros(0, dtype=torch.long, device=input_ids.device)
-        model(input_ids=input_ids, position_ids=position_ids, attention_mask=attention_mask, use_cache=False, logits_to_keep=none)
-    finally:
-        hook.remove()
+    hidden, head = final_hidden_states(model, input_ids, position_ids, attention_mask)
     weight = head.weight
-    if isinstance(weight, DTensor):
-        raise RuntimeError("the LM head's weight is still sharded after the forward: the root module must not reshard after forward")
-    hidden = captured[-1][:, :-1]
+    hidden = hidden[:, :-1]
     batch, steps = hidden.shape[0], hidden.shape[1]
     logprobs, entropy = chunked_logprobs_entropy(
         hidden.reshape(batch * steps, -1), weight, head.bias, input_ids[:, 1:].reshape(-1), temperature, chunk_tokens
