@@ -76,6 +76,12 @@ def main(argv=None) -> int:
     serve.add_argument("--seed", type=int, default=0)
     serve.add_argument("--compute-dtype", choices=("float32", "bfloat16"), default=None,
                        help="the forward and backward's dtype (default: bf16 on a GPU, fp32 on CPU)")
+    serve.add_argument(
+        "--sp",
+        type=int,
+        default=1,
+        help="sequence parallelism: ranks that split each packed row (Ulysses; must divide the ranks and the attention heads)",
+    )
     probe = commands.add_parser("probe", help="one process: steps of a random-init model over one sequence, timed and measured")
     probe.add_argument("--shape", default="tiny", choices=("tiny", "qwen3-0.6b", "qwen3-1.7b"))
     probe.add_argument("--vocab-size", type=int, default=151_936, help="vocabulary of the tiny shape")
@@ -137,6 +143,10 @@ def main(argv=None) -> int:
     if args.logits_chunk_tokens is not None and args.logits_chunk_tokens < 0:
         print(f"agentmath_train serve: --logits-chunk-tokens {args.logits_chunk_tokens}: must be 0 (full logits) or more", file=sys.stderr)
         return 2
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if args.sp < 1 or world % args.sp != 0:
+        print(f"agentmath_train serve: --sp {args.sp}: must be at least 1 and divide the {world} ranks", file=sys.stderr)
+        return 2
     if args.memory_limit_gb < 0:
         print(f"agentmath_train serve: --memory-limit-gb {args.memory_limit_gb}: must be 0 (the device's memory) or more", file=sys.stderr)
         return 2
@@ -164,6 +174,7 @@ def main(argv=None) -> int:
         max_grad_norm=args.max_grad_norm,
         seed=args.seed,
         compute_dtype=args.compute_dtype,
+        sequence_parallel=args.sp,
     )
     run_service(settings, args.host, args.port, token)
     return 0

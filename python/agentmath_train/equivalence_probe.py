@@ -1,6 +1,8 @@
 """A test program (run by test_distributed.py under torchrun): one SFT and one GRPO step on a
 fixed global batch for each model folder given, then the full updated weights and the steps'
-statistics saved by rank 0, so runs with different process counts can be compared."""
+statistics saved by rank 0, so runs with different process counts can be compared. An optional
+third argument, JSON, overrides the trainer's settings (`{"sequence_parallel": 2}`); the
+batch's logprobs scored before the steps are saved too."""
 
 from __future__ import annotations
 
@@ -31,20 +33,26 @@ def fixed_batch(vocab: int, seed: int = 7):
     return ids, masks, olds, advantages
 
 
-def main(out: str, folders: list) -> None:
+def main(out: str, folders: list, overrides: dict) -> None:
     results = {}
     for folder in folders:
-        core = TrainerCore(TrainerSettings(model=folder, micro_batch_tokens=40))
+        core = TrainerCore(TrainerSettings(**{"model": folder, "micro_batch_tokens": 40, **overrides}))
         vocab = core.model.config.vocab_size
         ids, masks, olds, advantages = fixed_batch(vocab)
         sft = decode_batch(encode_batch(ids, masks, options={"learningRate": 1e-2}))
+        scores = core.runner.score_sequences(sft, 0.7)
         sft_stats = core.runner.sft_step(sft, parse_step_options(sft.options))
         grpo = decode_batch(
             encode_batch(ids, masks, advantages, olds, options={"learningRate": 1e-2, "temperature": 0.7, "klCoef": 0.1})
         )
         grpo_stats = core.runner.grpo_step(grpo, parse_step_options(grpo.options))
         state = get_model_state_dict(core.model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
-        results[folder] = {"sft": sft_stats, "grpo": grpo_stats, "state": {k: v.clone() for k, v in state.items()}}
+        results[folder] = {
+            "sft": sft_stats,
+            "grpo": grpo_stats,
+            "scores": scores,
+            "state": {k: v.clone() for k, v in state.items()},
+        }
     if dist.get_rank() == 0:
         torch.save(results, out)
     dist.barrier()
@@ -52,4 +60,4 @@ def main(out: str, folders: list) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], json.loads(sys.argv[2]))
+    main(sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]) if len(sys.argv) > 3 else {})

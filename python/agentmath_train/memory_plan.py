@@ -95,21 +95,27 @@ def refusal(
     compute_bytes: int,
     capacity_bytes: int,
     device: str,
+    sequence_parallel: int = 1,
 ) -> Optional[str]:
     """None when the step's largest micro-batch fits; else why not, naming the longest
-    sequence's length and the options under which it would fit (or that none would)."""
+    sequence's length and the options under which it would fit (or that none would). With
+    `sequence_parallel` N a row holds N × the budget and each rank 1/N of it."""
     longest = max(range(len(lengths)), key=lambda i: (lengths[i], -i))
     # A micro-batch holds up to the budget, or one longer sequence alone.
-    largest = max(int(lengths[longest]), min(micro_batch_tokens, int(sum(lengths))))
+    row = max(int(lengths[longest]), min(micro_batch_tokens * sequence_parallel, int(sum(lengths))))
+    largest = -(-row // sequence_parallel)
     need = rank_bytes(dims, largest, world_size, options, compute_bytes)
     if need <= capacity_bytes:
         return None
-    length = int(lengths[longest])
-    where = f"sequence {longest} has {length:,} tokens"
+    # The longest sequence's tokens on one rank.
+    length = -(-int(lengths[longest]) // sequence_parallel)
+    where = f"sequence {longest} has {int(lengths[longest]):,} tokens"
+    if sequence_parallel > 1:
+        where += f" ({length:,} per rank with --sp {sequence_parallel})"
     if largest > length:
-        where += f" (packed micro-batches of up to {largest:,} tokens)"
+        where += f" (packed micro-batches of up to {largest:,} tokens{' per rank' if sequence_parallel > 1 else ''})"
     message = (
-        f"{where}: a micro-batch of {largest:,} tokens needs ~{need / GIB:.1f} GiB per rank with "
+        f"{where}: a micro-batch of {largest:,} tokens{' per rank' if sequence_parallel > 1 else ''} needs ~{need / GIB:.1f} GiB per rank with "
         f"{options.describe()}, more than the {capacity_bytes / GIB:.1f} GiB of {device}"
     )
     if largest > length and rank_bytes(dims, length, world_size, options, compute_bytes) <= capacity_bytes:

@@ -1,8 +1,9 @@
-"""FSDP2 and activation checkpointing, applied once over the plain model.
+"""FSDP2, activation checkpointing and sequence parallelism, applied once over the plain model.
 
 `fully_shard` per decoder layer, then the root (embeddings, final norm, head): parameters,
 gradients and optimizer state are sharded across ranks; fp32 master weights, gradients reduced
-in fp32, compute in the placement's dtype (bf16 on GPU, fp32 on CPU).
+in fp32, compute in the placement's dtype (bf16 on GPU, fp32 on CPU). With `--sp N` > 1 the
+attention is Ulysses's (`sequence_parallel.py`); FSDP2 still shards over every rank.
 """
 
 from __future__ import annotations
@@ -11,9 +12,13 @@ import torch
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
 from .model import Placement, decoder_layers
+from .sequence_parallel import use_ulysses_attention
 
 
-def parallelize(model: torch.nn.Module, where: Placement, activation_checkpointing: bool = False) -> torch.nn.Module:
+def parallelize(
+    model: torch.nn.Module, where: Placement, activation_checkpointing: bool = False, sequence_parallel: int = 1
+) -> torch.nn.Module:
+    use_ulysses_attention(model, sequence_parallel)
     if activation_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     policy = MixedPrecisionPolicy(param_dtype=where.compute_dtype, reduce_dtype=torch.float32)
@@ -23,8 +28,8 @@ def parallelize(model: torch.nn.Module, where: Placement, activation_checkpointi
     return model
 
 
-def freeze(model: torch.nn.Module, where: Placement) -> torch.nn.Module:
+def freeze(model: torch.nn.Module, where: Placement, sequence_parallel: int = 1) -> torch.nn.Module:
     """The KL reference: sharded the same way, no gradients, eval mode."""
     model.requires_grad_(False)
     model.eval()
-    return parallelize(model, where, activation_checkpointing=False)
+    return parallelize(model, where, activation_checkpointing=False, sequence_parallel=sequence_parallel)

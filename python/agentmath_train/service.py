@@ -50,6 +50,7 @@ from .memory_plan import MemoryOptions, ModelDims, refusal
 from .model import Placement, init_distributed, load_model, placement, rank_threads
 from .options import StepOptionsError, parse_step_options
 from .parallelize import freeze, parallelize
+from .sequence_parallel import SequenceParallel
 from .step import StepRunner
 from .weight_broadcast import WeightBroadcaster, parse_open
 
@@ -82,6 +83,8 @@ class TrainerSettings:
     max_grad_norm: float = 1.0
     seed: int = 0
     compute_dtype: Optional[str] = None  # None: bf16 on a GPU, fp32 on CPU
+    # Ranks that split one packed row (Ulysses); the world is data-parallel × this.
+    sequence_parallel: int = 1
 
 
 class TrainerCore:
@@ -92,7 +95,10 @@ class TrainerCore:
         self.where = where or placement(settings.compute_dtype)
         init_distributed(self.where)
         torch.manual_seed(settings.seed)
-        self.model = parallelize(load_model(settings.model, self.where), self.where, settings.activation_checkpointing)
+        sequence_parallel = SequenceParallel.create(settings.sequence_parallel)
+        self.model = parallelize(
+            load_model(settings.model, self.where), self.where, settings.activation_checkpointing, settings.sequence_parallel
+        )
         decay = [p for p in self.model.parameters() if p.requires_grad and p.dim() >= 2]
         no_decay = [p for p in self.model.parameters() if p.requires_grad and p.dim() < 2]
         self.optimizer = torch.optim.AdamW(
@@ -107,8 +113,9 @@ class TrainerCore:
             self.where.device,
             settings.micro_batch_tokens,
             settings.max_grad_norm,
-            reference=lambda: freeze(load_model(reference_path, self.where), self.where),
+            reference=lambda: freeze(load_model(reference_path, self.where), self.where, settings.sequence_parallel),
             logits_chunk_tokens=settings.logits_chunk_tokens,
+            sequence_parallel=sequence_parallel if settings.sequence_parallel > 1 else None,
         )
         self.broadcaster = WeightBroadcaster(self.model, self.where.compute_dtype, self.where.device)
 
@@ -130,6 +137,7 @@ class TrainerCore:
             torch.finfo(self.where.compute_dtype).bits // 8,
             self.settings.memory_limit_bytes or capacity,
             name if not self.settings.memory_limit_bytes else "the --memory-limit-gb",
+            self.settings.sequence_parallel,
         )
         if reason is not None:
             raise ValueError(reason)
@@ -152,6 +160,7 @@ class TrainerCore:
             "threads": torch.get_num_threads(),
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
             "parameters": sum(p.numel() for p in self.model.parameters()),
+            "sequence_parallel": self.settings.sequence_parallel,
         }
 
     def state(self) -> Dict[str, Any]:

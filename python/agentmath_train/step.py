@@ -6,7 +6,9 @@ backward per micro-batch → clip the gradient → one AdamW step → statistics
 The loss of every micro-batch is divided by one normaliser taken over the whole global batch
 (trained tokens for token-mean, sequences for sequence-mean), so neither the number of ranks
 nor the micro-batch size changes the update. FSDP2 averages gradients over ranks, so each
-rank's loss is multiplied by the world size to make that average a sum.
+rank's loss is multiplied by the world size to make that average a sum. With sequence
+parallelism (`sequence_parallel.py`) the batch is shared among data-parallel groups instead of
+ranks, and the N ranks of a group compute one micro-batch together.
 GRPO with `epochs` E and `miniBatches` M takes E·M optimizer steps (PPO-style), each over a
 contiguous M-th of the batch; with `proximal: recompute` the proximal policy's logprobs are
 scored once before the first update.
@@ -28,6 +30,7 @@ from agentmath_worker.losses import grpo_loss_sum, sft_loss_sum
 from .batch_io import Batch
 from .options import StepOptions
 from .packing import PackedRow, micro_batches, pack, packed_scores, padded, split_across_ranks, unpack
+from .sequence_parallel import SequenceParallel
 
 # A micro-batch's loss (already divided by the normaliser) and its statistics' sums, from its
 # packed row and the row's per-token log-probs and entropies ([1, T] each).
@@ -46,6 +49,7 @@ class StepRunner:
         max_grad_norm: float,
         reference: Optional[Callable[[], torch.nn.Module]] = None,
         logits_chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
+        sequence_parallel: Optional[SequenceParallel] = None,
     ) -> None:
         self.model = model
         self.optimizer = optimizer
@@ -54,6 +58,8 @@ class StepRunner:
         self.max_grad_norm = max_grad_norm
         # Tokens per LM-head chunk (0: the model's full [T × V] logits).
         self.logits_chunk_tokens = logits_chunk_tokens
+        # None: every rank computes its own micro-batches alone.
+        self.sequence_parallel = sequence_parallel
         self._reference_loader = reference
         self._reference: Optional[torch.nn.Module] = None
         self.optimizer_steps = 0
@@ -108,7 +114,7 @@ class StepRunner:
                     ref = None
                     if reference is not None:
                         with torch.no_grad():
-                            scored, _ = packed_scores(reference, row, options.temperature, self.logits_chunk_tokens, entropy=False)
+                            scored, _ = self._scores(reference, row, options.temperature, False)
                             ref = unpack(scored, row)
                     if options.proximal == "recompute":
                         proximal = (
@@ -151,7 +157,7 @@ class StepRunner:
                     return parts["loss"] / normaliser, stats
 
                 sums, grad_norm, skipped = self._optimizer_step(
-                    batch, chunk, loss_of, options.learning_rate, options.temperature, True
+                    batch, chunk, loss_of, options.learning_rate, options.temperature, True, () if reference is None else (reference,)
                 )
                 grad_norms.append(grad_norm)
                 any_skipped = any_skipped or skipped
@@ -183,10 +189,10 @@ class StepRunner:
     @torch.no_grad()
     def score_sequences(self, batch: Batch, temperature: float = 1.0) -> List[torch.Tensor]:
         """log π_θ per token of every sequence (0 at position 0), identical on every rank."""
-        world, rank = dist.get_world_size(), dist.get_rank()
+        groups, group_index = self._data_parallel()
         lengths = batch.lengths.tolist()
-        mine = split_across_ranks(lengths, world)[rank]
-        plan = micro_batches(mine, lengths, self.micro_batch_tokens)
+        mine = split_across_ranks(lengths, groups)[group_index]
+        plan = micro_batches(mine, lengths, self._row_tokens())
         rounds = _max_over_ranks(len(plan), self.device)
         found: Dict[int, np.ndarray] = {}
         was_training = self.model.training
@@ -195,14 +201,14 @@ class StepRunner:
             if index < len(plan):
                 members = plan[index]
                 row = self._row(batch, members)
-                scored, _ = packed_scores(self.model, row, temperature, self.logits_chunk_tokens, entropy=False)
+                scored, _ = self._scores(self.model, row, temperature, False)
                 values = scored[0].float().cpu().numpy()
                 for member, (start, end) in zip(members, row.spans):
                     found[member] = values[start:end]
             else:
-                self._idle_forward(batch)
+                self._idle_forward(batch, self.model)
         self.model.train(was_training)
-        gathered: List[Dict[int, np.ndarray]] = [None] * world  # type: ignore[list-item]
+        gathered: List[Dict[int, np.ndarray]] = [None] * dist.get_world_size()  # type: ignore[list-item]
         dist.all_gather_object(gathered, found)
         merged: Dict[int, np.ndarray] = {}
         for part in gathered:
@@ -228,11 +234,30 @@ class StepRunner:
         # The first token of a sequence has no prediction: never trained.
         return mask.index_fill(1, torch.tensor([start for start, _ in row.spans], device=self.device), 0.0)
 
-    def _idle_forward(self, batch: Batch) -> torch.Tensor:
+    def _data_parallel(self) -> Tuple[int, int]:
+        """(groups the batch is shared among, this rank's group): ranks, or SP groups."""
+        if self.sequence_parallel is None:
+            return dist.get_world_size(), dist.get_rank()
+        return self.sequence_parallel.data_parallel_size, self.sequence_parallel.data_parallel_rank
+
+    def _row_tokens(self) -> int:
+        """A packed row's budget: each of an SP group's N ranks holds 1/N of the row."""
+        return self.micro_batch_tokens * (self.sequence_parallel.size if self.sequence_parallel else 1)
+
+    def _scores(
+        self, model: torch.nn.Module, row: PackedRow, temperature: float, entropy: bool
+    ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+        if self.sequence_parallel is None:
+            return packed_scores(model, row, temperature, self.logits_chunk_tokens, entropy)
+        return self.sequence_parallel.scores(model, row, temperature, self.logits_chunk_tokens, entropy)
+
+    def _idle_forward(self, batch: Batch, model: torch.nn.Module) -> torch.Tensor:
         """A rank with fewer micro-batches still joins every FSDP collective: a 2-token forward
         whose loss is multiplied by 0."""
+        if self.sequence_parallel is not None:
+            return self.sequence_parallel.idle_forward(model, self.device)
         ids = torch.from_numpy(batch.input_ids[:2].astype(np.int64))[None].to(self.device)
-        return self.model(input_ids=ids, position_ids=torch.arange(ids.shape[1], device=self.device)[None], use_cache=False).logits.sum() * 0.0
+        return model(input_ids=ids, position_ids=torch.arange(ids.shape[1], device=self.device)[None], use_cache=False).logits.sum() * 0.0
 
     def _optimizer_step(
         self,
@@ -242,12 +267,15 @@ class StepRunner:
         learning_rate: float,
         temperature: float,
         with_entropy: bool,
+        also_scored: Sequence[torch.nn.Module] = (),
     ) -> Tuple[Dict[str, float], float, bool]:
-        world, rank = dist.get_world_size(), dist.get_rank()
+        """`also_scored`: the models `loss_of` runs besides the policy (the KL reference); an idle
+        round runs them too, in the same order, so every rank joins their collectives."""
+        groups, group_index = self._data_parallel()
         lengths = batch.lengths.tolist()
-        shares = split_across_ranks([lengths[i] for i in indices], world)
-        mine = [indices[i] for i in shares[rank]]
-        plan = micro_batches(mine, lengths, self.micro_batch_tokens)
+        shares = split_across_ranks([lengths[i] for i in indices], groups)
+        mine = [indices[i] for i in shares[group_index]]
+        plan = micro_batches(mine, lengths, self._row_tokens())
         rounds = _max_over_ranks(len(plan), self.device)
         self.model.train()
         for group in self.optimizer.param_groups:
@@ -258,13 +286,16 @@ class StepRunner:
             if index < len(plan):
                 members = plan[index]
                 row = self._row(batch, members)
-                logprobs, entropy = packed_scores(self.model, row, temperature, self.logits_chunk_tokens, with_entropy)
+                logprobs, entropy = self._scores(self.model, row, temperature, with_entropy)
                 loss, stats = loss_of(members, row, logprobs, entropy)
                 for key, value in stats.items():
                     sums[key] = sums.get(key, torch.zeros((), dtype=torch.float64, device=self.device)) + value.double()
             else:
-                loss = self._idle_forward(batch)
-            (loss * world).backward()
+                loss = self._idle_forward(batch, self.model)
+                with torch.no_grad():
+                    for model in also_scored:
+                        self._idle_forward(batch, model)
+            (loss * dist.get_world_size()).backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
         grad_norm = float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm)
         skipped = not math.isfinite(grad_norm)
@@ -273,6 +304,8 @@ class StepRunner:
         else:
             self.optimizer.step()
             self.optimizer_steps += 1
+        if self.sequence_parallel is not None and not self.sequence_parallel.counts_statistics:
+            sums = {}
         return _sum_over_ranks(sums, self.device), grad_norm, skipped
 
     def _result(self, batch, sums, grad_norm, skipped, options, started, extra) -> Dict[str, float]:

@@ -156,29 +156,38 @@ class PackingTest(TrainerTestCase):
                         torch.testing.assert_close(packed[start:end], alone, atol=2e-5, rtol=1e-5)
 
 
+def run_equivalence_probe(test: unittest.TestCase, folder: str, models: list, processes: int, settings: dict) -> dict:
+    """`equivalence_probe` under torchrun with `processes` gloo ranks and these trainer settings."""
+    handle, out = tempfile.mkstemp(prefix=f"probe-{processes}-", suffix=".pt", dir=folder)
+    os.close(handle)
+    environment = {**os.environ, "PYTHONPATH": PYTHON_DIR, "OMP_NUM_THREADS": "1"}
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        str(processes),
+        "--master-port",
+        str(free_port()),
+        "-m",
+        "agentmath_train.equivalence_probe",
+        out,
+        json.dumps(models),
+        json.dumps(settings),
+    ]
+    finished = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600)
+    test.assertEqual(finished.returncode, 0, finished.stderr[-3000:])
+    return torch.load(out)
+
+
 class DistributedTest(TrainerTestCase):
-    def run_probe(self, processes: int) -> dict:
-        out = os.path.join(self.folder, f"probe-{processes}.pt")
-        environment = {**os.environ, "PYTHONPATH": PYTHON_DIR, "OMP_NUM_THREADS": "1"}
-        command = [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--nproc-per-node",
-            str(processes),
-            "--master-port",
-            str(free_port()),
-            "-m",
-            "agentmath_train.equivalence_probe",
-            out,
-            json.dumps(list(self.models.values())),
-        ]
-        finished = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600)
-        self.assertEqual(finished.returncode, 0, finished.stderr[-3000:])
-        return torch.load(out)
+    def run_probe(self, processes: int, settings: dict) -> dict:
+        return run_equivalence_probe(self, self.folder, list(self.models.values()), processes, settings)
 
     def test_two_gloo_processes_give_the_loss_and_weights_of_one(self):
-        one, two = self.run_probe(1), self.run_probe(2)
+        # A budget of 20 tokens gives one rank 2 micro-batches and the other 3: the idle round
+        # must join the KL reference's collectives too.
+        one, two = self.run_probe(1, {}), self.run_probe(2, {"micro_batch_tokens": 20})
         for folder in self.models.values():
             with self.subTest(model=os.path.basename(folder)):
                 for step in ("sft", "grpo"):

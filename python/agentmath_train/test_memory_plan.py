@@ -48,6 +48,14 @@ class MemoryPlanTest(unittest.TestCase):
         self.assertIn("activation checkpointing off, full [T × V] logits", reason)
         self.assertIn("it fits with --activation-checkpointing --logits-chunk-tokens 512", reason)
 
+    def test_sequence_parallelism_gives_each_rank_its_share_of_a_long_sequence(self):
+        options = MemoryOptions(True, 512)
+        self.assertIsNotNone(self.plan([200_000], options))
+        self.assertIsNone(refusal(QWEN3_8B, [200_000], 16_384, 8, options, 2, 80 * GIB, "cuda:0", sequence_parallel=8))
+        reason = refusal(QWEN3_8B, [1_000_000], 16_384, 8, options, 2, 80 * GIB, "cuda:0", sequence_parallel=2)
+        self.assertIn("sequence 0 has 1,000,000 tokens (500,000 per rank with --sp 2)", reason)
+        self.assertIn("a micro-batch of 500,000 tokens per rank needs", reason)
+
     def test_a_sequence_too_long_for_any_option_says_so(self):
         reason = self.plan([200_000], MemoryOptions(True, 512))
         self.assertIn("sequence 0 has 200,000 tokens", reason)

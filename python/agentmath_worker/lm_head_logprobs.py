@@ -120,21 +120,15 @@ def chunked_logprobs_entropy(
     return _ChunkedHead.apply(hidden, weight, bias, targets, temperature, chunk_tokens)
 
 
-def model_token_logprobs(
+def final_hidden_states(
     model: torch.nn.Module,
     input_ids: torch.Tensor,
     position_ids: Optional[torch.Tensor] = None,
     attention_mask: Optional[torch.Tensor] = None,
-    temperature: float = 1.0,
-    chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
     **model_kwargs,
-) -> Tuple[torch.Tensor, torch.Tensor]:
-    """(log π(x_t | x_<t), entropy of the distribution predicting x_t), each [B, T] with 0 at
-    position 0, from a Hugging Face causal LM's forward without its [B, T, V] logits.
-
-    The model runs through its own `forward` (so FSDP2 gathers the head's weight and keeps it
-    gathered for backward); the decoder's last hidden state is taken by a forward hook.
-    `model_kwargs` go to the forward as they are (a packed row's sequence bounds)."""
+) -> Tuple[torch.Tensor, torch.nn.Module]:
+    """(the decoder's last hidden states [B, T, H], the LM head module) from the model's own
+    forward, asked for no logits; `model_kwargs` reach the attention functions."""
     head = model.get_output_embeddings()
     captured = []
     hook = model.get_decoder().register_forward_hook(lambda _module, _inputs, output: captured.append(output[0]))
@@ -150,10 +144,29 @@ def model_token_logprobs(
         )
     finally:
         hook.remove()
-    weight = head.weight
-    if isinstance(weight, DTensor):
+    if isinstance(head.weight, DTensor):
         raise RuntimeError("the LM head's weight is still sharded after the forward: the root module must not reshard after forward")
-    hidden = captured[-1][:, :-1]
+    return captured[-1], head
+
+
+def model_token_logprobs(
+    model: torch.nn.Module,
+    input_ids: torch.Tensor,
+    position_ids: Optional[torch.Tensor] = None,
+    attention_mask: Optional[torch.Tensor] = None,
+    temperature: float = 1.0,
+    chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
+    **model_kwargs,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(log π(x_t | x_<t), entropy of the distribution predicting x_t), each [B, T] with 0 at
+    position 0, from a Hugging Face causal LM's forward without its [B, T, V] logits.
+
+    The model runs through its own `forward` (so FSDP2 gathers the head's weight and keeps it
+    gathered for backward); the decoder's last hidden state is taken by a forward hook.
+    `model_kwargs` go to the forward as they are (a packed row's sequence bounds)."""
+    hidden, head = final_hidden_states(model, input_ids, position_ids, attention_mask, **model_kwargs)
+    weight = head.weight
+    hidden = hidden[:, :-1]
     batch, steps = hidden.shape[0], hidden.shape[1]
     logprobs, entropy = chunked_logprobs_entropy(
         hidden.reshape(batch * steps, -1), weight, head.bias, input_ids[:, 1:].reshape(-1), temperature, chunk_tokens

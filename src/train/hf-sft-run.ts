@@ -56,6 +56,8 @@ export type HfSftConfig = {
   checkpointEvery: number;
   microBatchTokens: number;
   activationCheckpointing: boolean;
+  /** Ranks that split each packed row (sequence parallelism); divides `processes`. */
+  sequenceParallel: number;
   maxSequenceTokens: number;
   prompt: PromptBuilderName;
   dialect: 'tags' | 'markdown';
@@ -130,8 +132,11 @@ export function hfSftWarmupSteps(steps: number): number {
 
 /** Steps timed before `maxMinutes` fixes the schedule (a pretrained model's CPU step takes ~1 min). */
 export const CALIBRATION_STEPS = 2;
-/** Config fields that size a run rather than define it: a resume may change them. */
-const SIZING_FIELDS = ['steps', 'maxMinutes'] as const;
+/**
+ * Config fields that size a run or place its work rather than define it: a resume may change
+ * them (how many ranks split a row changes no number a step computes beyond rounding).
+ */
+const SIZING_FIELDS = ['steps', 'maxMinutes', 'sequenceParallel'] as const;
 
 /** Runs (or resumes) an SFT job; resolves when the model is exported, or when `signal` stopped it after a checkpoint. */
 export async function runHfSft({
@@ -191,6 +196,7 @@ async function train({
     processes: config.processes,
     microBatchTokens: config.microBatchTokens,
     activationCheckpointing: config.activationCheckpointing,
+    sequenceParallel: config.sequenceParallel,
     seed: config.seed,
     ...(onTrainerLog ? { onLog: onTrainerLog } : {}),
     ...(signal === undefined ? {} : { signal }),

@@ -54,6 +54,11 @@ export async function startRlParts(
       `${elsewhere.join(', ')}: for the trainer train rl starts; the trainer at ${config.trainerUrl} keeps the options it was started with (\`agentmath trainer serve\`)`,
     );
   }
+  if (config.trainerUrl === null && config.trainerProcs % config.sequenceParallel !== 0) {
+    throw new RlConfigError(
+      `--sp ${config.sequenceParallel}: must divide --trainer-procs ${config.trainerProcs} (the trainer's ranks are data-parallel groups of --sp ranks)`,
+    );
+  }
   if (config.weightSync === 'distributed' && config.api !== 'sglang') {
     throw new RlConfigError(
       `--weight-sync distributed with --api ${config.api}: the process-group update follows SGLang's routes (/init_weights_update_group, /update_weights_from_distributed); use --api sglang or --weight-sync disk`,

@@ -13,6 +13,7 @@ describe('the memory options train rl hands to its trainer', () => {
       activationCheckpointing: true,
       logitsChunkTokens: 256,
       memoryLimitGb: 70,
+      sequenceParallel: 2,
     });
     const args = trainerServeArgs({
       model: config.init,
@@ -33,6 +34,7 @@ describe('the memory options train rl hands to its trainer', () => {
       '--memory-limit-gb',
       '70',
     ]);
+    expect(serve.slice(serve.indexOf('--sp'), serve.indexOf('--sp') + 2)).toEqual(['--sp', '2']);
   });
 
   it('leave the defaults to the trainer when not given', () => {
@@ -45,15 +47,22 @@ describe('the memory options train rl hands to its trainer', () => {
     });
     expect(args).not.toContain('--activation-checkpointing');
     expect(args).not.toContain('--memory-limit-gb');
+    expect(args).not.toContain('--sp');
     expect(args).toContain('--logits-chunk-tokens');
   });
 
   it('are named when given for a trainer started elsewhere', () => {
     expect(startedTrainerFlags(defaults, defaults)).toEqual([]);
-    const given = resolveRlConfig({ init: '/m', activationCheckpointing: true, logitsChunkTokens: 0 });
+    const given = resolveRlConfig({
+      init: '/m',
+      activationCheckpointing: true,
+      logitsChunkTokens: 0,
+      sequenceParallel: 2,
+    });
     expect(startedTrainerFlags(given, defaults)).toEqual([
       '--activation-checkpointing',
       '--logits-chunk-tokens',
+      '--sp',
     ]);
   });
 });

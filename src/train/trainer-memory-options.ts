@@ -1,7 +1,8 @@
 /**
  * The memory options `train rl` hands to the trainer it starts: the micro-batch budget,
- * activation checkpointing, the LM head's chunk size and what a rank may hold. A trainer given
- * by URL was started elsewhere with its own; asking for them then is an error, not a no-op.
+ * activation checkpointing, the LM head's chunk size, what a rank may hold and the ranks that
+ * split a packed row (`--sp`). A trainer given by URL was started elsewhere with its own;
+ * asking for them then is an error, not a no-op.
  */
 import type { RlConfig } from './rl-config.ts';
 import type { TrainerServiceOptions } from './trainer-service.ts';
@@ -9,13 +10,17 @@ import type { TrainerServiceOptions } from './trainer-service.ts';
 export type TrainerMemoryOptions = Required<
   Pick<
     TrainerServiceOptions,
-    'microBatchTokens' | 'activationCheckpointing' | 'logitsChunkTokens' | 'memoryLimitGb'
+    | 'microBatchTokens'
+    | 'activationCheckpointing'
+    | 'logitsChunkTokens'
+    | 'memoryLimitGb'
+    | 'sequenceParallel'
   >
 >;
 
 type MemoryConfig = Pick<
   RlConfig,
-  'microBatchTokens' | 'activationCheckpointing' | 'logitsChunkTokens' | 'memoryLimitGb'
+  'microBatchTokens' | 'activationCheckpointing' | 'logitsChunkTokens' | 'memoryLimitGb' | 'sequenceParallel'
 >;
 
 export function trainerMemoryOptions(config: MemoryConfig): TrainerMemoryOptions {
@@ -24,6 +29,7 @@ export function trainerMemoryOptions(config: MemoryConfig): TrainerMemoryOptions
     activationCheckpointing: config.activationCheckpointing,
     logitsChunkTokens: config.logitsChunkTokens,
     memoryLimitGb: config.memoryLimitGb,
+    sequenceParallel: config.sequenceParallel,
   };
 }
 
@@ -33,6 +39,7 @@ export function startedTrainerFlags(config: MemoryConfig, defaults: MemoryConfig
     ['--activation-checkpointing', config.activationCheckpointing !== defaults.activationCheckpointing],
     ['--logits-chunk-tokens', config.logitsChunkTokens !== defaults.logitsChunkTokens],
     ['--memory-limit-gb', config.memoryLimitGb !== defaults.memoryLimitGb],
+    ['--sp', config.sequenceParallel !== defaults.sequenceParallel],
   ];
   return flags.filter(([, given]) => given).map(([flag]) => flag);
 }

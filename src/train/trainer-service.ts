@@ -46,6 +46,8 @@ export type TrainerServiceOptions = {
   logitsChunkTokens?: number;
   /** GiB one rank may hold (default the device's memory); a step estimated above it is refused. */
   memoryLimitGb?: number;
+  /** Ranks that split each packed row (sequence parallelism, `--sp`; default 1). */
+  sequenceParallel?: number;
   seed?: number;
   /** The forward and backward's dtype (default: bf16 on a GPU, fp32 on CPU). */
   computeDtype?: 'float32' | 'bfloat16';
@@ -98,6 +100,9 @@ export function trainerServeArgs(
     ...(options.memoryLimitGb === undefined || options.memoryLimitGb === 0
       ? []
       : ['--memory-limit-gb', String(options.memoryLimitGb)]),
+    ...(options.sequenceParallel === undefined || options.sequenceParallel === 1
+      ? []
+      : ['--sp', String(options.sequenceParallel)]),
     ...(options.seed === undefined ? [] : ['--seed', String(options.seed)]),
     ...(options.computeDtype === undefined ? [] : ['--compute-dtype', options.computeDtype]),
     ...(options.noAuth ? ['--no-auth'] : []),

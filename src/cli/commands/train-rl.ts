@@ -77,6 +77,7 @@ type RlFlags = {
   activationCheckpointing?: boolean;
   logitsChunkTokens: number;
   memoryLimitGb: number;
+  sp: number;
   sandbox: string[];
   maxStaleness: number;
   weightSync: 'disk' | 'distributed';
@@ -258,6 +259,12 @@ export function registerTrainRl(train: Command): void {
       'GiB one trainer rank may hold (0: the device memory); a step estimated above it is refused before it runs',
       numberOption({ min: 0 }),
       d('memoryLimitGb'),
+    )
+    .option(
+      '--sp <n>',
+      'sequence parallelism in the trainer started here: ranks that split each packed row (must divide --trainer-procs and the attention heads)',
+      integerOption({ min: 1 }),
+      d('sequenceParallel'),
     )
     .option(
       '--sandbox <url...>',
@@ -512,6 +519,7 @@ export function registerTrainRl(train: Command): void {
         activationCheckpointing: flags.activationCheckpointing === true,
         logitsChunkTokens: flags.logitsChunkTokens,
         memoryLimitGb: flags.memoryLimitGb,
+        sequenceParallel: flags.sp,
         sandboxes: flags.sandbox,
         maxStaleness: flags.maxStaleness,
         weightSync: flags.weightSync,

@@ -12,6 +12,7 @@ const flags: HfSftFlags = {
   nproc: 1,
   microBatchTokens: 8192,
   maxSequenceTokens: 32768,
+  sp: 1,
   prompt: 'instructed',
 };
 
@@ -32,7 +33,16 @@ describe('train sft --model: the configuration from the flags', () => {
       warmupSteps: 0,
       minutes: 5,
       dialect: 'markdown',
+      nproc: 4,
+      sp: 2,
     });
-    expect(config).toMatchObject({ learningRate: 1e-3, warmupSteps: 0, maxMinutes: 5, dialect: 'markdown' });
+    expect(config).toMatchObject({
+      learningRate: 1e-3,
+      warmupSteps: 0,
+      maxMinutes: 5,
+      dialect: 'markdown',
+      processes: 4,
+      sequenceParallel: 2,
+    });
   });
 });

@@ -38,6 +38,7 @@ export type HfSftFlags = {
   microBatchTokens: number;
   maxSequenceTokens: number;
   activationCheckpointing?: boolean;
+  sp: number;
   prompt: PromptBuilderName;
   dialect?: 'tags' | 'markdown';
   json?: boolean;
@@ -56,6 +57,7 @@ const FLAG_OF: Partial<Record<keyof HfSftConfig, string>> = {
   checkpointEvery: 'checkpointEvery',
   microBatchTokens: 'microBatchTokens',
   activationCheckpointing: 'activationCheckpointing',
+  sequenceParallel: 'sp',
   maxSequenceTokens: 'maxSequenceTokens',
   prompt: 'prompt',
   dialect: 'dialect',
@@ -106,6 +108,7 @@ export function hfSftConfigOf(flags: HfSftFlags): HfSftConfig {
     checkpointEvery: flags.checkpointEvery,
     microBatchTokens: flags.microBatchTokens,
     activationCheckpointing: flags.activationCheckpointing === true,
+    sequenceParallel: flags.sp,
     maxSequenceTokens: flags.maxSequenceTokens,
     prompt: flags.prompt,
     dialect: flags.dialect ?? 'tags',
@@ -153,6 +156,9 @@ export async function runHfSftCommand(flags: HfSftFlags, command: Command): Prom
     }
     if (command.getOptionValueSource('steps') !== 'cli')
       config.steps = (await savedRunSteps(flags.out)) ?? config.steps;
+  }
+  if (config.processes % config.sequenceParallel !== 0) {
+    throw usageError(`--sp ${config.sequenceParallel}: must divide --nproc ${config.processes}`);
   }
   assertHuggingFaceTokenizerFiles(config.model);
   assertTrainerCapacity({

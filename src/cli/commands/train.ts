@@ -234,6 +234,12 @@ export function registerTrain(program: Command): void {
       32768,
     )
     .option('--activation-checkpointing', 'with --model DIR: recompute activations in the backward pass')
+    .option(
+      '--sp <n>',
+      'with --model DIR: sequence parallelism, ranks that split each packed row (must divide --nproc and the attention heads)',
+      integerOption({ min: 1 }),
+      1,
+    )
     .option(CAPACITY_OVERRIDE, `with --model DIR: ${CAPACITY_OVERRIDE_HELP}`)
     .addOption(
       new Option(
@@ -279,6 +285,12 @@ export function registerTrain(program: Command): void {
         throw new AgentMathError(
           'CLI_BAD_OPTION',
           '--dialect applies to --model HF_DIR; the byte model trains the tags dialect',
+        );
+      }
+      if (command.getOptionValueSource('sp') === 'cli') {
+        throw new AgentMathError(
+          'CLI_BAD_OPTION',
+          '--sp applies to --model HF_DIR (the distributed trainer)',
         );
       }
       if (flags.data !== undefined && flags.out === undefined) {

@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { checkBindAuth } from '../../shared/bind-auth.ts';
 import { startTrainerService } from '../../train/index.ts';
-import { hostOption, integerOption, numberOption } from '../cli-options.ts';
+import { hostOption, integerOption, numberOption, usageError } from '../cli-options.ts';
 import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
 import {
   assertTrainerCapacity,
@@ -28,6 +28,7 @@ type TrainerServeFlags = {
   activationCheckpointing?: boolean;
   logitsChunkTokens: number;
   memoryLimitGb: number;
+  sp: number;
   nnodes?: number;
   nodeRank?: number;
   rdzvEndpoint?: string;
@@ -74,6 +75,12 @@ export function registerTrainer(program: Command): void {
       numberOption({ min: 0 }),
       0,
     )
+    .option(
+      '--sp <n>',
+      'sequence parallelism: ranks of this node that split each packed row (must divide --nproc and the attention heads)',
+      integerOption({ min: 1 }),
+      1,
+    )
     .option('--nnodes <n>', "torchrun's node count (multi-node)", integerOption({ min: 1 }))
     .option('--node-rank <r>', "torchrun's node rank", integerOption({ min: 0 }))
     .option('--rdzv-endpoint <host:port>', "torchrun's rendezvous endpoint (node 0's address)")
@@ -96,6 +103,8 @@ export function registerTrainer(program: Command): void {
         flag: '--nproc',
         check: flags.capacityCheck,
       });
+      if (flags.nproc % flags.sp !== 0)
+        throw usageError(`--sp ${flags.sp}: must divide --nproc ${flags.nproc}`);
       if (warning !== null) process.stderr.write(`${warning}\n`);
       const multiNode =
         flags.nnodes === undefined
@@ -122,6 +131,7 @@ export function registerTrainer(program: Command): void {
         activationCheckpointing: flags.activationCheckpointing === true,
         logitsChunkTokens: flags.logitsChunkTokens,
         memoryLimitGb: flags.memoryLimitGb,
+        sequenceParallel: flags.sp,
         ...(multiNode === undefined ? {} : { torchrunArgs: multiNode }),
         onLog: (line) => process.stderr.write(`${line}\n`),
         signal: interruptSignal(),

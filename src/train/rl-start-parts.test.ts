@@ -1,0 +1,33 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { resolveRlConfig } from './rl-config.ts';
+import { startRlParts } from './rl-start-parts.ts';
+
+const folder = mkdtempSync(join(tmpdir(), 'rl-start-parts-'));
+
+/** A model folder as `startRlParts` tells them apart: by config.json's model_type alone. */
+function modelFolder(name: string, modelType: string): string {
+  const dir = join(folder, name);
+  mkdirSync(dir);
+  writeFileSync(join(dir, 'config.json'), JSON.stringify({ model_type: modelType }));
+  return dir;
+}
+
+const huggingFace = modelFolder('qwen3', 'qwen3');
+const byte = modelFolder('byte', 'agentmath-byte-gpt');
+
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+describe('train rl refuses --sp before anything starts', () => {
+  it('when it does not divide the trainer processes', async () => {
+    const config = resolveRlConfig({ init: huggingFace, trainerProcs: 3, sequenceParallel: 2 });
+    await expect(startRlParts(config, folder)).rejects.toThrow('--sp 2: must divide --trainer-procs 3');
+  });
+
+  it('for the embedded byte model, which trains colocated', async () => {
+    const config = resolveRlConfig({ init: byte, sequenceParallel: 2 });
+    await expect(startRlParts(config, folder)).rejects.toThrow('--sp: for a Hugging Face model');
+  });
+});
