@@ -56,13 +56,18 @@ import { evaluateOnArith, problemGrades } from './arith-evaluation.ts';
 import { describeEffect } from './effect-sentence.ts';
 import { readStageState, recordStageFinish, recordStageStart } from './stage-record.ts';
 
-/** The defaults, aimed at about 20 minutes in all on two CPU cores (docs/real-model.md has the measured times). */
+/**
+ * The defaults, aimed at about 20 minutes in all on two quiet CPU cores: three evaluations of
+ * 30 problems (about 3 minutes each, estimated from runs on a loaded machine), 6 minutes of SFT
+ * (about 18 steps of 8 at ~20 s), 3 minutes of RL (one or two steps). docs/real-model.md has
+ * what was measured.
+ */
 export const MODEL_QUICKSTART_DEFAULTS = {
   /** Held-out arith problems each model is evaluated on (the first N of the `arith` benchmark). */
-  count: 50,
+  count: 30,
   concurrency: 8,
   trainMinutes: 6,
-  rlMinutes: 4,
+  rlMinutes: 3,
   /** Prompt + response tokens of a trajectory, in evaluation and in RL (the cpu preset's). */
   maxTokens: RL_PRESETS.cpu.maxTokens,
   maxToolCalls: 4,
@@ -423,6 +428,13 @@ export async function runModelQuickstart(options: ModelQuickstartOptions): Promi
       // The time budget ends the run; no held-out evaluation inside it (the quickstart evaluates).
       steps: 10_000,
       evalEvery: 0,
+      // A step draws at most this many groups: one whose groups all come out right or all wrong
+      // ends there instead of sampling through a pool of thousands (the budget is checked
+      // between steps only).
+      problemPool: 8,
+      // One segment per trajectory: with partial rollout a short run's first step decides no
+      // group (every trajectory is cut at context / 2 and parked) and trains nothing.
+      partialRollouts: 1,
       ...(parameters === null ? {} : { learningRate: defaultRlLearningRate(parameters) }),
       ...options.rlConfig,
     });
