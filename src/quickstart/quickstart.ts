@@ -14,22 +14,16 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { problemOnlyPrompt, runAgent } from '../agent/index.ts';
-import { embeddedModelPaths, startEmbeddedEngine } from '../engine/embedded/index.ts';
+import { embeddedModelPaths } from '../engine/embedded/index.ts';
 import type { BenchmarkProblem } from '../eval/benchmark-problem.ts';
 import { escapeHtml } from '../eval/escape-html.ts';
-import { type EvalProgress, runEval } from '../eval/eval-runner.ts';
-import {
-  formatPairedDifference,
-  type PairedDifference,
-  pairedDifference,
-} from '../eval/paired-difference.ts';
+import type { EvalProgress } from '../eval/eval-runner.ts';
+import { type PairedDifference, pairedDifference } from '../eval/paired-difference.ts';
 import { readRunTrajectories } from '../eval/run-folder.ts';
 import { writeRunReport } from '../eval/run-report.ts';
 import type { RunSummary } from '../eval/run-summary.ts';
-import { gradeTrajectory, readGrade } from '../eval/trajectory-grade.ts';
-import { answersEquivalent, gradeAnswer } from '../grader/index.ts';
-import { getDialect } from '../protocol/index.ts';
+import { readGrade } from '../eval/trajectory-grade.ts';
+import { answersEquivalent } from '../grader/index.ts';
 import { createLocalSandbox } from '../sandbox/index.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
 import { arithBenchmark } from '../tasks/index.ts';
@@ -48,6 +42,8 @@ import {
   TRAINING_REPORT_FILE,
   type TrainingReport,
 } from '../train/index.ts';
+import { evaluateOnArith, problemGrades } from './arith-evaluation.ts';
+import { describeEffect } from './effect-sentence.ts';
 
 export type QuickstartStyle = 'tool' | 'text' | 'tool-rl';
 
@@ -297,52 +293,23 @@ async function evaluateModel(
   // Each quickstart evaluates afresh: the folder is the quickstart's own output.
   await rm(runDir, { recursive: true, force: true });
   emit({ type: 'eval-start', style, problems: problems.length, outDir: runDir });
-  const embedded = await startEmbeddedEngine({ model: modelDir, maxConcurrency: concurrency });
-  try {
-    const agentConfig = {
-      budgets: { maxTotalTokens: embedded.contextTokens ?? 768, maxToolCalls: 4 },
-      sampling: { temperature: 0, topP: 1 },
-    };
-    const result = await runEval({
-      benchmark: { name: 'arith', problems },
-      k: 1,
-      concurrency,
-      outDir: runDir,
-      resume: false,
-      config: {
-        command: 'quickstart',
-        benchmark: 'arith',
-        model: modelDir,
-        style,
-        dialect: 'tags',
-        prompt: 'problem-only',
-        agent: agentConfig,
-      },
-      ...(options.signal === undefined ? {} : { signal: options.signal }),
-      onProgress: (progress) => emit({ type: 'eval-progress', style, progress }),
-      solve: (problem, sample, signal) =>
-        runAgent(
-          { id: problem.id, text: problem.problem },
-          {
-            ...agentConfig,
-            engine: embedded.engine,
-            tokenizer: embedded.tokenizer,
-            sandbox,
-            dialect: getDialect('tags'),
-            prompt: problemOnlyPrompt,
-            sample,
-            signal,
-            meta: { engine: embedded.engine.name, style },
-          },
-        ),
-      grade: (trajectory, problem) => gradeTrajectory(trajectory, problem.answer, gradeAnswer, { sandbox }),
-      equivalent: (left, right) => answersEquivalent(left, right, { sandbox }),
-    });
-    emit({ type: 'eval-finish', style, summary: result.summary });
-    return result.summary;
-  } finally {
-    await embedded.close();
-  }
+  const { summary } = await evaluateOnArith({
+    modelDir,
+    runDir,
+    problems,
+    concurrency,
+    sandbox,
+    dialect: 'tags',
+    prompt: 'problem-only',
+    maxToolCalls: 4,
+    resume: false,
+    config: { command: 'quickstart', style },
+    meta: { style },
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+    onProgress: (progress) => emit({ type: 'eval-progress', style, progress }),
+  });
+  emit({ type: 'eval-finish', style, summary });
+  return summary;
 }
 
 /**
@@ -350,28 +317,7 @@ async function evaluateModel(
  * its noise, and whether that is a measured gain or within the noise.
  */
 export function describeRlEffect(effect: PairedDifference): string {
-  const verdict = effect.gainMeasured
-    ? 'a gain measured (McNemar p < 0.05)'
-    : effect.gained === 0 && effect.lost === 0
-      ? 'no gain measured: RL changed no answer'
-      : effect.difference < 0 && effect.pValue < 0.05
-        ? 'a loss measured (McNemar p < 0.05)'
-        : 'no gain measured: the difference is within the noise';
-  return `RL against the tool model it started from: ${formatPairedDifference(effect)}; ${verdict}.`;
-}
-
-/**
- * Right or wrong per problem of a run folder (the quickstart samples once per problem, k = 1);
- * a trajectory without a verdict is left out.
- */
-async function problemGrades(runDir: string): Promise<Map<string, boolean>> {
-  const grades = new Map<string, boolean>();
-  for (const trajectory of await readRunTrajectories(runDir)) {
-    const grade = readGrade(trajectory);
-    if (trajectory.problemId === null || grade === null || grade.correct === null) continue;
-    grades.set(trajectory.problemId, grade.correct);
-  }
-  return grades;
+  return describeEffect(effect, { comparison: 'RL against the tool model it started from', change: 'RL' });
 }
 
 /** Accuracy by difficulty level, from the graded trajectories of a run folder. */

@@ -4,6 +4,7 @@
  */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
+import { MODEL_QUICKSTART_DEFAULTS } from '../../quickstart/model-quickstart.ts';
 import {
   describeRlEffect,
   type QuickstartEvent,
@@ -14,40 +15,78 @@ import {
 import { formatDuration, formatSftEvent } from '../../train/index.ts';
 import { integerOption, numberOption } from '../cli-options.ts';
 import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
+import { createStageProgress, evalStatus, percent } from '../stage-progress.ts';
+import { modelQuickstartCommand } from './quickstart-model.ts';
 import { formatRlEvent } from './train-rl.ts';
 
 type QuickstartFlags = {
+  model?: string;
   out?: string;
   retrain?: boolean;
   count?: number;
-  concurrency: number;
+  concurrency?: number;
   trainMinutes?: number;
-  rlMinutes: number;
+  rlMinutes?: number;
   json?: boolean;
 };
 
 const positiveInteger = integerOption({ min: 1 });
+/** The embedded model's quickstart defaults of the flags it shares with `--model`. */
+const BYTE_DEFAULTS = { concurrency: 32, rlMinutes: 3 } as const;
 const positiveNumber = numberOption({ min: 0, minExclusive: true });
 
 export function registerQuickstart(program: Command): void {
+  const model = MODEL_QUICKSTART_DEFAULTS;
   program
     .command('quickstart')
     .description(
-      'train the embedded models if needed (tool-augmented and text-only SFT, then RL from the tool model), evaluate all on arith, write the report',
+      'train the embedded models if needed (tool-augmented and text-only SFT, then RL from the tool model), evaluate all on arith, write the report; ' +
+        'with --model, a pretrained model through baseline → tool SFT → RL with each stage evaluated',
     )
-    .option('--out <dir>', 'output folder for the evaluation runs and report.html', 'runs/quickstart')
+    .option(
+      '--model <name|dir>',
+      'a pretrained model instead of the embedded one: a name `model pull` knows (pulled once) or a Hugging Face folder',
+    )
+    .option(
+      '--out <dir>',
+      'output folder for the evaluation runs and report.html (default runs/quickstart; with --model runs/quickstart-<model>, which also holds its training runs)',
+    )
     .option('--retrain', 'train the models (and RL) again even when checkpoints exist')
-    .option('--count <n>', 'arith benchmark problems to evaluate (default: all 200)', positiveInteger)
-    .option('--concurrency <n>', 'trajectories in flight per model', positiveInteger, 32)
-    .option('--train-minutes <m>', 'cap on each training run (default: the SFT step count)', positiveNumber)
+    .option(
+      '--count <n>',
+      `arith benchmark problems to evaluate (default: all 200; with --model the first ${model.count})`,
+      positiveInteger,
+    )
+    .option(
+      '--concurrency <n>',
+      `trajectories in flight per model (default ${BYTE_DEFAULTS.concurrency}; with --model ${model.concurrency})`,
+      positiveInteger,
+    )
+    .option(
+      '--train-minutes <m>',
+      `cap on each training run (default: the SFT step count; with --model the tool SFT's budget, default ${model.trainMinutes})`,
+      positiveNumber,
+    )
     .option(
       '--rl-minutes <m>',
-      'minutes of agentic RL from the tool model (0: no RL)',
+      `minutes of agentic RL from the tool model, 0: no RL (default ${BYTE_DEFAULTS.rlMinutes}; with --model ${model.rlMinutes})`,
       numberOption({ min: 0 }),
-      3,
     )
     .option('--json', 'print the result as JSON')
     .action(async (flags: QuickstartFlags) => {
+      if (flags.model !== undefined) {
+        process.exitCode = await modelQuickstartCommand({
+          model: flags.model,
+          ...(flags.out === undefined ? {} : { out: flags.out }),
+          ...(flags.retrain ? { retrain: true } : {}),
+          ...(flags.count === undefined ? {} : { count: flags.count }),
+          ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
+          ...(flags.trainMinutes === undefined ? {} : { trainMinutes: flags.trainMinutes }),
+          ...(flags.rlMinutes === undefined ? {} : { rlMinutes: flags.rlMinutes }),
+          ...(flags.json ? { json: true } : {}),
+        });
+        return;
+      }
       process.exitCode = await quickstartCommand(flags);
     });
 }
@@ -66,13 +105,13 @@ async function quickstartCommand(flags: QuickstartFlags): Promise<number> {
     const result = await runQuickstart({
       root: process.cwd(),
       outDir: resolve(flags.out ?? 'runs/quickstart'),
-      concurrency: flags.concurrency,
+      concurrency: flags.concurrency ?? BYTE_DEFAULTS.concurrency,
       signal: interrupt.signal,
       onEvent: progress.onEvent,
       ...(flags.retrain ? { retrain: true } : {}),
       ...(flags.count === undefined ? {} : { benchmarkCount: flags.count }),
       ...(flags.trainMinutes === undefined ? {} : { trainMinutes: flags.trainMinutes }),
-      rlMinutes: flags.rlMinutes,
+      rlMinutes: flags.rlMinutes ?? BYTE_DEFAULTS.rlMinutes,
     });
     progress.finish();
     if (flags.json) {
@@ -154,101 +193,68 @@ export function renderQuickstartTable(models: readonly QuickstartModelResult[]):
   return [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join('\n');
 }
 
-function percent(value: number): string {
-  return `${(100 * value).toFixed(1)}%`;
-}
-
-/** Progress of both models: one redrawn status line on a terminal, plain lines otherwise. */
+/** Progress of the models: one redrawn status line on a terminal, plain lines otherwise. */
 function createQuickstartProgress(stream: NodeJS.WriteStream): {
   onEvent: (event: QuickstartEvent) => void;
   finish: () => void;
 } {
-  const tty = stream.isTTY === true;
-  const status = new Map<QuickstartStyle, string>();
-  const lastLoggedTenth = new Map<string, number>();
-  let drawn = false;
-  const clear = () => {
-    if (tty && drawn) stream.write('\r\x1b[2K');
-    drawn = false;
-  };
-  const log = (style: QuickstartStyle, text: string) => {
-    clear();
-    stream.write(`[${style}] ${text}\n`);
-    redraw();
-  };
-  const redraw = () => {
-    if (!tty || status.size === 0) return;
-    const text = [...status.entries()].map(([style, line]) => `${style}: ${line}`).join('  │  ');
-    stream.write(`\r\x1b[2K${text.slice(0, (stream.columns ?? 160) - 1)}`);
-    drawn = true;
-  };
-  /** On a log (no terminal), a line each tenth of the way. */
-  const periodic = (key: string, style: QuickstartStyle, done: number, total: number, text: string) => {
-    if (tty) return;
-    const tenth = Math.floor((10 * done) / Math.max(1, total));
-    if ((lastLoggedTenth.get(key) ?? -1) >= tenth) return;
-    lastLoggedTenth.set(key, tenth);
-    stream.write(`[${style}] ${text}\n`);
-  };
+  const progress = createStageProgress(stream);
   const onEvent = (event: QuickstartEvent) => {
     switch (event.type) {
       case 'model-cached':
-        log(event.style, `using the trained model in ${event.dir}`);
+        progress.log(event.style, `using the trained model in ${event.dir}`);
         return;
       case 'rl-cached':
-        log('tool-rl', `using the RL run in ${event.dir}`);
+        progress.log('tool-rl', `using the RL run in ${event.dir}`);
         return;
       case 'rl-event':
         for (const line of formatRlEvent(event.event).split('\n')) {
-          if (line !== '' && !line.startsWith('config:')) log('tool-rl', line);
+          if (line !== '' && !line.startsWith('config:')) progress.log('tool-rl', line);
         }
         return;
       case 'sft-event': {
         const sft = event.event;
         if (sft.type === 'train-step') {
-          const text =
+          progress.status(
+            event.style,
             `training ${sft.step}/${sft.totalSteps} loss ${sft.loss.toFixed(3)} ` +
-            `${Math.round(sft.tokensPerSecond)} tok/s ETA ${formatDuration(sft.etaMs)}`;
-          status.set(event.style, text);
-          periodic(`sft-${event.style}`, event.style, sft.step, sft.totalSteps, text);
-          redraw();
+              `${Math.round(sft.tokensPerSecond)} tok/s ETA ${formatDuration(sft.etaMs)}`,
+            sft.step,
+            sft.totalSteps,
+          );
         } else if (sft.type === 'sft-start') {
-          log(
+          progress.log(
             event.style,
             sft.resumedFromStep === null
               ? `training from scratch in ${sft.dir}`
               : `resuming training at step ${sft.resumedFromStep}`,
           );
         } else if (sft.type === 'sft-finish') {
-          log(
+          progress.log(
             event.style,
             `trained: ${sft.report.training.steps} steps in ${formatDuration(sft.report.training.wallMs)}`,
           );
         } else if (sft.type === 'data-ready' || sft.type === 'sft-interrupted') {
           const line = formatSftEvent(sft);
-          if (line !== null) log(event.style, line);
+          if (line !== null) progress.log(event.style, line);
         }
         return;
       }
       case 'eval-start':
-        status.delete(event.style);
-        log(event.style, `evaluating on ${event.problems} arith problems → ${event.outDir}`);
+        progress.clear(event.style);
+        progress.log(event.style, `evaluating on ${event.problems} arith problems → ${event.outDir}`);
         return;
-      case 'eval-progress': {
-        const { done, total, correct, codeCalls } = event.progress;
-        const text =
-          `eval ${done}/${total} accuracy ${done === 0 ? '–' : percent(correct / done)} ` +
-          `code/traj ${done === 0 ? '–' : (codeCalls / done).toFixed(2)}`;
-        status.set(event.style, text);
-        periodic(`eval-${event.style}`, event.style, done, total, text);
-        redraw();
+      case 'eval-progress':
+        progress.status(event.style, evalStatus(event.progress), event.progress.done, event.progress.total);
         return;
-      }
       case 'eval-finish':
-        status.delete(event.style);
-        log(event.style, `accuracy ${percent(event.summary.avgAtK)} on ${event.summary.problems} problems`);
+        progress.clear(event.style);
+        progress.log(
+          event.style,
+          `accuracy ${percent(event.summary.avgAtK)} on ${event.summary.problems} problems`,
+        );
         return;
     }
   };
-  return { onEvent, finish: clear };
+  return { onEvent, finish: progress.finish };
 }

@@ -64,7 +64,8 @@ const FLAG_OF: Partial<Record<keyof HfSftConfig, string>> = {
   seed: 'seed',
 };
 
-function describe(event: HfSftEvent): string | null {
+/** One progress line of a `train sft --model` run (null: nothing to say). */
+export function formatHfSftEvent(event: HfSftEvent): string | null {
   switch (event.type) {
     case 'data-ready':
       return `data: ${event.examples} examples, mean ${event.meanTokens.toFixed(0)} tokens${event.droppedTooLong ? `, ${event.droppedTooLong} longer than --max-sequence-tokens left out` : ''}`;
@@ -174,7 +175,7 @@ export async function runHfSftCommand(flags: HfSftFlags, command: Command): Prom
       resume: flags.resume === true,
       config,
       onEvent: (event) => {
-        const line = describe(event);
+        const line = formatHfSftEvent(event);
         if (line !== null) process.stderr.write(`${line}\n`);
       },
       signal: interruptSignal(),
