@@ -9,6 +9,8 @@
 #                                                             eval-rl eval-base math
 # Environment: EVAL_COUNT (arith problems per evaluation, 200), BASE_COUNT (of them for the
 # base model, whose answers run to the token budget: 100), SFT_STEPS (32), RL_MINUTES (10),
+# RL_ZERO_MINUTES (the ZeroTIR run's, default RL_MINUTES), RL_LEVELS (3,4: the SFT data is
+# levels 1-2, where the SFT model is right ~94% of the time and GRPO groups carry no signal),
 # MATH_COUNT (first MATH-500 problems for the baseline, 50).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +21,7 @@ EVAL_COUNT=${EVAL_COUNT:-200}
 SFT_STEPS=${SFT_STEPS:-32}
 RL_MINUTES=${RL_MINUTES:-10}
 BASE_COUNT=${BASE_COUNT:-100}
+RL_LEVELS=${RL_LEVELS:-3,4}
 MATH_COUNT=${MATH_COUNT:-50}
 A=(node bin/agentmath.js)
 BASE=.agentmath/models/smollm2-135m-instruct
@@ -42,7 +45,7 @@ serve() {
   echo "engine for $model did not answer in 240 s: see $log" >&2
   exit 1
 }
-unserve() { [[ -n $ENGINE_PID ]] && kill "$ENGINE_PID" 2>/dev/null && wait "$ENGINE_PID" 2>/dev/null; ENGINE_PID=''; }
+unserve() { [[ -n $ENGINE_PID ]] && kill "$ENGINE_PID" 2>/dev/null && { wait "$ENGINE_PID"||:; };     ENGINE_PID=''; }
 trap unserve EXIT
 
 # eval NAME PROMPT [extra flags…]: arith held-out, greedy, against the engine being served.
@@ -79,19 +82,50 @@ if want sft; then
   sft text text-only
 fi
 
-if want eval-base; then
-  serve "$BASE" "$OUT/engine-base.log"
-  evaluate base-tool instructed --limit "$BASE_COUNT"
-  evaluate base-text text-only --limit "$BASE_COUNT"
+if want eval-sft; then
+  serve "$OUT/sft-tool/model" "$OUT/engine-sft-tool.log"
+  evaluate eval-sft-tool instructed
+  unserve
+  serve "$OUT/sft-text/model" "$OUT/engine-sft-text.log"
+  evaluate eval-sft-text text-only
   unserve
 fi
 
-if want eval-sft; then
-  serve "$OUT/sft-tool/model" "$OUT/engine-sft-tool.log"
-  evaluate sft-tool instructed
-  unserve
-  serve "$OUT/sft-text/model" "$OUT/engine-sft-text.log"
-  evaluate sft-text text-only
+rl() {
+  local name=$1 model=$2
+  shift 2
+  if [[ -f $OUT/$name/model/config.json && -f $OUT/$name.done ]]; then stamp "$name: done"; return 0; fi
+  local resume=()
+  [[ -f $OUT/$name/config.json ]] && resume=(--resume)
+  stamp "$name"
+  "${A[@]}" train rl --model "$model" --dialect markdown --preset cpu --reward accuracy --levels "$RL_LEVELS" \
+    --replicas 1 --trainer-procs 1 --eval-every 5 --minutes "$RL_MINUTES" --out "$OUT/$name" "${resume[@]}" "$@" \
+    >>"$OUT/$name.log" 2>&1
+  touch "$OUT/$name.done"
+  stamp "$name: $(tail -n 2 "$OUT/$name.log" | tr '\n' ' ')"
+}
+if want rl; then
+  rl rl-tool "$OUT/sft-tool/model"
+  rl rl-text "$OUT/sft-text/model" --text-only --prompt text-only
+  # The Instruct model never boxes an answer, so its groups are all wrong and dropped: a pool
+  # of 16 problems ends each step after 16 groups (a step only ends when its pool does).
+  RL_MINUTES=${RL_ZERO_MINUTES:-$RL_MINUTES} rl rl-zero "$BASE" --problems 16
+fi
+
+if want eval-rl; then
+  for name in rl-tool rl-text rl-zero; do
+    [[ -f $OUT/$name/model/config.json ]] || { stamp "eval $name: no model"; continue; }
+    serve "$OUT/$name/model" "$OUT/engine-$name.log"
+    prompt=instructed
+    [[ $name == rl-text ]] && prompt=text-only
+    evaluate "eval-$name" "$prompt"
+    unserve
+  done
+fi
+if want eval-base; then
+  serve "$BASE" "$OUT/engine-base.log"
+  evaluate eval-base-tool instructed --limit "$BASE_COUNT"
+  evaluate eval-base-text text-only --limit "$BASE_COUNT"
   unserve
 fi
 
@@ -112,33 +146,4 @@ if want math; then
   unserve
 fi
 
-rl() {
-  local name=$1 model=$2
-  shift 2
-  if [[ -f $OUT/$name/model/config.json && -f $OUT/$name.done ]]; then stamp "$name: done"; return 0; fi
-  local resume=()
-  [[ -f $OUT/$name/config.json ]] && resume=(--resume)
-  stamp "$name"
-  "${A[@]}" train rl --model "$model" --dialect markdown --preset cpu --reward accuracy --levels 1,2 \
-    --replicas 1 --trainer-procs 1 --eval-every 5 --minutes "$RL_MINUTES" --out "$OUT/$name" "${resume[@]}" "$@" \
-    >>"$OUT/$name.log" 2>&1
-  touch "$OUT/$name.done"
-  stamp "$name: $(tail -n 2 "$OUT/$name.log" | tr '\n' ' ')"
-}
-if want rl; then
-  rl rl-tool "$OUT/sft-tool/model"
-  rl rl-text "$OUT/sft-text/model" --text-only --prompt text-only
-  RL_MINUTES=${RL_ZERO_MINUTES:-$RL_MINUTES} rl rl-zero "$BASE"
-fi
-
-if want eval-rl; then
-  for name in rl-tool rl-text rl-zero; do
-    [[ -f $OUT/$name/model/config.json ]] || { stamp "eval $name: no model"; continue; }
-    serve "$OUT/$name/model" "$OUT/engine-$name.log"
-    prompt=instructed
-    [[ $name == rl-text ]] && prompt=text-only
-    evaluate "eval-$name" "$prompt"
-    unserve
-  done
-fi
 stamp "finished: $STAGES"

@@ -89,6 +89,7 @@ const SFT_DEFAULTS = {
   checkpointEvery: 10,
   microBatchTokens: 8192,
   activationCheckpointing: false,
+  sequenceParallel: 1,
   maxSequenceTokens: 2048,
   prompt: 'instructed',
   dialect: 'markdown',
