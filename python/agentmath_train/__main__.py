@@ -76,6 +76,13 @@ def main(argv=None) -> int:
     serve.add_argument("--seed", type=int, default=0)
     serve.add_argument("--compute-dtype", choices=("float32", "bfloat16"), default=None,
                        help="the forward and backward's dtype (default: bf16 on a GPU, fp32 on CPU)")
+    serve.add_argument(
+        "--cpu-offload",
+        action="store_true",
+        help="keep the sharded parameters, gradients and optimizer state in host memory, moved to the GPU a "
+        "layer at a time (FSDP2's CPUOffloadPolicy; the optimizer steps on the CPU). On CPU ranks it changes "
+        "nothing: their state is in host memory already",
+    )
     probe = commands.add_parser("probe", help="one process: steps of a random-init model over one sequence, timed and measured")
     probe.add_argument("--shape", default="tiny", choices=("tiny", "qwen3-0.6b", "qwen3-1.7b"))
     probe.add_argument("--vocab-size", type=int, default=151_936, help="vocabulary of the tiny shape")
@@ -157,6 +164,7 @@ def main(argv=None) -> int:
         max_grad_norm=args.max_grad_norm,
         seed=args.seed,
         compute_dtype=args.compute_dtype,
+        cpu_offload=args.cpu_offload,
     )
     run_service(settings, args.host, args.port, token)
     return 0
