@@ -95,10 +95,28 @@ def main(argv=None) -> int:
     probe.add_argument("--logits-chunk-tokens", type=int, default=512, help="0: full [T x V] logits")
     probe.add_argument("--activation-checkpointing", action="store_true")
     probe.add_argument("--cpu", action="store_true", help="run on CPU even where a GPU is present")
+    load = commands.add_parser("load-bench", help="peak host memory per rank of loading a model: whole then sharded, against sharded on read")
+    load.add_argument("--model", default=None, help="a Hugging Face folder (default: a random-init Qwen3-0.6B shape, written to a temporary folder)")
+    load.add_argument("--processes", default="1,2", help="rank counts, comma-separated")
+    load.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
     if args.command == "probe":
         return _probe(args)
+
+    if args.command == "load-bench":
+        from .load_bench import render, run_load_bench
+
+        try:
+            counts = [int(part) for part in args.processes.split(",")]
+        except ValueError:
+            counts = []
+        if not counts or min(counts) < 1:
+            print(f"agentmath_train load-bench: --processes {args.processes}: expected rank counts like 1,2", file=sys.stderr)
+            return 2
+        report = run_load_bench(args.model, counts, on_progress=lambda message: print(message, file=sys.stderr, flush=True))
+        print(json.dumps(report) if args.json else render(report), end="\n" if args.json else "")
+        return 0
 
     if args.command == "init-model":
         from .init_model import init_model
