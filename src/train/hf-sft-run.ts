@@ -56,6 +56,8 @@ export type HfSftConfig = {
   checkpointEvery: number;
   microBatchTokens: number;
   activationCheckpointing: boolean;
+  /** Sharded parameters, gradients and optimizer state in host memory (GPU ranks; nothing changes on CPU ranks). */
+  cpuOffload: boolean;
   maxSequenceTokens: number;
   prompt: PromptBuilderName;
   dialect: 'tags' | 'markdown';
@@ -132,6 +134,8 @@ export function hfSftWarmupSteps(steps: number): number {
 export const CALIBRATION_STEPS = 2;
 /** Config fields that size a run rather than define it: a resume may change them. */
 const SIZING_FIELDS = ['steps', 'maxMinutes'] as const;
+/** Where the trainer keeps its state: it changes nothing computed, so a resume may add or drop it. */
+const PLACEMENT_FIELDS = ['cpuOffload'] as const;
 
 /** Runs (or resumes) an SFT job; resolves when the model is exported, or when `signal` stopped it after a checkpoint. */
 export async function runHfSft({
@@ -191,6 +195,7 @@ async function train({
     processes: config.processes,
     microBatchTokens: config.microBatchTokens,
     activationCheckpointing: config.activationCheckpointing,
+    cpuOffload: config.cpuOffload,
     seed: config.seed,
     ...(onTrainerLog ? { onLog: onTrainerLog } : {}),
     ...(signal === undefined ? {} : { signal }),
@@ -276,10 +281,10 @@ async function train({
   }
 }
 
-/** The configuration a resume must match: everything but the sizing fields. */
+/** The configuration a resume must match: everything but the sizing and placement fields. */
 function runIdentity(config: HfSftConfig): RunIdentity {
   const identity: Record<string, unknown> = { ...config };
-  for (const field of SIZING_FIELDS) delete identity[field];
+  for (const field of [...SIZING_FIELDS, ...PLACEMENT_FIELDS]) delete identity[field];
   return identity as RunIdentity;
 }
 

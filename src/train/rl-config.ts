@@ -48,6 +48,8 @@ export const rlConfigSchema = z
     logitsChunkTokens: z.number().int().nonnegative().default(512),
     /** The trainer started here: GiB one rank may hold (0: the device's memory); a step estimated above it is refused before it runs. */
     memoryLimitGb: z.number().nonnegative().default(0),
+    /** The trainer started here: sharded parameters, gradients and optimizer state in host memory (GPU ranks; nothing changes on CPU ranks). */
+    cpuOffload: z.boolean().default(false),
     /** Sandbox node URLs (empty: a local jailed sandbox). */
     sandboxes: z.array(z.string().url()).default([]),
     /** Trainer steps the rollout may run ahead (0: synchronous; 1: the next batch is generated while this one trains). */
@@ -168,6 +170,7 @@ export function rlDefiningConfig(config: RlConfig): Record<string, unknown> {
     activationCheckpointing: _activationCheckpointing,
     logitsChunkTokens: _logitsChunkTokens,
     memoryLimitGb: _memoryLimitGb,
+    cpuOffload: _cpuOffload,
     checkpointEvery: _checkpointEvery,
     keepCheckpoints: _keepCheckpoints,
     ...defining

@@ -13,6 +13,7 @@ describe('the memory options train rl hands to its trainer', () => {
       activationCheckpointing: true,
       logitsChunkTokens: 256,
       memoryLimitGb: 70,
+      cpuOffload: true,
     });
     const args = trainerServeArgs({
       model: config.init,
@@ -33,6 +34,7 @@ describe('the memory options train rl hands to its trainer', () => {
       '--memory-limit-gb',
       '70',
     ]);
+    expect(serve).toContain('--cpu-offload');
   });
 
   it('leave the defaults to the trainer when not given', () => {
@@ -45,15 +47,22 @@ describe('the memory options train rl hands to its trainer', () => {
     });
     expect(args).not.toContain('--activation-checkpointing');
     expect(args).not.toContain('--memory-limit-gb');
+    expect(args).not.toContain('--cpu-offload');
     expect(args).toContain('--logits-chunk-tokens');
   });
 
   it('are named when given for a trainer started elsewhere', () => {
     expect(startedTrainerFlags(defaults, defaults)).toEqual([]);
-    const given = resolveRlConfig({ init: '/m', activationCheckpointing: true, logitsChunkTokens: 0 });
+    const given = resolveRlConfig({
+      init: '/m',
+      activationCheckpointing: true,
+      logitsChunkTokens: 0,
+      cpuOffload: true,
+    });
     expect(startedTrainerFlags(given, defaults)).toEqual([
       '--activation-checkpointing',
       '--logits-chunk-tokens',
+      '--cpu-offload',
     ]);
   });
 });

@@ -1,6 +1,6 @@
 /**
  * The memory options `train rl` hands to the trainer it starts: the micro-batch budget,
- * activation checkpointing, the LM head's chunk size and what a rank may hold. A trainer given
+ * activation checkpointing, the LM head's chunk size, what a rank may hold and CPU offload. A trainer given
  * by URL was started elsewhere with its own; asking for them then is an error, not a no-op.
  */
 import type { RlConfig } from './rl-config.ts';
@@ -9,13 +9,13 @@ import type { TrainerServiceOptions } from './trainer-service.ts';
 export type TrainerMemoryOptions = Required<
   Pick<
     TrainerServiceOptions,
-    'microBatchTokens' | 'activationCheckpointing' | 'logitsChunkTokens' | 'memoryLimitGb'
+    'microBatchTokens' | 'activationCheckpointing' | 'logitsChunkTokens' | 'memoryLimitGb' | 'cpuOffload'
   >
 >;
 
 type MemoryConfig = Pick<
   RlConfig,
-  'microBatchTokens' | 'activationCheckpointing' | 'logitsChunkTokens' | 'memoryLimitGb'
+  'microBatchTokens' | 'activationCheckpointing' | 'logitsChunkTokens' | 'memoryLimitGb' | 'cpuOffload'
 >;
 
 export function trainerMemoryOptions(config: MemoryConfig): TrainerMemoryOptions {
@@ -24,6 +24,7 @@ export function trainerMemoryOptions(config: MemoryConfig): TrainerMemoryOptions
     activationCheckpointing: config.activationCheckpointing,
     logitsChunkTokens: config.logitsChunkTokens,
     memoryLimitGb: config.memoryLimitGb,
+    cpuOffload: config.cpuOffload,
   };
 }
 
@@ -33,6 +34,7 @@ export function startedTrainerFlags(config: MemoryConfig, defaults: MemoryConfig
     ['--activation-checkpointing', config.activationCheckpointing !== defaults.activationCheckpointing],
     ['--logits-chunk-tokens', config.logitsChunkTokens !== defaults.logitsChunkTokens],
     ['--memory-limit-gb', config.memoryLimitGb !== defaults.memoryLimitGb],
+    ['--cpu-offload', config.cpuOffload !== defaults.cpuOffload],
   ];
   return flags.filter(([, given]) => given).map(([flag]) => flag);
 }

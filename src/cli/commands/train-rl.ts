@@ -45,6 +45,7 @@ import {
   numberOption,
   usageError,
 } from '../cli-options.ts';
+import { CPU_OFFLOAD_HELP } from '../cpu-offload-option.ts';
 import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
 import {
   assertTrainerCapacity,
@@ -77,6 +78,7 @@ type RlFlags = {
   activationCheckpointing?: boolean;
   logitsChunkTokens: number;
   memoryLimitGb: number;
+  cpuOffload?: boolean;
   sandbox: string[];
   maxStaleness: number;
   weightSync: 'disk' | 'distributed';
@@ -259,6 +261,7 @@ export function registerTrainRl(train: Command): void {
       numberOption({ min: 0 }),
       d('memoryLimitGb'),
     )
+    .option('--cpu-offload', `the trainer started here: ${CPU_OFFLOAD_HELP}`)
     .option(
       '--sandbox <url...>',
       'sandbox nodes (`agentmath sandbox serve`): --sandbox URL URL … or --sandbox URL repeated',
@@ -512,6 +515,7 @@ export function registerTrainRl(train: Command): void {
         activationCheckpointing: flags.activationCheckpointing === true,
         logitsChunkTokens: flags.logitsChunkTokens,
         memoryLimitGb: flags.memoryLimitGb,
+        cpuOffload: flags.cpuOffload === true,
         sandboxes: flags.sandbox,
         maxStaleness: flags.maxStaleness,
         weightSync: flags.weightSync,

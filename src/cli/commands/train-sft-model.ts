@@ -38,6 +38,7 @@ export type HfSftFlags = {
   microBatchTokens: number;
   maxSequenceTokens: number;
   activationCheckpointing?: boolean;
+  cpuOffload?: boolean;
   prompt: PromptBuilderName;
   dialect?: 'tags' | 'markdown';
   json?: boolean;
@@ -56,6 +57,7 @@ const FLAG_OF: Partial<Record<keyof HfSftConfig, string>> = {
   checkpointEvery: 'checkpointEvery',
   microBatchTokens: 'microBatchTokens',
   activationCheckpointing: 'activationCheckpointing',
+  cpuOffload: 'cpuOffload',
   maxSequenceTokens: 'maxSequenceTokens',
   prompt: 'prompt',
   dialect: 'dialect',
@@ -106,6 +108,7 @@ export function hfSftConfigOf(flags: HfSftFlags): HfSftConfig {
     checkpointEvery: flags.checkpointEvery,
     microBatchTokens: flags.microBatchTokens,
     activationCheckpointing: flags.activationCheckpointing === true,
+    cpuOffload: flags.cpuOffload === true,
     maxSequenceTokens: flags.maxSequenceTokens,
     prompt: flags.prompt,
     dialect: flags.dialect ?? 'tags',

@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import { checkBindAuth } from '../../shared/bind-auth.ts';
 import { startTrainerService } from '../../train/index.ts';
 import { hostOption, integerOption, numberOption } from '../cli-options.ts';
+import { CPU_OFFLOAD_HELP } from '../cpu-offload-option.ts';
 import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
 import {
   assertTrainerCapacity,
@@ -28,6 +29,7 @@ type TrainerServeFlags = {
   activationCheckpointing?: boolean;
   logitsChunkTokens: number;
   memoryLimitGb: number;
+  cpuOffload?: boolean;
   nnodes?: number;
   nodeRank?: number;
   rdzvEndpoint?: string;
@@ -74,6 +76,7 @@ export function registerTrainer(program: Command): void {
       numberOption({ min: 0 }),
       0,
     )
+    .option('--cpu-offload', CPU_OFFLOAD_HELP)
     .option('--nnodes <n>', "torchrun's node count (multi-node)", integerOption({ min: 1 }))
     .option('--node-rank <r>', "torchrun's node rank", integerOption({ min: 0 }))
     .option('--rdzv-endpoint <host:port>', "torchrun's rendezvous endpoint (node 0's address)")
@@ -122,6 +125,7 @@ export function registerTrainer(program: Command): void {
         activationCheckpointing: flags.activationCheckpointing === true,
         logitsChunkTokens: flags.logitsChunkTokens,
         memoryLimitGb: flags.memoryLimitGb,
+        cpuOffload: flags.cpuOffload === true,
         ...(multiNode === undefined ? {} : { torchrunArgs: multiNode }),
         onLog: (line) => process.stderr.write(`${line}\n`),
         signal: interruptSignal(),
