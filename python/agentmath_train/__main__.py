@@ -82,6 +82,13 @@ def main(argv=None) -> int:
         default=1,
         help="sequence parallelism: ranks that split each packed row (Ulysses; must divide the ranks and the attention heads)",
     )
+    serve.add_argument(
+        "--cpu-offload",
+        action="store_true",
+        help="keep the sharded parameters, gradients and optimizer state in host memory, moved to the GPU a "
+        "layer at a time (FSDP2's CPUOffloadPolicy; the optimizer steps on the CPU). On CPU ranks it changes "
+        "nothing: their state is in host memory already",
+    )
     probe = commands.add_parser("probe", help="one process: steps of a random-init model over one sequence, timed and measured")
     probe.add_argument("--shape", default="tiny", choices=("tiny", "qwen3-0.6b", "qwen3-1.7b"))
     probe.add_argument("--vocab-size", type=int, default=151_936, help="vocabulary of the tiny shape")
@@ -101,10 +108,28 @@ def main(argv=None) -> int:
         choices=("sdpa", "varlen", "flash", "flex", "loop"),
         help="sdpa: transformers' (a dense mask for a packed row); varlen: ours, backend by device; flash|flex|loop: ours, one backend",
     )
+    load = commands.add_parser("load-bench", help="peak host memory per rank of loading a model: whole then sharded, against sharded on read")
+    load.add_argument("--model", default=None, help="a Hugging Face folder (default: a random-init Qwen3-0.6B shape, written to a temporary folder)")
+    load.add_argument("--processes", default="1,2", help="rank counts, comma-separated")
+    load.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
     if args.command == "probe":
         return _probe(args)
+
+    if args.command == "load-bench":
+        from .load_bench import render, run_load_bench
+
+        try:
+            counts = [int(part) for part in args.processes.split(",")]
+        except ValueError:
+            counts = []
+        if not counts or min(counts) < 1:
+            print(f"agentmath_train load-bench: --processes {args.processes}: expected rank counts like 1,2", file=sys.stderr)
+            return 2
+        report = run_load_bench(args.model, counts, on_progress=lambda message: print(message, file=sys.stderr, flush=True))
+        print(json.dumps(report) if args.json else render(report), end="\n" if args.json else "")
+        return 0
 
     if args.command == "init-model":
         from .init_model import init_model
@@ -175,6 +200,7 @@ def main(argv=None) -> int:
         seed=args.seed,
         compute_dtype=args.compute_dtype,
         sequence_parallel=args.sp,
+        cpu_offload=args.cpu_offload,
     )
     run_service(settings, args.host, args.port, token)
     return 0

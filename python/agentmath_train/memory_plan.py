@@ -4,7 +4,8 @@ instead of an out-of-memory error in the middle of a step.
 
 Per rank, for a micro-batch of T tokens (b = bytes of the compute dtype, N parameters, P ranks,
 L layers, hidden H, MLP width I (routed experts × their width for a MoE), KV width K, vocab V):
-  state        16·N/P (fp32 weights, gradients, AdamW's two moments) + the unsharded compute
+  state        16·N/P (fp32 weights, gradients, AdamW's two moments; none with CPU offload)
+               + b·N/P for a loaded KL reference (none with CPU offload) + the unsharded compute
                copies of two decoder layers and of the embeddings/head (FSDP2's gather)
   activations  L·T·(b·(10·H + 4·I + 4·K) + 16·H)  kept for backward, or with activation
                checkpointing L·T·H·b (each layer's input) + one layer's worth
@@ -52,21 +53,29 @@ class ModelDims:
 class MemoryOptions:
     activation_checkpointing: bool
     logits_chunk_tokens: int  # 0: full logits
+    # Sharded state in host memory (--cpu-offload): the device holds only what a step gathers.
+    cpu_offload: bool = False
+    # A KL reference is held beside the policy (sharded, in the compute dtype).
+    reference: bool = False
 
     def describe(self) -> str:
         checkpointing = "activation checkpointing on" if self.activation_checkpointing else "activation checkpointing off"
         head = f"the LM head in chunks of {self.logits_chunk_tokens} tokens" if self.logits_chunk_tokens else "full [T × V] logits"
-        return f"{checkpointing}, {head}"
+        offload = ", parameters and optimizer state offloaded to the CPU" if self.cpu_offload else ""
+        return f"{checkpointing}, {head}{offload}"
 
     def flags(self) -> str:
         parts = ["--activation-checkpointing"] if self.activation_checkpointing else []
         return " ".join(parts + [f"--logits-chunk-tokens {self.logits_chunk_tokens}"])
 
 
-def state_bytes(dims: ModelDims, world_size: int, compute_bytes: int) -> int:
+def state_bytes(dims: ModelDims, world_size: int, compute_bytes: int, options: Optional[MemoryOptions] = None) -> int:
     embeddings = dims.vocab_size * dims.hidden * (1 if dims.tied else 2)
     layer = (dims.parameters - embeddings) // max(1, dims.layers)
-    return 16 * dims.parameters // world_size + compute_bytes * (2 * layer + embeddings)
+    offloaded = options is not None and options.cpu_offload
+    sharded = 0 if offloaded else 16 * dims.parameters // world_size
+    reference = compute_bytes * dims.parameters // world_size if options is not None and options.reference and not offloaded else 0
+    return sharded + reference + compute_bytes * (2 * layer + embeddings)
 
 
 def micro_batch_bytes(dims: ModelDims, tokens: int, options: MemoryOptions, compute_bytes: int) -> int:
@@ -83,7 +92,7 @@ def micro_batch_bytes(dims: ModelDims, tokens: int, options: MemoryOptions, comp
 
 
 def rank_bytes(dims: ModelDims, tokens: int, world_size: int, options: MemoryOptions, compute_bytes: int) -> int:
-    return state_bytes(dims, world_size, compute_bytes) + micro_batch_bytes(dims, tokens, options, compute_bytes)
+    return state_bytes(dims, world_size, compute_bytes, options) + micro_batch_bytes(dims, tokens, options, compute_bytes)
 
 
 def refusal(
@@ -122,9 +131,10 @@ def refusal(
         return f"{message}; it fits alone: --micro-batch-tokens {length}"
     # The smallest change first: the head in chunks, then checkpointing, then both.
     candidates: List[MemoryOptions] = []
+    chunk = options.logits_chunk_tokens or SUGGESTED_CHUNK_TOKENS
     for candidate in (
-        MemoryOptions(options.activation_checkpointing, options.logits_chunk_tokens or SUGGESTED_CHUNK_TOKENS),
-        MemoryOptions(True, options.logits_chunk_tokens or SUGGESTED_CHUNK_TOKENS),
+        dataclasses.replace(options, logits_chunk_tokens=chunk),
+        dataclasses.replace(options, activation_checkpointing=True, logits_chunk_tokens=chunk),
     ):
         if candidate != options and candidate not in candidates:
             candidates.append(candidate)

@@ -5,6 +5,9 @@ backward run in bf16 through FSDP2's mixed-precision policy, on CPU in fp32 unle
 asked for (`--compute-dtype bfloat16`, worth it only where the CPU has native bf16: see
 docs/training.md). A CPU rank uses its share of the machine's cores as torch threads.
 Attention is `agentmath_varlen` (attention.py): within each packed sequence, no [T × T] mask.
+`meta_model` is the model with no storage, for sharding before loading (`sharded_load.py`);
+`load_model` is the whole model on every rank (the plain loop, and the reference the sharded
+load is tested against).
 """
 
 from __future__ import annotations
@@ -24,20 +27,26 @@ from .attention import ATTENTION_IMPLEMENTATION
 class Placement:
     device: torch.device
     compute_dtype: torch.dtype
-    backend: str  # "nccl" or "gloo"
+    backend: str  # "nccl", "gloo", or "cuda:nccl,cpu:gloo" (CPU offload: gradient norms of host tensors)
+    # Sharded parameters, gradients and optimizer state in host memory, moved to the GPU layer by
+    # layer (FSDP2's CPUOffloadPolicy). Only on a GPU: a CPU rank's state is in host memory already.
+    cpu_offload: bool = False
 
 
 COMPUTE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
-def placement(compute_dtype: Optional[str] = None) -> Placement:
-    """The device and compute dtype of this rank: bf16 on a GPU, fp32 on CPU, unless `compute_dtype` says."""
+def placement(compute_dtype: Optional[str] = None, cpu_offload: bool = False) -> Placement:
+    """The device and compute dtype of this rank: bf16 on a GPU, fp32 on CPU, unless `compute_dtype`
+    says. `cpu_offload` applies on a GPU only (on CPU there is nothing to offload from)."""
     if compute_dtype is not None and compute_dtype not in COMPUTE_DTYPES:
         raise ValueError(f"compute dtype {compute_dtype!r}: expected one of {', '.join(COMPUTE_DTYPES)}")
     if torch.cuda.is_available():
         local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         torch.cuda.set_device(local_rank)
-        return Placement(torch.device("cuda", local_rank), COMPUTE_DTYPES[compute_dtype or "bfloat16"], "nccl")
+        # Offloaded, the gradient clipping's norms are of host tensors: they need a CPU backend (as torchtitan).
+        backend = "cuda:nccl,cpu:gloo" if cpu_offload else "nccl"
+        return Placement(torch.device("cuda", local_rank), COMPUTE_DTYPES[compute_dtype or "bfloat16"], backend, cpu_offload)
     return Placement(torch.device("cpu"), COMPUTE_DTYPES[compute_dtype or "float32"], "gloo")
 
 
@@ -58,13 +67,28 @@ def init_distributed(where: Placement) -> None:
         dist.init_process_group(where.backend)
 
 
-def load_model(path: str, where: Placement, attention: str = ATTENTION_IMPLEMENTATION) -> torch.nn.Module:
-    """`attention`: a transformers attn_implementation; "sdpa" is the dense-mask path, kept for comparison."""
+def _require_model_folder(path: str) -> None:
     if not os.path.isfile(os.path.join(path, "config.json")):
         raise FileNotFoundError(f"{path}: not a Hugging Face model folder (no config.json)")
+
+
+def load_model(path: str, where: Placement, attention: str = ATTENTION_IMPLEMENTATION) -> torch.nn.Module:
+    """The whole model in fp32 on this rank's device (every rank a full copy). `attention`: a
+    transformers attn_implementation; "sdpa" is the dense-mask path, kept for comparison."""
+    _require_model_folder(path)
     model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation=attention)
     model.config.use_cache = False
     return model.to(where.device)
+
+
+def meta_model(path: str, dtype: torch.dtype) -> torch.nn.Module:
+    """The model of `path`'s config.json with every tensor on `meta` (no memory), in `dtype`."""
+    _require_model_folder(path)
+    config = transformers.AutoConfig.from_pretrained(path)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation=ATTENTION_IMPLEMENTATION)
+    model.config.use_cache = False
+    return model
 
 
 def decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList:

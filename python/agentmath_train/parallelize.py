@@ -2,14 +2,17 @@
 
 `fully_shard` per decoder layer, then the root (embeddings, final norm, head): parameters,
 gradients and optimizer state are sharded across ranks; fp32 master weights, gradients reduced
-in fp32, compute in the placement's dtype (bf16 on GPU, fp32 on CPU). With `--sp N` > 1 the
-attention is Ulysses's (`sequence_parallel.py`); FSDP2 still shards over every rank.
+in fp32, compute in the placement's dtype (bf16 on GPU, fp32 on CPU); with the placement's
+`cpu_offload`, the shards live in pinned host memory and the optimizer steps there. With
+`--sp N` > 1 the attention is Ulysses's (`sequence_parallel.py`); FSDP2 still shards over every
+rank. The model may be on `meta` (`sharded_load.sharded_model` fills it afterwards) or already
+loaded.
 """
 
 from __future__ import annotations
 
 import torch
-from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
 
 from .model import Placement, decoder_layers
 from .sequence_parallel import use_ulysses_attention
@@ -22,9 +25,11 @@ def parallelize(
     if activation_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     policy = MixedPrecisionPolicy(param_dtype=where.compute_dtype, reduce_dtype=torch.float32)
+    # Pinned host memory needs CUDA; a CPU placement with offload exists only in tests of this path.
+    offload = CPUOffloadPolicy(pin_memory=where.device.type == "cuda") if where.cpu_offload else OffloadPolicy()
     for layer in decoder_layers(model):
-        fully_shard(layer, mp_policy=policy)
-    fully_shard(model, mp_policy=policy)
+        fully_shard(layer, mp_policy=policy, offload_policy=offload)
+    fully_shard(model, mp_policy=policy, offload_policy=offload)
     return model
 
 

@@ -47,10 +47,11 @@ from agentmath_worker.lm_head_logprobs import DEFAULT_CHUNK_TOKENS
 from .batch_io import BatchFormatError, check_ranges, decode_batch
 from .checkpoint import export_hugging_face, load_checkpoint, save_checkpoint
 from .memory_plan import MemoryOptions, ModelDims, refusal
-from .model import Placement, init_distributed, load_model, placement, rank_threads
+from .model import Placement, init_distributed, placement, rank_threads
 from .options import StepOptionsError, parse_step_options
 from .parallelize import freeze, parallelize
 from .sequence_parallel import SequenceParallel
+from .sharded_load import sharded_model
 from .step import StepRunner
 from .weight_broadcast import WeightBroadcaster, parse_open
 
@@ -85,6 +86,8 @@ class TrainerSettings:
     compute_dtype: Optional[str] = None  # None: bf16 on a GPU, fp32 on CPU
     # Ranks that split one packed row (Ulysses); the world is data-parallel × this.
     sequence_parallel: int = 1
+    # Shards of parameters, gradients and optimizer state in host memory (GPU ranks only).
+    cpu_offload: bool = False
 
 
 class TrainerCore:
@@ -92,12 +95,16 @@ class TrainerCore:
 
     def __init__(self, settings: TrainerSettings, where: Optional[Placement] = None) -> None:
         self.settings = settings
-        self.where = where or placement(settings.compute_dtype)
+        self.where = where or placement(settings.compute_dtype, settings.cpu_offload)
         init_distributed(self.where)
         torch.manual_seed(settings.seed)
         sequence_parallel = SequenceParallel.create(settings.sequence_parallel)
-        self.model = parallelize(
-            load_model(settings.model, self.where), self.where, settings.activation_checkpointing, settings.sequence_parallel
+        # Built on meta, sharded, then each rank reads its own part of the files (sharded_load.py).
+        self.model = sharded_model(
+            settings.model,
+            self.where,
+            torch.float32,
+            lambda model: parallelize(model, self.where, settings.activation_checkpointing, settings.sequence_parallel),
         )
         decay = [p for p in self.model.parameters() if p.requires_grad and p.dim() >= 2]
         no_decay = [p for p in self.model.parameters() if p.requires_grad and p.dim() < 2]
@@ -113,10 +120,21 @@ class TrainerCore:
             self.where.device,
             settings.micro_batch_tokens,
             settings.max_grad_norm,
-            reference=lambda: freeze(load_model(reference_path, self.where), self.where, settings.sequence_parallel),
+            # The KL reference: in the compute dtype, sharded the same way, no gradients.
+            reference=lambda: sharded_model(
+                reference_path,
+                self.where,
+                self.where.compute_dtype,
+                lambda model: freeze(model, self.where, settings.sequence_parallel),
+            ),
             logits_chunk_tokens=settings.logits_chunk_tokens,
             sequence_parallel=sequence_parallel if settings.sequence_parallel > 1 else None,
         )
+        if settings.reference is not None:
+            # Asked for by name (train rl does when its klCoef > 0): loaded now, so a run that
+            # cannot hold it fails at the start, not at its first KL step. Without --reference
+            # a service (train sft's) never pays for it unless a step asks for KL.
+            self.runner.reference_model()
         self.broadcaster = WeightBroadcaster(self.model, self.where.compute_dtype, self.where.device)
 
     def check_fits(self, lengths) -> None:
@@ -133,7 +151,12 @@ class TrainerCore:
             [int(length) for length in lengths],
             self.settings.micro_batch_tokens,
             dist.get_world_size(),
-            MemoryOptions(self.settings.activation_checkpointing, self.settings.logits_chunk_tokens),
+            MemoryOptions(
+                self.settings.activation_checkpointing,
+                self.settings.logits_chunk_tokens,
+                cpu_offload=self.where.cpu_offload,
+                reference=self.runner.reference_loaded,
+            ),
             torch.finfo(self.where.compute_dtype).bits // 8,
             self.settings.memory_limit_bytes or capacity,
             name if not self.settings.memory_limit_bytes else "the --memory-limit-gb",
@@ -161,6 +184,8 @@ class TrainerCore:
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
             "parameters": sum(p.numel() for p in self.model.parameters()),
             "sequence_parallel": self.settings.sequence_parallel,
+            "cpu_offload": self.where.cpu_offload,
+            "reference_loaded": self.runner.reference_loaded,
         }
 
     def state(self) -> Dict[str, Any]:
@@ -408,9 +433,11 @@ def run_service(settings: TrainerSettings, host: str, port: int, token: Optional
     """Every rank: join the process group, load and shard the model, then serve (rank 0) or
     follow. An error before rank 0 listens is reported by `report_start_failure`."""
     try:
-        where = placement(settings.compute_dtype)
+        where = placement(settings.compute_dtype, settings.cpu_offload)
         if where.device.type == "cpu":
             torch.set_num_threads(rank_threads(int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
+            if settings.cpu_offload and int(os.environ.get("RANK", "0")) == 0:
+                print("agentmath_train: --cpu-offload changes nothing on CPU ranks (their state is in host memory already)", file=sys.stderr, flush=True)
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         if not dist.is_initialized():
             init_distributed_with_timeout(where)

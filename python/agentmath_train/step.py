@@ -88,7 +88,7 @@ class StepRunner:
         steps = options.epochs * options.mini_batches
         if options.proximal == "recompute" and steps > 1:
             proximal_all = self.score_sequences(batch, options.temperature)
-        reference = self._reference_model() if options.kl_coef > 0 else None
+        reference = self.reference_model() if options.kl_coef > 0 else None
         chunks = [list(chunk) for chunk in np.array_split(np.arange(len(batch)), options.mini_batches) if len(chunk)]
         totals: Dict[str, float] = {}
         grad_norms: List[float] = []
@@ -215,14 +215,19 @@ class StepRunner:
             merged.update(part)
         return [torch.from_numpy(merged[i].copy()) for i in range(len(batch))]
 
-    # Internals ------------------------------------------------------------------------------
-    def _reference_model(self) -> torch.nn.Module:
+    @property
+    def reference_loaded(self) -> bool:
+        return self._reference is not None
+
+    def reference_model(self) -> torch.nn.Module:
+        """The KL reference, loaded on first use (a collective: every rank calls it together)."""
         if self._reference is None:
             if self._reference_loader is None:
                 raise ValueError("klCoef > 0 needs a reference model (the trainer's --reference folder)")
             self._reference = self._reference_loader()
         return self._reference
 
+    # Internals ------------------------------------------------------------------------------
     def _row(self, batch: Batch, members: Sequence[int]) -> PackedRow:
         offsets = batch.offsets
         return pack([torch.from_numpy(_slice(batch.input_ids, offsets, i).astype(np.int64)) for i in members], self.device)

@@ -3,6 +3,7 @@ length and the options under which it would fit; the estimate's arithmetic on a 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -12,7 +13,7 @@ import torch.distributed as dist
 import transformers
 
 from agentmath_train.batch_io import decode_batch, encode_batch
-from agentmath_train.memory_plan import GIB, MemoryOptions, ModelDims, micro_batch_bytes, refusal
+from agentmath_train.memory_plan import GIB, MemoryOptions, ModelDims, micro_batch_bytes, rank_bytes, refusal
 from agentmath_train.test_distributed import CORPUS, free_port
 
 QWEN3_8B = ModelDims.of(
@@ -55,6 +56,19 @@ class MemoryPlanTest(unittest.TestCase):
         reason = refusal(QWEN3_8B, [1_000_000], 16_384, 8, options, 2, 80 * GIB, "cuda:0", sequence_parallel=2)
         self.assertIn("sequence 0 has 1,000,000 tokens (500,000 per rank with --sp 2)", reason)
         self.assertIn("a micro-batch of 500,000 tokens per rank needs", reason)
+
+    def test_cpu_offload_takes_the_sharded_state_off_the_device_and_a_reference_adds_its_shard(self):
+        options = MemoryOptions(True, 512)
+        plain = rank_bytes(QWEN3_8B, 4096, 8, options, 2)
+        offloaded = dataclasses.replace(options, cpu_offload=True)
+        self.assertEqual(plain - rank_bytes(QWEN3_8B, 4096, 8, offloaded, 2), 16 * QWEN3_8B.parameters // 8)
+        with_reference = dataclasses.replace(options, reference=True)
+        self.assertEqual(rank_bytes(QWEN3_8B, 4096, 8, with_reference, 2) - plain, 2 * QWEN3_8B.parameters // 8)
+        # Offloaded, the reference's shards are in host memory too.
+        self.assertEqual(rank_bytes(QWEN3_8B, 4096, 8, dataclasses.replace(offloaded, reference=True), 2), rank_bytes(QWEN3_8B, 4096, 8, offloaded, 2))
+        reason = self.plan([200_000], offloaded)
+        self.assertIn("offloaded to the CPU", reason)
+        self.assertIn("does not fit even with --activation-checkpointing --logits-chunk-tokens 512", reason)
 
     def test_a_sequence_too_long_for_any_option_says_so(self):
         reason = self.plan([200_000], MemoryOptions(True, 512))

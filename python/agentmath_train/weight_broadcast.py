@@ -183,4 +183,8 @@ class WeightBroadcaster:
 
 def _full_tensor(parameter: torch.Tensor) -> torch.Tensor:
     data = parameter.detach()
-    return data.full_tensor() if hasattr(data, "full_tensor") else data
+    if not hasattr(data, "full_tensor"):
+        return data
+    if data.device.type != data.device_mesh.device_type:  # CPU-offloaded shards gather on the device
+        data = data.to(data.device_mesh.device_type)
+    return data.full_tensor()

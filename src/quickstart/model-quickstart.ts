@@ -90,6 +90,7 @@ const SFT_DEFAULTS = {
   microBatchTokens: 8192,
   activationCheckpointing: false,
   sequenceParallel: 1,
+  cpuOffload: false,
   maxSequenceTokens: 2048,
   prompt: 'instructed',
   dialect: 'markdown',

@@ -58,6 +58,8 @@ export type HfSftConfig = {
   activationCheckpointing: boolean;
   /** Ranks that split each packed row (sequence parallelism); divides `processes`. */
   sequenceParallel: number;
+  /** Sharded parameters, gradients and optimizer state in host memory (GPU ranks; nothing changes on CPU ranks). */
+  cpuOffload: boolean;
   maxSequenceTokens: number;
   prompt: PromptBuilderName;
   dialect: 'tags' | 'markdown';
@@ -137,6 +139,8 @@ export const CALIBRATION_STEPS = 2;
  * them (how many ranks split a row changes no number a step computes beyond rounding).
  */
 const SIZING_FIELDS = ['steps', 'maxMinutes', 'sequenceParallel'] as const;
+/** Where the trainer keeps its state: it changes nothing computed, so a resume may add or drop it. */
+const PLACEMENT_FIELDS = ['cpuOffload'] as const;
 
 /** Runs (or resumes) an SFT job; resolves when the model is exported, or when `signal` stopped it after a checkpoint. */
 export async function runHfSft({
@@ -197,6 +201,7 @@ async function train({
     microBatchTokens: config.microBatchTokens,
     activationCheckpointing: config.activationCheckpointing,
     sequenceParallel: config.sequenceParallel,
+    cpuOffload: config.cpuOffload,
     seed: config.seed,
     ...(onTrainerLog ? { onLog: onTrainerLog } : {}),
     ...(signal === undefined ? {} : { signal }),
@@ -282,10 +287,10 @@ async function train({
   }
 }
 
-/** The configuration a resume must match: everything but the sizing fields. */
+/** The configuration a resume must match: everything but the sizing and placement fields. */
 function runIdentity(config: HfSftConfig): RunIdentity {
   const identity: Record<string, unknown> = { ...config };
-  for (const field of SIZING_FIELDS) delete identity[field];
+  for (const field of [...SIZING_FIELDS, ...PLACEMENT_FIELDS]) delete identity[field];
   return identity as RunIdentity;
 }
 
@@ -326,7 +331,7 @@ async function checkRunFolder(dir: string, identity: RunIdentity, resume: boolea
   const configPath = join(dir, CONFIG_FILE);
   if (existsSync(configPath)) {
     const saved = (await readRunConfigFile(configPath)) as RunIdentity;
-    for (const field of SIZING_FIELDS) delete saved[field];
+    for (const field of [...SIZING_FIELDS, ...PLACEMENT_FIELDS]) delete saved[field];
     if (!resume) {
       throw new HfSftError(
         `${dir} already holds a training run; continue it with --resume or choose another --out`,

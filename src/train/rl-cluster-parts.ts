@@ -53,6 +53,8 @@ export type ClusterPartsOptions = {
   trainerProcesses: number;
   /** The memory options of a trainer started here (--micro-batch-tokens, --activation-checkpointing, …). */
   trainerMemory: TrainerMemoryOptions;
+  /** Whether steps take a KL term (klCoef > 0): a trainer started here then loads its reference at the start. */
+  klReference?: boolean;
   /** Sandbox node URLs (`--sandbox`); empty: a local jailed sandbox. */
   sandboxes: string[];
   sandboxWorkers: number;
@@ -251,8 +253,9 @@ async function startTrainer(
   log(`starting the trainer: ${options.trainerProcesses} process(es) under torchrun …`);
   const service = await startTrainerService({
     model: options.model,
-    // The KL reference is the initial policy, also after a resume.
-    reference: options.model,
+    // The KL reference is the initial policy, also after a resume. Named, the trainer loads it
+    // at its start (sharded, in the compute dtype); without KL it never holds one.
+    ...(options.klReference ? { reference: options.model } : {}),
     processes: options.trainerProcesses,
     ...options.trainerMemory,
     seed: options.seed,

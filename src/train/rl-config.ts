@@ -50,6 +50,8 @@ export const rlConfigSchema = z
     memoryLimitGb: z.number().nonnegative().default(0),
     /** The trainer started here: ranks that split each packed row (sequence parallelism); divides `trainerProcs`. */
     sequenceParallel: positive.default(1),
+    /** The trainer started here: sharded parameters, gradients and optimizer state in host memory (GPU ranks; nothing changes on CPU ranks). */
+    cpuOffload: z.boolean().default(false),
     /** Sandbox node URLs (empty: a local jailed sandbox). */
     sandboxes: z.array(z.string().url()).default([]),
     /** Trainer steps the rollout may run ahead (0: synchronous; 1: the next batch is generated while this one trains). */
@@ -171,6 +173,7 @@ export function rlDefiningConfig(config: RlConfig): Record<string, unknown> {
     logitsChunkTokens: _logitsChunkTokens,
     memoryLimitGb: _memoryLimitGb,
     sequenceParallel: _sequenceParallel,
+    cpuOffload: _cpuOffload,
     checkpointEvery: _checkpointEvery,
     keepCheckpoints: _keepCheckpoints,
     ...defining

@@ -75,6 +75,7 @@ export async function startRlParts(
     trainerUrl: config.trainerUrl,
     trainerProcesses: config.trainerProcs,
     trainerMemory: trainerMemoryOptions(config),
+    klReference: config.klCoef > 0,
     sandboxes: config.sandboxes,
     sandboxWorkers: config.sandboxWorkers,
     prompt: config.prompt ?? 'instructed',

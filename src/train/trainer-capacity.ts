@@ -1,10 +1,13 @@
 /**
  * Whether this machine can hold P trainer ranks of a model, decided before any starts. On CPU
- * (gloo) each rank is a busy process: more ranks than cores only queue for them, and each rank
- * holds the interpreter with torch and transformers plus the full fp32 model while it loads
- * (FSDP2 shards it afterwards), so P ranks need about P × (base + model) + 3 × model bytes (the
- * gradients and AdamW's two moments, sharded over the ranks). The estimate is deliberately
- * plain; GPU hosts and hosts where it is wrong skip it (`--no-capacity-check`).
+ * (gloo) each rank is a busy process: more ranks than cores only queue for them, and P ranks
+ * need about P × (base + model) + 3 × model bytes (the gradients and AdamW's two moments,
+ * sharded over the ranks). The P × model term was each rank's whole fp32 copy while it loaded;
+ * ranks now load only their shards (python/agentmath_train/sharded_load.py), so for P > 1 it
+ * is a margin for what a step gathers (the embeddings and a layer or two, unsharded) and
+ * overestimates by up to (P − 1) × model; it stays until a step's peak is measured at several
+ * P. The estimate is deliberately plain; GPU hosts and hosts where it is wrong skip it
+ * (`--no-capacity-check`).
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';

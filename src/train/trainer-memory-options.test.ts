@@ -14,6 +14,7 @@ describe('the memory options train rl hands to its trainer', () => {
       logitsChunkTokens: 256,
       memoryLimitGb: 70,
       sequenceParallel: 2,
+      cpuOffload: true,
     });
     const args = trainerServeArgs({
       model: config.init,
@@ -35,6 +36,7 @@ describe('the memory options train rl hands to its trainer', () => {
       '70',
     ]);
     expect(serve.slice(serve.indexOf('--sp'), serve.indexOf('--sp') + 2)).toEqual(['--sp', '2']);
+    expect(serve).toContain('--cpu-offload');
   });
 
   it('leave the defaults to the trainer when not given', () => {
@@ -48,6 +50,7 @@ describe('the memory options train rl hands to its trainer', () => {
     expect(args).not.toContain('--activation-checkpointing');
     expect(args).not.toContain('--memory-limit-gb');
     expect(args).not.toContain('--sp');
+    expect(args).not.toContain('--cpu-offload');
     expect(args).toContain('--logits-chunk-tokens');
   });
 
@@ -58,11 +61,13 @@ describe('the memory options train rl hands to its trainer', () => {
       activationCheckpointing: true,
       logitsChunkTokens: 0,
       sequenceParallel: 2,
+      cpuOffload: true,
     });
     expect(startedTrainerFlags(given, defaults)).toEqual([
       '--activation-checkpointing',
       '--logits-chunk-tokens',
       '--sp',
+      '--cpu-offload',
     ]);
   });
 });

@@ -1,8 +1,8 @@
 /**
  * The memory options `train rl` hands to the trainer it starts: the micro-batch budget,
- * activation checkpointing, the LM head's chunk size, what a rank may hold and the ranks that
- * split a packed row (`--sp`). A trainer given by URL was started elsewhere with its own;
- * asking for them then is an error, not a no-op.
+ * activation checkpointing, the LM head's chunk size, what a rank may hold, the ranks that
+ * split a packed row (`--sp`) and CPU offload. A trainer given by URL was started elsewhere with
+ * its own; asking for them then is an error, not a no-op.
  */
 import type { RlConfig } from './rl-config.ts';
 import type { TrainerServiceOptions } from './trainer-service.ts';
@@ -15,12 +15,18 @@ export type TrainerMemoryOptions = Required<
     | 'logitsChunkTokens'
     | 'memoryLimitGb'
     | 'sequenceParallel'
+    | 'cpuOffload'
   >
 >;
 
 type MemoryConfig = Pick<
   RlConfig,
-  'microBatchTokens' | 'activationCheckpointing' | 'logitsChunkTokens' | 'memoryLimitGb' | 'sequenceParallel'
+  | 'microBatchTokens'
+  | 'activationCheckpointing'
+  | 'logitsChunkTokens'
+  | 'memoryLimitGb'
+  | 'sequenceParallel'
+  | 'cpuOffload'
 >;
 
 export function trainerMemoryOptions(config: MemoryConfig): TrainerMemoryOptions {
@@ -30,6 +36,7 @@ export function trainerMemoryOptions(config: MemoryConfig): TrainerMemoryOptions
     logitsChunkTokens: config.logitsChunkTokens,
     memoryLimitGb: config.memoryLimitGb,
     sequenceParallel: config.sequenceParallel,
+    cpuOffload: config.cpuOffload,
   };
 }
 
@@ -40,6 +47,7 @@ export function startedTrainerFlags(config: MemoryConfig, defaults: MemoryConfig
     ['--logits-chunk-tokens', config.logitsChunkTokens !== defaults.logitsChunkTokens],
     ['--memory-limit-gb', config.memoryLimitGb !== defaults.memoryLimitGb],
     ['--sp', config.sequenceParallel !== defaults.sequenceParallel],
+    ['--cpu-offload', config.cpuOffload !== defaults.cpuOffload],
   ];
   return flags.filter(([, given]) => given).map(([flag]) => flag);
 }

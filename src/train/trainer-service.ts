@@ -51,6 +51,8 @@ export type TrainerServiceOptions = {
   seed?: number;
   /** The forward and backward's dtype (default: bf16 on a GPU, fp32 on CPU). */
   computeDtype?: 'float32' | 'bfloat16';
+  /** Sharded parameters, gradients and optimizer state in host memory (GPU ranks; nothing changes on CPU ranks). */
+  cpuOffload?: boolean;
   /** More torchrun arguments (multi-node: --nnodes, --node-rank, --rdzv-endpoint, …). */
   torchrunArgs?: string[];
   python?: string;
@@ -105,6 +107,7 @@ export function trainerServeArgs(
       : ['--sp', String(options.sequenceParallel)]),
     ...(options.seed === undefined ? [] : ['--seed', String(options.seed)]),
     ...(options.computeDtype === undefined ? [] : ['--compute-dtype', options.computeDtype]),
+    ...(options.cpuOffload ? ['--cpu-offload'] : []),
     ...(options.noAuth ? ['--no-auth'] : []),
   ];
 }

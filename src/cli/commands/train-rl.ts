@@ -45,6 +45,7 @@ import {
   numberOption,
   usageError,
 } from '../cli-options.ts';
+import { CPU_OFFLOAD_HELP } from '../cpu-offload-option.ts';
 import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
 import {
   assertTrainerCapacity,
@@ -78,6 +79,7 @@ type RlFlags = {
   logitsChunkTokens: number;
   memoryLimitGb: number;
   sp: number;
+  cpuOffload?: boolean;
   sandbox: string[];
   maxStaleness: number;
   weightSync: 'disk' | 'distributed';
@@ -260,6 +262,7 @@ export function registerTrainRl(train: Command): void {
       numberOption({ min: 0 }),
       d('memoryLimitGb'),
     )
+    .option('--cpu-offload', `the trainer started here: ${CPU_OFFLOAD_HELP}`)
     .option(
       '--sp <n>',
       'sequence parallelism in the trainer started here: ranks that split each packed row (must divide --trainer-procs and the attention heads)',
@@ -520,6 +523,7 @@ export function registerTrainRl(train: Command): void {
         logitsChunkTokens: flags.logitsChunkTokens,
         memoryLimitGb: flags.memoryLimitGb,
         sequenceParallel: flags.sp,
+        cpuOffload: flags.cpuOffload === true,
         sandboxes: flags.sandbox,
         maxStaleness: flags.maxStaleness,
         weightSync: flags.weightSync,

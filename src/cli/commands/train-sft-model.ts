@@ -39,6 +39,7 @@ export type HfSftFlags = {
   maxSequenceTokens: number;
   activationCheckpointing?: boolean;
   sp: number;
+  cpuOffload?: boolean;
   prompt: PromptBuilderName;
   dialect?: 'tags' | 'markdown';
   json?: boolean;
@@ -58,6 +59,7 @@ const FLAG_OF: Partial<Record<keyof HfSftConfig, string>> = {
   microBatchTokens: 'microBatchTokens',
   activationCheckpointing: 'activationCheckpointing',
   sequenceParallel: 'sp',
+  cpuOffload: 'cpuOffload',
   maxSequenceTokens: 'maxSequenceTokens',
   prompt: 'prompt',
   dialect: 'dialect',
@@ -110,6 +112,7 @@ export function hfSftConfigOf(flags: HfSftFlags): HfSftConfig {
     microBatchTokens: flags.microBatchTokens,
     activationCheckpointing: flags.activationCheckpointing === true,
     sequenceParallel: flags.sp,
+    cpuOffload: flags.cpuOffload === true,
     maxSequenceTokens: flags.maxSequenceTokens,
     prompt: flags.prompt,
     dialect: flags.dialect ?? 'tags',

@@ -25,6 +25,7 @@ import {
   sftConfigSchema,
 } from '../../train/index.ts';
 import { defaultOf, integerOption, listOption, numberOption } from '../cli-options.ts';
+import { CPU_OFFLOAD_HELP } from '../cpu-offload-option.ts';
 import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
 import { CAPACITY_OVERRIDE, CAPACITY_OVERRIDE_HELP } from '../trainer-capacity-check.ts';
 import { registerTrainRl } from './train-rl.ts';
@@ -240,6 +241,7 @@ export function registerTrain(program: Command): void {
       integerOption({ min: 1 }),
       1,
     )
+    .option('--cpu-offload', `with --model DIR: ${CPU_OFFLOAD_HELP}`)
     .option(CAPACITY_OVERRIDE, `with --model DIR: ${CAPACITY_OVERRIDE_HELP}`)
     .addOption(
       new Option(

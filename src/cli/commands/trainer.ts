@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import { checkBindAuth } from '../../shared/bind-auth.ts';
 import { startTrainerService } from '../../train/index.ts';
 import { hostOption, integerOption, numberOption, usageError } from '../cli-options.ts';
+import { CPU_OFFLOAD_HELP } from '../cpu-offload-option.ts';
 import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
 import {
   assertTrainerCapacity,
@@ -29,6 +30,7 @@ type TrainerServeFlags = {
   logitsChunkTokens: number;
   memoryLimitGb: number;
   sp: number;
+  cpuOffload?: boolean;
   nnodes?: number;
   nodeRank?: number;
   rdzvEndpoint?: string;
@@ -81,6 +83,7 @@ export function registerTrainer(program: Command): void {
       integerOption({ min: 1 }),
       1,
     )
+    .option('--cpu-offload', CPU_OFFLOAD_HELP)
     .option('--nnodes <n>', "torchrun's node count (multi-node)", integerOption({ min: 1 }))
     .option('--node-rank <r>', "torchrun's node rank", integerOption({ min: 0 }))
     .option('--rdzv-endpoint <host:port>', "torchrun's rendezvous endpoint (node 0's address)")
@@ -132,6 +135,7 @@ export function registerTrainer(program: Command): void {
         logitsChunkTokens: flags.logitsChunkTokens,
         memoryLimitGb: flags.memoryLimitGb,
         sequenceParallel: flags.sp,
+        cpuOffload: flags.cpuOffload === true,
         ...(multiNode === undefined ? {} : { torchrunArgs: multiNode }),
         onLog: (line) => process.stderr.write(`${line}\n`),
         signal: interruptSignal(),
