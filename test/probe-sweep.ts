@@ -674,7 +674,7 @@ function realModelPartAProbes(): Probe[] {
       args: () => ['report', out('sft-run'), '--table'],
       expect: { code: 2 },
       check: (outcome) => [
-        ...matches(/--table reads train rl runs/)(outcome),
+        ...matches(/--table reads train rl runs or eval runs; /)(outcome),
         ...(/NaN/.test(outcome.stdout) ? ['NaN rows printed'] : []),
       ],
     },

@@ -14,6 +14,11 @@ export {
 export { BUILTIN_BENCHMARKS } from './builtin-benchmarks.ts';
 export { escapeHtml } from './escape-html.ts';
 export {
+  type EvalRunFigures,
+  evalComparisonTable,
+  readEvalRunFigures,
+} from './eval-comparison.ts';
+export {
   BenchmarkFormatError,
   BenchmarkNotFoundError,
   EvalInfrastructureError,

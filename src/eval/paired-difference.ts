@@ -49,7 +49,8 @@ export function pairedDifference(
     gained,
     lost,
     difference,
-    interval95: [difference - halfWidth, difference + halfWidth],
+    // A difference of two accuracies lies in [−1, 1]; the normal interval can pass those bounds.
+    interval95: [Math.max(-1, difference - halfWidth), Math.min(1, difference + halfWidth)],
     pValue,
     gainMeasured: gained > lost && pValue < 0.05,
   };

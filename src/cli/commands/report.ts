@@ -5,7 +5,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { writeRunReport } from '../../eval/index.ts';
+import { evalComparisonTable, readEvalRunFigures, writeRunReport } from '../../eval/index.ts';
 import { answersEquivalent } from '../../grader/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { isRlRunFolder, readRlRun, rlSummaryTables, writeRlReport } from '../../train/index.ts';
@@ -22,7 +22,7 @@ export function registerReport(program: Command): void {
     .option('--out <file>', 'where to write the page (default: <dir>/report.html)')
     .option(
       '--table',
-      'train rl runs: print their figures as Markdown tables (held-out accuracy per evaluation, rollout halves, correlations with the step) instead of writing the page',
+      'print Markdown tables instead of writing the page: train rl runs, their figures (held-out accuracy per evaluation, rollout halves, correlations with the step); eval runs, accuracy and code use of each and the paired difference of every --compare run against DIR',
     )
     .option(
       '--target <accuracy>',
@@ -41,10 +41,9 @@ export function registerReport(program: Command): void {
         const folders = [dir, ...(options.compare ?? [])];
         for (const folder of folders) {
           assertRunFolder(folder);
-          if (options.table && !isRlRunFolder(folder))
-            throw usageError(
-              `--table reads train rl runs; ${folder} is ${runKindOf(folder) ?? 'not one (no metrics.jsonl of RL steps)'}`,
-            );
+          const otherKind = isRlRunFolder(folder) ? null : runKindOf(folder);
+          if (options.table && otherKind !== null)
+            throw usageError(`--table reads train rl runs or eval runs; ${folder} is ${otherKind}`);
           assertReadableKind(folder);
         }
         const rl = folders.map(isRlRunFolder);
@@ -78,8 +77,17 @@ export function registerReport(program: Command): void {
           process.stdout.write(`${path}\n`);
           return;
         }
-        if (options.table || options.target !== undefined)
-          throw usageError('--table and --target read train rl runs (folders with metrics.jsonl)');
+        if (options.target !== undefined)
+          throw usageError('--target reads train rl runs (folders with metrics.jsonl)');
+        if (options.table) {
+          if (options.out !== undefined)
+            throw usageError(
+              '--table prints to standard output; --out names the page, which --table does not write',
+            );
+          const runs = await Promise.all(folders.map((folder) => readEvalRunFigures(folder)));
+          process.stdout.write(`${evalComparisonTable(runs)}\n`);
+          return;
+        }
         // Majority votes are recomputed only for a run killed before it wrote summary.json.
         const path = await writeRunReport([dir, ...(options.compare ?? [])], {
           equivalent: (left, right) => answersEquivalent(left, right),
