@@ -105,7 +105,9 @@ describe('agentmath report --table on a run that is not train rl', () => {
     await writeFile(join(run, 'metrics.jsonl'), lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
     const table = await report([run, '--table']);
     expect(table.code).toBe(2);
-    expect(table.stderr).toMatch(/--table reads train rl runs or eval runs; .*sft-run is an `agentmath train sft` run/);
+    expect(table.stderr).toMatch(
+      /--table reads train rl runs or eval runs; .*sft-run is an `agentmath train sft` run/,
+    );
     expect(table.stdout).not.toMatch(/NaN/);
     const page = await report([run]);
     expect(page.code).toBe(1);
