@@ -34,7 +34,8 @@ stamp() { echo "[$(date -u +%H:%M:%S)] $*  (load $(cut -d' ' -f1-3 /proc/loadavg
 ENGINE_PID=''
 serve() {
   local model=$1 log=$2
-  PORT=$(node -e "const s=require('net').createServer();s.listen(0,()=>{console.log(s.address().port);s.close()})")
+  # A fixed ENGINE_PORT lets an interrupted evaluation resume: eval --resume refuses another URL.
+  PORT=${ENGINE_PORT:-$(node -e "const s=require('net').createServer();s.listen(0,()=>{console.log(s.address().port);s.close()})")}
   "${A[@]}" engine serve --model "$model" --port "$PORT" --decode-threads 0 >"$log" 2>&1 &
   ENGINE_PID=$!
   for _ in $(seq 1 240); do
