@@ -19,8 +19,8 @@ Statistics are counted by the group's first rank only.
 How it differs from verl (verl/utils/ulysses.py, verl/models/transformers/monkey_patch.py):
 registered as a transformers attention function instead of patching flash attention, the row's
 bounds travel as a forward keyword instead of an all-gather of position ids, and the inner
-attention is `causal_attention_per_sequence` (per-sequence SDPA), to be swapped for a
-variable-length kernel. Needs gloo's or NCCL's all_to_all_single and all_gather_into_tensor,
+attention is `causal_attention_per_sequence`: the trainer's varlen attention (attention.py) over
+the whole row's sequence bounds. Needs gloo's or NCCL's all_to_all_single and all_gather_into_tensor,
 both present for CPU tensors on gloo in torch 2.15.
 """
 
@@ -36,6 +36,7 @@ from transformers import AttentionInterface
 
 from agentmath_worker.lm_head_logprobs import chunked_logprobs_entropy, final_hidden_states
 
+from .attention import varlen_attention
 from .packing import PackedRow, pack
 
 ATTENTION_NAME = "agentmath_ulysses"
@@ -195,17 +196,13 @@ def causal_attention_per_sequence(
     query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, bounds: Sequence[int], scaling: Optional[float], dropout: float = 0.0
 ) -> torch.Tensor:
     """Causal attention within each packed sequence: query [1, h, T, D], key and value
-    [1, k, T, D] with k dividing h (grouped-query), `bounds` [0, …, T] → [1, h, T, D]."""
-    groups = query.shape[1] // key.shape[1]
-    if groups > 1:
-        key, value = key.repeat_interleave(groups, dim=1), value.repeat_interleave(groups, dim=1)
-    pieces = [
-        F.scaled_dot_product_attention(
-            query[:, :, start:end], key[:, :, start:end], value[:, :, start:end], dropout_p=dropout, is_causal=True, scale=scaling
-        )
-        for start, end in zip(bounds[:-1], bounds[1:])
-    ]
-    return torch.cat(pieces, dim=2)
+    [1, k, T, D] with k dividing h (grouped-query), `bounds` [0, …, T] → [1, h, T, D]. The
+    trainer's varlen attention (attention.py: flash-attn's varlen kernel where installed, else
+    SDPA per sequence) over the whole row's bounds."""
+    cu_seqlens = torch.tensor(list(bounds), dtype=torch.int32, device=query.device)
+    lengths = [end - start for start, end in zip(bounds[:-1], bounds[1:])]
+    out = varlen_attention(query, key, value, cu_seqlens, max(lengths, default=0), scaling, True, dropout)
+    return out.transpose(1, 2)
 
 
 def ulysses_attention(
