@@ -39,8 +39,8 @@ const gradeOf = (trajectory: Trajectory, problemId: string) => ({
       : trajectory.sample % 2 === 0,
 });
 
-async function parts() {
-  const server = await startScriptedSglangServer({ model: { parts: ['\\boxed{7}'] }, tokenizer });
+async function parts(reply = '\\boxed{7}') {
+  const server = await startScriptedSglangServer({ model: { parts: [reply] }, tokenizer });
   const engine = createEngine({ api: 'sglang', url: server.url, timeoutMs: 30_000 });
   cleanups.push(
     () => server.close(),
@@ -88,7 +88,14 @@ async function historyOf(path: string): Promise<ProblemHistoryLine[]> {
 
 async function run(
   path: string,
-  options: { steps: number; resume?: boolean; failAt?: number; skip?: boolean },
+  options: {
+    steps: number;
+    resume?: boolean;
+    failAt?: number;
+    skip?: boolean;
+    config?: typeof config;
+    reply?: string;
+  },
 ) {
   const skipped: number[] = [];
   const error = await runRollout({
@@ -97,8 +104,8 @@ async function run(
     definingConfig: { test: 'skip-history' },
     steps: options.steps,
     problems: [...problems, ...problems, ...problems],
-    config,
-    parts: await parts(),
+    config: options.config ?? config,
+    parts: await parts(options.reply),
     recordHistory: true,
     ...(options.skip === false ? {} : { skipHistory }),
     afterStep: async (_result, step) => {
@@ -184,6 +191,31 @@ describe('runRollout with --skip-history', () => {
     const resumed = (await historyOf(stopped)).map(key);
     expect(new Set(resumed).size).toBe(resumed.length);
     expect(resumed.sort()).toEqual((await historyOf(through)).map(key).sort());
+  });
+
+  it('a group parked across the stop keeps the epoch it was drawn in', async () => {
+    // Eight-token segments of a longer reply: every group runs over several steps, so the
+    // checkpoint a resume starts from holds parked groups drawn before it.
+    const parking = rolloutConfigSchema.parse({
+      ...config,
+      stages: [{ maxTokens: 4096, maxToolCalls: 0, partialRollouts: 8 }],
+      partialRollout: true,
+      segmentTokens: 8,
+    });
+    const reply = 'we add and find \\boxed{7}';
+    const options = { steps: 6, config: parking, reply, skip: false };
+    const through = await folder();
+    expect((await run(through, options)).error).toBeNull();
+    const stopped = await folder();
+    expect(String((await run(stopped, { ...options, failAt: 3 })).error)).toContain('trainer died at step 3');
+    const checkpoint = JSON.parse(await readFile(join(stopped, 'checkpoint.json'), 'utf8'));
+    expect(checkpoint.parked.length).toBeGreaterThan(0);
+    expect((await run(stopped, { ...options, resume: true })).error).toBeNull();
+    const groups = (await historyOf(stopped)).filter((line) => line.type === 'group');
+    expect(groups.length).toBeGreaterThan(0);
+    expect(groups.filter((line) => line.epoch === null)).toEqual([]);
+    const key = (line: ProblemHistoryLine) => `${line.type} ${line.step} ${line.problemId} ${line.epoch}`;
+    expect((await historyOf(stopped)).map(key).sort()).toEqual((await historyOf(through)).map(key).sort());
   });
 });
 

@@ -65,7 +65,13 @@ export type RolloutCheckpoint = {
   nextStep: number;
   stage: number;
   problemsTaken: number;
-  parked: { problem: RolloutProblem; startedStep: number; trajectoryIds: (string | null)[] }[];
+  /** `epoch`: the pass over the problem set the group was drawn in (absent in older runs). */
+  parked: {
+    problem: RolloutProblem;
+    startedStep: number;
+    epoch?: number;
+    trajectoryIds: (string | null)[];
+  }[];
 };
 
 export class RolloutRecordError extends AgentMathError {

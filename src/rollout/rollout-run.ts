@@ -140,8 +140,12 @@ export async function runRollout(options: RolloutRunOptions): Promise<RolloutRun
     history === null || options.skipHistory === undefined
       ? null
       : new ProblemSkipper({ history, ...options.skipHistory });
-  // The pass over the problem set a problem was last drawn in, for its group's history line.
+  // The pass over the problem set a problem was last drawn in, for its group's history line;
+  // groups parked across a resume keep theirs in the checkpoint.
   const drawnEpoch = new Map<string, number>();
+  for (const parked of checkpoint?.parked ?? []) {
+    if (parked.epoch !== undefined) drawnEpoch.set(parked.problem.id, parked.epoch);
+  }
   const distinctProblems = new Set(problems.map((problem) => problem.id)).size;
   const steps: StepStats[] = [];
   const overlap = options.overlap ?? 0;
@@ -219,7 +223,7 @@ export async function runRollout(options: RolloutRunOptions): Promise<RolloutRun
     if (skipper !== null) result.stats.problemsSkipped = skippedThisStep;
     options.onRolloutEnd?.(result, step);
     state = result.state;
-    const commit = checkpointOf(step + 1, state, taken);
+    const commit = checkpointOf(step + 1, state, taken, drawnEpoch);
     const previous = committing.at(-1) ?? Promise.resolve();
     const committed = previous.then(async () => {
       if (failure !== null) return;
@@ -241,16 +245,25 @@ export async function runRollout(options: RolloutRunOptions): Promise<RolloutRun
   return { steps, resumedFrom: nextStep };
 }
 
-function checkpointOf(nextStep: number, state: RolloutState, problemsTaken: number): RolloutCheckpoint {
+function checkpointOf(
+  nextStep: number,
+  state: RolloutState,
+  problemsTaken: number,
+  drawnEpoch: ReadonlyMap<string, number>,
+): RolloutCheckpoint {
   return {
     nextStep,
     stage: state.stage,
     problemsTaken,
-    parked: state.parked.map((group) => ({
-      problem: group.problem,
-      startedStep: group.startedStep,
-      trajectoryIds: group.trajectories.map((trajectory) => trajectory?.id ?? null),
-    })),
+    parked: state.parked.map((group) => {
+      const epoch = drawnEpoch.get(group.problem.id);
+      return {
+        problem: group.problem,
+        startedStep: group.startedStep,
+        ...(epoch === undefined ? {} : { epoch }),
+        trajectoryIds: group.trajectories.map((trajectory) => trajectory?.id ?? null),
+      };
+    }),
   };
 }
 
