@@ -37,6 +37,8 @@ def main(argv=None) -> int:
                         help="torch threads while generating (0: all cores; default: 1 for the byte model, all cores for a Hugging Face model)")
     parser.add_argument("--decode-dtype", choices=("auto", "float32", "bfloat16"), default="float32",
                         help="Hugging Face models: the dtype generation reads the weights in (auto: bf16 on a CPU with native bf16, else fp32)")
+    parser.add_argument("--decode-linear", choices=("packed", "plain"), default="packed",
+                        help="Hugging Face models on a CPU: generation's linear layers on weights packed once for oneDNN (default) or plain")
     parser.add_argument("--train-threads", type=int, default=0, help="torch threads while training (0: all cores)")
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--weight-decay", type=float, default=0.01)
@@ -63,7 +65,7 @@ def main(argv=None) -> int:
         logging.getLogger("agentmath_worker").warning(
             "serving %s without authentication (--no-auth): anyone who can reach it can generate and change the weights", args.host)
     options = WorkerOptions(
-        model=args.model, seed=args.seed, max_running_requests=args.max_running_requests, decode_threads=args.decode_threads, decode_dtype=args.decode_dtype, train_threads=args.train_threads,
+        model=args.model, seed=args.seed, max_running_requests=args.max_running_requests, decode_threads=args.decode_threads, decode_dtype=args.decode_dtype, decode_linear=args.decode_linear, train_threads=args.train_threads,
         learning_rate=args.learning_rate, weight_decay=args.weight_decay, max_grad_norm=args.max_grad_norm,
         micro_batch_tokens=args.micro_batch_tokens, device=args.device,
     )

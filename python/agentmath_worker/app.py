@@ -35,6 +35,8 @@ class WorkerOptions:
     # float32: the master weights, so the engine's logprobs are the trainer's (what RL needs).
     # auto: bf16 on a CPU that computes it natively (half the bytes a decode step reads), else fp32.
     decode_dtype: str = "float32"
+    # packed: a CPU decodes on linear weights reordered once for oneDNN (packed_linear.py).
+    decode_linear: str = "packed"
     train_threads: int = 0  # 0: the machine's cores
     learning_rate: float = 1e-3
     weight_decay: float = 0.01
@@ -57,7 +59,11 @@ def build_backend(options: WorkerOptions):
     from .hf_backend import HuggingFaceBackend  # imports transformers, which is optional
 
     return HuggingFaceBackend.create(
-        options.model, options.max_running_requests, options.device, decode_dtype=resolve_decode_dtype(options)
+        options.model,
+        options.max_running_requests,
+        options.device,
+        decode_dtype=resolve_decode_dtype(options),
+        decode_linear=options.decode_linear,
     )
 
 

@@ -18,6 +18,10 @@ step reads half the bytes (decoding is bound by reading every weight once per st
 refreshed from the master weights before the first generation after any weight change
 (`trainable()` hands the weights to the optimizer; `load_weights` copies new ones in).
 Training and scoring always run on the fp32 master weights.
+
+On a CPU, generation's linear layers run on weights pre-packed for oneDNN (`decode_linear=
+"packed"`, see `packed_linear.py`): then there is always a decode copy, in fp32 too, refreshed
+the same way; `"plain"` decodes on the master weights (fp32) or their plain copy.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 from .packed_batch import PackedBatch
+from .packed_linear import packed_decode_copy, packed_linear_available, refresh_packed_copy
+
+DECODE_LINEARS = ("packed", "plain")
 
 try:  # optional dependency
     import transformers
@@ -56,11 +63,18 @@ class HuggingFaceBackend:
         device: torch.device,
         compute_dtype: Optional[torch.dtype] = None,
         decode_dtype: torch.dtype = torch.float32,
+        decode_linear: str = "packed",
     ) -> None:
         # fp32 master weights whatever the checkpoint's dtype; `compute_dtype` is autocast's.
         self.model = model.float().eval()
         self.compute_dtype = compute_dtype
         self.decode_dtype = decode_dtype
+        if decode_linear not in DECODE_LINEARS:
+            raise ValueError(f"--decode-linear {decode_linear!r}: expected one of {', '.join(DECODE_LINEARS)}")
+        # Packed only where it runs: oneDNN on a CPU (on a GPU the forward passes are cuBLAS's).
+        unavailable = packed_linear_available() if device.type == "cpu" else "not on a CPU"
+        self.decode_linear = "packed" if decode_linear == "packed" and unavailable is None else "plain"
+        self.decode_linear_note = None if decode_linear == "plain" or unavailable is None else unavailable
         self._decode_copy: Optional[torch.nn.Module] = None
         self._decode_stale = True
         self.tokenizer = tokenizer
@@ -91,9 +105,11 @@ class HuggingFaceBackend:
         device: str = "auto",
         compute_dtype: Optional[torch.dtype] = None,
         decode_dtype: torch.dtype = torch.float32,
+        decode_linear: str = "packed",
     ) -> "HuggingFaceBackend":
         """`compute_dtype`: the forward passes' autocast dtype (default bf16 on a GPU, none on CPU);
-        `decode_dtype`: the dtype of the weights generation reads (see the module comment)."""
+        `decode_dtype`: the dtype of the weights generation reads; `decode_linear`: packed
+        (oneDNN's layout, CPU) or plain weights for generation (see the module comment)."""
         if transformers is None:
             raise ImportError(
                 f"--model {path} is a Hugging Face folder, but the Python package `transformers` is not "
@@ -104,19 +120,27 @@ class HuggingFaceBackend:
             compute_dtype = torch.bfloat16
         tokenizer = transformers.AutoTokenizer.from_pretrained(path)
         model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(chosen)
-        return HuggingFaceBackend(model, tokenizer, path, n_slots, chosen, compute_dtype, decode_dtype)
+        return HuggingFaceBackend(model, tokenizer, path, n_slots, chosen, compute_dtype, decode_dtype, decode_linear)
 
     def _decoder(self) -> torch.nn.Module:
-        """The model generation runs: the master weights, or their copy in `decode_dtype`,
-        refreshed after a weight change."""
-        if self.decode_dtype == torch.float32:
+        """The model generation runs: the master weights, or their copy in `decode_dtype` (with
+        packed linear weights), refreshed after a weight change."""
+        packed = self.decode_linear == "packed"
+        if self.decode_dtype == torch.float32 and not packed:
             return self.model
         if self._decode_copy is None:
-            self._decode_copy = copy.deepcopy(self.model).to(self.decode_dtype).requires_grad_(False)
+            if packed:
+                # The layout hint: the rows of a decode step (oneDNN runs any other count too).
+                self._decode_copy = packed_decode_copy(self.model, self.decode_dtype, max(1, min(self.n_slots, 64)))
+            else:
+                self._decode_copy = copy.deepcopy(self.model).to(self.decode_dtype).requires_grad_(False)
         elif self._decode_stale:
-            with torch.no_grad():
-                for mine, master in zip(self._decode_copy.parameters(), self.model.parameters()):
-                    mine.copy_(master)
+            if packed:
+                refresh_packed_copy(self._decode_copy, self.model)
+            else:
+                with torch.no_grad():
+                    for mine, master in zip(self._decode_copy.parameters(), self.model.parameters()):
+                        mine.copy_(master)
         self._decode_stale = False
         return self._decode_copy
 
@@ -280,5 +304,7 @@ class HuggingFaceBackend:
             "architecture": type(self.model).__name__,
             "device": str(self.device),
             "decode_dtype": str(self.decode_dtype).replace("torch.", ""),
+            "decode_linear": self.decode_linear,
+            **({} if self.decode_linear_note is None else {"decode_linear_note": self.decode_linear_note}),
             "parameters": sum(p.numel() for p in self.model.parameters()),
         }

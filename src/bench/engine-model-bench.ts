@@ -43,6 +43,8 @@ export type EngineModelRow = {
 export type EngineModelBenchReport = {
   model: string;
   decodeDtype: string;
+  /** The engine's linear weights for generation: `packed` (oneDNN's layout) or `plain`. */
+  decodeLinear: string;
   decodeThreads: number;
   promptTokens: number;
   newTokens: number;
@@ -54,7 +56,7 @@ export type EngineModelBenchReport = {
   rows: EngineModelRow[];
 };
 
-type ModelInfo = { decode_threads?: number; model?: { decode_dtype?: string } };
+type ModelInfo = { decode_threads?: number; model?: { decode_dtype?: string; decode_linear?: string } };
 
 /** Distinct prompts of equal length (no padding on either side), ids in [0, vocabulary). */
 export function benchPrompts(count: number, length: number, vocabulary: number): number[][] {
@@ -105,6 +107,7 @@ export async function runEngineModelBench(options: EngineModelBenchOptions): Pro
   } = options;
   const info = (await (await fetch(`${url}/get_model_info`, { headers })).json()) as ModelInfo;
   const decodeDtype = info.model?.decode_dtype ?? 'float32';
+  const decodeLinear = info.model?.decode_linear ?? 'plain';
   const decodeThreads = info.decode_threads ?? 0;
   onProgress(`transformers generate: loading ${model} (${decodeDtype}, ${decodeThreads || 'all'} threads)`);
   const baseline = await startPythonLineProcess({
@@ -165,6 +168,7 @@ export async function runEngineModelBench(options: EngineModelBenchOptions): Pro
     return {
       model,
       decodeDtype,
+      decodeLinear,
       decodeThreads,
       promptTokens,
       newTokens,
@@ -182,7 +186,7 @@ export async function runEngineModelBench(options: EngineModelBenchOptions): Pro
 /** The table `bench engine --model` prints. */
 export function renderEngineModelBench(report: EngineModelBenchReport): string {
   const lines = [
-    `model ${report.model}: decode ${report.decodeDtype}, ${report.decodeThreads || 'all'} threads; prompt ${report.promptTokens} tokens, ${report.newTokens} new tokens per request (greedy, EOS ignored), ${report.rounds} rounds`,
+    `model ${report.model}: decode ${report.decodeDtype} (${report.decodeLinear} linear weights), ${report.decodeThreads || 'all'} threads; prompt ${report.promptTokens} tokens, ${report.newTokens} new tokens per request (greedy, EOS ignored), ${report.rounds} rounds`,
     `bound: copy bandwidth ${(report.copyBytesPerSecond / 1e9).toFixed(1)} GB/s, ${(report.weightBytes / 1e6).toFixed(0)} MB of weights read per decode step`,
     '',
     'concurrent | engine tok/s p50 (p99) | transformers tok/s p50 (p99) | engine/transformers | bound tok/s | engine/bound',

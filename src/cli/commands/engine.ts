@@ -20,6 +20,7 @@ type ServeOptions = {
   decodeThreads?: number;
   trainThreads?: number;
   decodeDtype?: string;
+  decodeLinear?: string;
   seed?: number;
 };
 
@@ -40,6 +41,17 @@ function describe(event: WorkerEvent): string {
 
 const threads = integerOption({ min: 0, max: 1024 });
 const decodeDtypeOption = choiceOption(['auto', 'float32', 'bfloat16']);
+const decodeLinearOption = choiceOption(['packed', 'plain']);
+const DECODE_LINEAR_HELP =
+  "Hugging Face models on a CPU: generation's linear layers on weights packed once into oneDNN's layout (packed, default) or on plain weights (plain)";
+
+/** The worker's arguments for the decode options given. */
+function decodeArgs(options: { decodeDtype?: string; decodeLinear?: string }): string[] {
+  return [
+    ...(options.decodeDtype === undefined ? [] : ['--decode-dtype', options.decodeDtype]),
+    ...(options.decodeLinear === undefined ? [] : ['--decode-linear', options.decodeLinear]),
+  ];
+}
 
 /** `agentmath engine serve`: the embedded PyTorch worker behind SGLang's routes. */
 export function registerEngine(program: Command): void {
@@ -72,10 +84,11 @@ export function registerEngine(program: Command): void {
       "Hugging Face models: the dtype generation reads the weights in: float32 (default: the master weights, logprobs equal to the trainer's), bfloat16, or auto (bf16 on a CPU with native bf16)",
       decodeDtypeOption,
     )
+    .option('--decode-linear <kind>', DECODE_LINEAR_HELP, decodeLinearOption)
     .option('--seed <n>', 'initialisation seed of a preset model', integerOption())
     .action(async (options: ServeOptions) => {
       const log = (line: string) => process.stderr.write(`${line}\n`);
-      const { maxRunningRequests, decodeThreads, trainThreads, seed, decodeDtype } = options;
+      const { maxRunningRequests, decodeThreads, trainThreads, seed } = options;
       const apiKey = options.apiKey ?? process.env[ENGINE_API_KEY_VARIABLE];
       const worker = await startEmbeddedWorker({
         model: options.model,
@@ -87,7 +100,7 @@ export function registerEngine(program: Command): void {
         ...(decodeThreads === undefined ? {} : { decodeThreads }),
         ...(trainThreads === undefined ? {} : { trainThreads }),
         ...(seed === undefined ? {} : { seed }),
-        ...(decodeDtype === undefined ? {} : { extraArgs: ['--decode-dtype', decodeDtype] }),
+        extraArgs: decodeArgs(options),
         onLog: (line) => log(`[worker] ${line}`),
         onEvent: (event) => log(`[engine] ${describe(event)}`),
       });
@@ -111,6 +124,7 @@ type EngineBenchOptions = {
   sftSteps: number;
   decodeThreads?: number;
   decodeDtype?: string;
+  decodeLinear?: string;
   trainThreads?: number;
   json?: boolean;
 };
@@ -155,9 +169,10 @@ export function registerEngineBench(bench: Command): void {
       'Hugging Face models: float32 (default: the master weights), bfloat16, or auto (bf16 on a CPU with native bf16)',
       decodeDtypeOption,
     )
+    .option('--decode-linear <kind>', DECODE_LINEAR_HELP, decodeLinearOption)
     .option('--json', 'print the figures as JSON')
     .action(async (options: EngineBenchOptions) => {
-      const { decodeThreads, trainThreads, decodeDtype } = options;
+      const { decodeThreads, trainThreads } = options;
       const apiKey = process.env[ENGINE_API_KEY_VARIABLE] || undefined;
       const huggingFace = options.url === undefined && isHuggingFaceModelFolder(options.model);
       const worker = options.url
@@ -170,7 +185,7 @@ export function registerEngineBench(bench: Command): void {
             startupTimeoutMs: 600_000,
             ...(decodeThreads === undefined ? {} : { decodeThreads }),
             ...(trainThreads === undefined ? {} : { trainThreads }),
-            ...(decodeDtype === undefined ? {} : { extraArgs: ['--decode-dtype', decodeDtype] }),
+            extraArgs: decodeArgs(options),
           });
       const unregister = onShutdown(async () => worker?.stop());
       try {
