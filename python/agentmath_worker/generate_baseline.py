@@ -10,6 +10,11 @@ Commands, one JSON object a line on stdin, one answer a line on stdout:
         written per second, the best of several copies of 256 MiB) and the bytes of weights one
         decode step reads (every parameter once; an input embedding that is not also the output
         head reads a few rows only, so it is left out)
+  {"command": "matmuls", "rows": B, "packed": bool}
+      → {"seconds", "layers"}: the median time of running every `nn.Linear` of the model once
+        on B rows (packed: on weights reordered for oneDNN, as the engine decodes on a CPU) —
+        the part of a decode step no engine that computes these matmuls with this library
+        avoids; what an engine takes beyond it is attention, the KV cache and the rest
   {"command": "stop"}
 Decoding one token for B sequences reads every weight once, so B × bandwidth ÷ weight bytes
 tokens/s is the most any engine holding the weights in that dtype can reach (KV cache and
@@ -85,6 +90,37 @@ class Baseline:
         seconds = time.perf_counter() - started
         return {"seconds": seconds, "outputIds": output[:, ids.shape[1] :].tolist()}
 
+    @torch.no_grad()
+    def matmuls(self, rows: int, packed: bool, repeats: int = 7) -> Dict[str, Any]:
+        from .packed_linear import packed_linear_available
+
+        linears = [module for module in self.model.modules() if type(module) is torch.nn.Linear]
+        if not linears:
+            raise ValueError("the model has no nn.Linear layers to time")
+        if packed and packed_linear_available() is not None:
+            raise ValueError(f"packed matmuls: {packed_linear_available()}")
+        inputs = {module.in_features: torch.randn(rows, module.in_features, dtype=self.dtype) for module in linears}
+        if packed:
+            weights = [torch.ops.mkldnn._reorder_linear_weight(module.weight.detach().contiguous(), rows) for module in linears]
+
+            def run() -> None:
+                for module, weight in zip(linears, weights):
+                    torch.ops.mkldnn._linear_pointwise(inputs[module.in_features], weight, module.bias, "none", [], "")
+        else:
+
+            def run() -> None:
+                for module in linears:
+                    module(inputs[module.in_features])
+
+        run()  # warm-up
+        times = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - started)
+        times.sort()
+        return {"seconds": times[len(times) // 2], "layers": len(linears)}
+
     def bound(self) -> Dict[str, Any]:
         return {
             "copyBytesPerSecond": copy_bandwidth(),
@@ -112,6 +148,8 @@ def main(argv=None) -> int:
                 answer = baseline.generate(request["prompts"], int(request["maxNewTokens"]))
             elif command == "bound":
                 answer = baseline.bound()
+            elif command == "matmuls":
+                answer = baseline.matmuls(int(request["rows"]), bool(request.get("packed", False)))
             else:
                 answer = {"error": f"unknown command {command!r}"}
         except (ValueError, KeyError) as error:

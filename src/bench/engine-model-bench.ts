@@ -6,7 +6,10 @@
  * batch, in a process with the engine's decode threads and dtype. Both give tokens/s per round
  * (median, and the rate of the slowest round as p99). The bound is a memory-bandwidth bound:
  * a decode step reads every weight once, so B × (copy bandwidth ÷ weight bytes) tokens/s, with
- * the bandwidth measured in the same run. Greedy agreement: the engine's tokens for the first
+ * the bandwidth measured in the same run. The matmul floor: every linear layer of the model run
+ * once on B rows, with the engine's kind of weights (packed or plain), timed in the baseline's
+ * process: what a decode step costs before attention, the KV cache and the rest; B ÷ that time
+ * is the most an engine computing those matmuls with this library reaches. Greedy agreement: the engine's tokens for the first
  * prompt against `generate`'s, same dtype (the count of equal leading tokens).
  */
 import { readFile } from 'node:fs/promises';
@@ -38,6 +41,10 @@ export type EngineModelRow = {
   ratioToTransformers: number;
   /** engine p50 ÷ the bound. */
   shareOfBound: number;
+  /** B ÷ the time of the model's linear layers once on B rows (the matmul floor). */
+  matmulTokensPerSecond: number;
+  /** engine p50 ÷ the matmul floor. */
+  shareOfMatmuls: number;
 };
 
 export type EngineModelBenchReport = {
@@ -156,6 +163,12 @@ export async function runEngineModelBench(options: EngineModelBenchOptions): Pro
       const engine = rates(engineRates);
       const transformers = rates(baselineRates);
       const boundTokensPerSecond = (count * bound.copyBytesPerSecond) / bound.weightBytes;
+      const floor = await baseline.request<{ seconds: number }>({
+        command: 'matmuls',
+        rows: count,
+        packed: decodeLinear === 'packed',
+      });
+      const matmulTokensPerSecond = count / floor.seconds;
       rows.push({
         concurrency: count,
         engine,
@@ -163,6 +176,8 @@ export async function runEngineModelBench(options: EngineModelBenchOptions): Pro
         boundTokensPerSecond,
         ratioToTransformers: engine.tokensPerSecondP50 / transformers.tokensPerSecondP50,
         shareOfBound: engine.tokensPerSecondP50 / boundTokensPerSecond,
+        matmulTokensPerSecond,
+        shareOfMatmuls: engine.tokensPerSecondP50 / matmulTokensPerSecond,
       });
     }
     return {
@@ -189,14 +204,15 @@ export function renderEngineModelBench(report: EngineModelBenchReport): string {
     `model ${report.model}: decode ${report.decodeDtype} (${report.decodeLinear} linear weights), ${report.decodeThreads || 'all'} threads; prompt ${report.promptTokens} tokens, ${report.newTokens} new tokens per request (greedy, EOS ignored), ${report.rounds} rounds`,
     `bound: copy bandwidth ${(report.copyBytesPerSecond / 1e9).toFixed(1)} GB/s, ${(report.weightBytes / 1e6).toFixed(0)} MB of weights read per decode step`,
     '',
-    'concurrent | engine tok/s p50 (p99) | transformers tok/s p50 (p99) | engine/transformers | bound tok/s | engine/bound',
-    '---------- | ---------------------- | ---------------------------- | ------------------- | ----------- | ------------',
+    'concurrent | engine tok/s p50 (p99) | transformers tok/s p50 (p99) | engine/transformers | bound tok/s | engine/bound | matmuls alone tok/s | engine/matmuls',
+    '---------- | ---------------------- | ---------------------------- | ------------------- | ----------- | ------------ | ------------------- | --------------',
   ];
   for (const row of report.rows) {
     lines.push(
       `${String(row.concurrency).padEnd(10)} | ${row.engine.tokensPerSecondP50.toFixed(1)} (${row.engine.tokensPerSecondP99.toFixed(1)}) | ` +
         `${row.transformers.tokensPerSecondP50.toFixed(1)} (${row.transformers.tokensPerSecondP99.toFixed(1)}) | ` +
-        `${row.ratioToTransformers.toFixed(2)}x | ${row.boundTokensPerSecond.toFixed(0)} | ${(100 * row.shareOfBound).toFixed(0)}%`,
+        `${row.ratioToTransformers.toFixed(2)}x | ${row.boundTokensPerSecond.toFixed(0)} | ${(100 * row.shareOfBound).toFixed(0)}% | ` +
+        `${row.matmulTokensPerSecond.toFixed(0)} | ${(100 * row.shareOfMatmuls).toFixed(0)}%`,
     );
   }
   const agreement = report.greedyAgreement;
