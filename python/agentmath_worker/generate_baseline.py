@@ -10,6 +10,9 @@ Commands, one JSON object a line on stdin, one answer a line on stdout:
         written per second, the best of several copies of 256 MiB) and the bytes of weights one
         decode step reads (every parameter once; an input embedding that is not also the output
         head reads a few rows only, so it is left out)
+  {"command": "score", "prompt": [ids…], "output": [ids…]}
+      → {"logprobs": […]}: each output token's log-probability after the prompt and the output
+        before it, from one forward pass (what a trainer scores an engine's tokens with)
   {"command": "matmuls", "rows": B, "packed": bool}
       → {"seconds", "layers"}: the median time of running every `nn.Linear` of the model once
         on B rows (packed: on weights reordered for oneDNN, as the engine decodes on a CPU) —
@@ -91,6 +94,15 @@ class Baseline:
         return {"seconds": seconds, "outputIds": output[:, ids.shape[1] :].tolist()}
 
     @torch.no_grad()
+    def score(self, prompt, output) -> Dict[str, Any]:
+        if not prompt or not output:
+            raise ValueError("score needs a prompt and an output, both non-empty")
+        ids = torch.tensor([list(prompt) + list(output)], dtype=torch.long)
+        logits = self.model(input_ids=ids).logits[0, len(prompt) - 1 : -1].float()
+        logprobs = torch.log_softmax(logits, -1).gather(-1, ids[0, len(prompt) :, None])[:, 0]
+        return {"logprobs": logprobs.tolist()}
+
+    @torch.no_grad()
     def matmuls(self, rows: int, packed: bool, repeats: int = 7) -> Dict[str, Any]:
         from .packed_linear import packed_linear_available
 
@@ -148,6 +160,8 @@ def main(argv=None) -> int:
                 answer = baseline.generate(request["prompts"], int(request["maxNewTokens"]))
             elif command == "bound":
                 answer = baseline.bound()
+            elif command == "score":
+                answer = baseline.score(request["prompt"], request["output"])
             elif command == "matmuls":
                 answer = baseline.matmuls(int(request["rows"]), bool(request.get("packed", False)))
             else:

@@ -42,6 +42,19 @@ class GenerateBaselineTest(unittest.TestCase):
         if packed_linear_available() is None:
             self.assertGreater(baseline.matmuls(8, packed=True, repeats=3)["seconds"], 0)
 
+    def test_score_gives_each_output_tokens_logprob_after_what_precedes_it(self) -> None:
+        baseline = Baseline(self.model, torch.float32)
+        prompt, output = [5, 7, 9], [11, 3, 4]
+        scored = baseline.score(prompt, output)["logprobs"]
+        self.assertEqual(len(scored), 3)
+        with torch.no_grad():
+            for index, token in enumerate(output):
+                context = torch.tensor([prompt + output[:index]])
+                alone = torch.log_softmax(baseline.model(input_ids=context).logits[0, -1], -1)[token].item()
+                self.assertAlmostEqual(scored[index], alone, delta=1e-5)
+        with self.assertRaisesRegex(ValueError, "non-empty"):
+            baseline.score(prompt, [])
+
     def test_a_decode_step_reads_every_weight_but_an_untied_input_embedding(self) -> None:
         model = Baseline(self.model, torch.float32).model
         embedding = model.get_input_embeddings().weight

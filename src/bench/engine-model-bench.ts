@@ -60,6 +60,12 @@ export type EngineModelBenchReport = {
   weightBytes: number;
   /** Leading tokens of the first prompt where the engine's greedy tokens equal transformers'. */
   greedyAgreement: { equalLeadingTokens: number; of: number };
+  /**
+   * |engine logprob − transformers' logprob| of the engine's greedy tokens for the first prompt,
+   * transformers scoring them in one forward pass in the same dtype (as a trainer scores a
+   * rollout): mean and max.
+   */
+  logprobGap: { mean: number; max: number; of: number };
   rows: EngineModelRow[];
 };
 
@@ -84,21 +90,39 @@ async function greedyRequest(
   inputIds: number[],
   maxNewTokens: number,
 ): Promise<number[]> {
+  return (await greedyWithLogprobs(url, headers, inputIds, maxNewTokens, false)).outputIds;
+}
+
+async function greedyWithLogprobs(
+  url: string,
+  headers: Record<string, string>,
+  inputIds: number[],
+  maxNewTokens: number,
+  returnLogprob: boolean,
+): Promise<{ outputIds: number[]; logprobs: number[] }> {
   const response = await fetch(`${url}/generate`, {
     method: 'POST',
     headers,
     body: JSON.stringify({
       input_ids: inputIds,
       sampling_params: { max_new_tokens: maxNewTokens, temperature: 0, ignore_eos: true },
+      ...(returnLogprob ? { return_logprob: true } : {}),
     }),
   });
-  const body = (await response.json()) as { output_ids?: number[] };
+  const body = (await response.json()) as {
+    output_ids?: number[];
+    meta_info?: { output_token_logprobs?: [number, number, ...unknown[]][] };
+  };
   if (!response.ok || body.output_ids?.length !== maxNewTokens) {
     throw new Error(
       `${url}/generate answered HTTP ${response.status} with ${body.output_ids?.length} tokens`,
     );
   }
-  return body.output_ids;
+  const logprobs = (body.meta_info?.output_token_logprobs ?? []).map((entry) => entry[0]);
+  if (returnLogprob && logprobs.length !== maxNewTokens) {
+    throw new Error(`${url}/generate returned ${logprobs.length} logprobs for ${maxNewTokens} tokens`);
+  }
+  return { outputIds: body.output_ids, logprobs };
 }
 
 export async function runEngineModelBench(options: EngineModelBenchOptions): Promise<EngineModelBenchReport> {
@@ -180,6 +204,19 @@ export async function runEngineModelBench(options: EngineModelBenchOptions): Pro
         shareOfMatmuls: engine.tokensPerSecondP50 / matmulTokensPerSecond,
       });
     }
+    // The engine's logprobs against transformers' scoring of the same tokens.
+    const sampled = await greedyWithLogprobs(url, headers, prompts[0]!, newTokens, true);
+    const scored = await baseline.request<{ logprobs: number[] }>({
+      command: 'score',
+      prompt: prompts[0]!,
+      output: sampled.outputIds,
+    });
+    const gaps = sampled.logprobs.map((value, index) => Math.abs(value - scored.logprobs[index]!));
+    const logprobGap = {
+      mean: gaps.reduce((sum, gap) => sum + gap, 0) / gaps.length,
+      max: Math.max(...gaps),
+      of: gaps.length,
+    };
     return {
       model,
       decodeDtype,
@@ -191,6 +228,7 @@ export async function runEngineModelBench(options: EngineModelBenchOptions): Pro
       copyBytesPerSecond: bound.copyBytesPerSecond,
       weightBytes: bound.weightBytes,
       greedyAgreement,
+      logprobGap,
       rows,
     };
   } finally {
@@ -219,6 +257,7 @@ export function renderEngineModelBench(report: EngineModelBenchReport): string {
   lines.push(
     '',
     `greedy tokens equal to transformers' for ${agreement.equalLeadingTokens} of ${agreement.of} (first prompt, ${report.decodeDtype} on both sides)`,
+    `logprob gap to transformers scoring the same ${report.logprobGap.of} tokens in one forward pass: mean ${report.logprobGap.mean.toExponential(1)}, max ${report.logprobGap.max.toExponential(1)}`,
   );
   return `${lines.join('\n')}\n`;
 }
