@@ -32,6 +32,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import torch
 from safetensors import safe_open
+from torch.distributed.fsdp import FSDPModule
 from torch.distributed.tensor import DTensor
 from torch.distributed.tensor._utils import compute_local_shape_and_global_offset
 from transformers.conversion_mapping import get_model_conversion_mapping
@@ -61,6 +62,10 @@ def sharded_model(
     host memory and the buffers (which FSDP2 leaves where they are) the device."""
     model = shard(meta_model(folder, dtype))
     model.to_empty(device=torch.device("cpu") if where.cpu_offload else where.device)
+    if not isinstance(model, FSDPModule):
+        # Unwrapped (one fp32 rank: `parallelize.needs_fsdp`), `to_empty` gave each parameter a
+        # new Parameter, the tied head included: tie it to the embedding again.
+        model.tie_weights()
     if where.cpu_offload:
         for module in model.modules():
             for name, buffer in module._buffers.items():

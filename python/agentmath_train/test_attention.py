@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import unittest
 import warnings
+from unittest import mock
 
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -97,7 +98,9 @@ class PackedAttentionTest(OneProcessGroupTestCase):
         for arch in ("qwen3", "llama"):
             with self.subTest(arch=arch):
                 folder = self.models[arch]
-                packed_model = parallelize(load_model(folder, CPU), CPU, activation_checkpointing=True)
+                # FSDP2 even in one fp32 process (which `parallelize` otherwise leaves unwrapped).
+                with mock.patch("agentmath_train.parallelize.needs_fsdp", return_value=True):
+                    packed_model = parallelize(load_model(folder, CPU), CPU, activation_checkpointing=True)
                 plain = load_model(folder, CPU, attention="sdpa")
                 packed_model.train()
                 plain.train()

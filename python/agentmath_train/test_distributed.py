@@ -1,6 +1,7 @@
 """Tests of the distributed trainer on CPU: the batch format, packing, 2-process FSDP2 against
-1 process, sharded checkpoints and the Hugging Face export. Models are random-init Qwen3,
-Qwen3-MoE and Llama built from config (2 layers, hidden 64), never downloaded."""
+1 process (which is not wrapped in FSDP2), sharded checkpoints (one process's resumed on 2) and
+the Hugging Face export. Models are random-init Qwen3, Qwen3-MoE and Llama built from config
+(2 layers, hidden 64), never downloaded."""
 
 from __future__ import annotations
 
@@ -268,6 +269,23 @@ class CheckpointTest(OneProcessGroupTestCase):
         expected, actual = self.full_state(straight), self.full_state(resumed)
         for name in expected:
             torch.testing.assert_close(actual[name], expected[name], atol=1e-6, rtol=1e-6, msg=name)
+
+    def test_a_checkpoint_of_one_unwrapped_rank_resumes_on_two_fsdp2_ranks(self):
+        from torch.distributed.fsdp import FSDPModule
+
+        from agentmath_train.checkpoint import save_checkpoint
+        from agentmath_train.equivalence_probe import probe_steps
+
+        folder = self.models["qwen3"]
+        one = self.core(folder)
+        self.assertNotIsInstance(one.model, FSDPModule)  # one fp32 rank: `parallelize.needs_fsdp`
+        self.step(one, 1)
+        checkpoint = os.path.join(self.folder, "checkpoint-one-rank")
+        save_checkpoint(checkpoint, one.model, one.optimizer, {"policyVersion": 1, "optimizerSteps": 1})
+        expected = probe_steps(one)["state"]
+        resumed = run_equivalence_probe(self, self.folder, [folder], 2, {"resume": checkpoint})[folder]["state"]
+        for name, weight in expected.items():
+            self.assertLess((resumed[name] - weight).abs().max().item(), WEIGHT_TOLERANCE, name)
 
     def test_ppo_mini_batches_and_epochs_take_one_update_each_with_the_proximal_policy_scored_once(self):
         core = self.core(self.models["qwen3-moe"])

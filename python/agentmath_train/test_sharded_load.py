@@ -7,6 +7,8 @@ like the plain placement. Models are random-init (2 layers, hidden 64), never do
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -73,11 +75,15 @@ class ShardedLoadTest(OneProcessGroupTestCase):
             torch.testing.assert_close(model(input_ids=IDS).logits, plain(input_ids=IDS).logits, atol=1e-6, rtol=1e-6)
 
     def test_one_process_loads_what_from_pretrained_loads(self):
-        for name in ("qwen3", "qwen3-moe", "llama", "llama-uneven", "qwen3-bf16-split"):
-            with self.subTest(model=name):
+        # One fp32 process leaves the model unwrapped (`parallelize.needs_fsdp`); wrapped, it is
+        # the FSDP2 path every run of several ranks (or in bf16) takes.
+        names = ("qwen3", "qwen3-moe", "llama", "llama-uneven", "qwen3-bf16-split")
+        for name, wrapped in itertools.product(names, (False, True)):
+            forced = mock.patch("agentmath_train.parallelize.needs_fsdp", return_value=True)
+            with self.subTest(model=name, wrapped=wrapped), forced if wrapped else contextlib.nullcontext():
                 folder = self.models[name]
                 model = load_sharded(folder)
-                self.assertIsInstance(model.model.embed_tokens.weight, DTensor)
+                self.assertEqual(isinstance(model.model.embed_tokens.weight, DTensor), wrapped)
                 self.assertTrue(model.model.rotary_emb.inv_freq.isfinite().all())
                 tied = model.lm_head.weight is model.model.embed_tokens.weight
                 self.assertEqual(tied, name.startswith("qwen3") and name != "qwen3-moe")

@@ -38,6 +38,13 @@ def _chunk_logits(hidden: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
     return logits / temperature if temperature != 1.0 else logits
 
 
+def keeps_logits(count: int, chunk_tokens: int) -> bool:
+    """Whether forward keeps the log-probabilities [N, V] for backward instead of recomputing
+    them: when the N tokens fit one chunk, the kept buffer is the one backward would allocate
+    for its recomputation anyway, so the head's peak memory is the same either way."""
+    return count <= chunk_tokens
+
+
 class _ChunkedHead(torch.autograd.Function):
     @staticmethod
     def forward(ctx, hidden, weight, bias, targets, temperature: float, chunk_tokens: int):  # type: ignore[override]
@@ -45,6 +52,9 @@ class _ChunkedHead(torch.autograd.Function):
         logprobs = torch.empty(count, dtype=torch.float32, device=hidden.device)
         entropy = torch.empty(count, dtype=torch.float32, device=hidden.device)
         log_z = torch.empty(count, dtype=torch.float32, device=hidden.device)
+        # The one chunk's log p, for backward to use once (an attribute, not a saved tensor, so
+        # backward can free it as it goes; a second backward finds none and recomputes).
+        ctx.kept_log_p = None
         for start in range(0, count, chunk_tokens):
             end = min(start + chunk_tokens, count)
             z = _chunk_logits(hidden[start:end], weight, bias, temperature)
@@ -53,17 +63,23 @@ class _ChunkedHead(torch.autograd.Function):
             # Σ p·z with p = exp(z − log Z), in one more [C, V] buffer.
             entropy[start:end] = chunk_log_z - (z - chunk_log_z[:, None]).exp_().mul_(z).sum(-1)
             log_z[start:end] = chunk_log_z
+            if keeps_logits(count, chunk_tokens):
+                ctx.kept_log_p = z.sub_(chunk_log_z[:, None])
             del z
         ctx.save_for_backward(hidden, weight, bias, targets, log_z, entropy)
         ctx.temperature = temperature
         ctx.chunk_tokens = chunk_tokens
         ctx.has_bias = bias is not None
+        # An output whose gradient is not asked for arrives as None, not zeros (SFT never
+        # differentiates the entropy): its terms are skipped rather than multiplied by 0.
+        ctx.set_materialize_grads(False)
         return logprobs, entropy
 
     @staticmethod
     def backward(ctx, grad_logprobs, grad_entropy):  # type: ignore[override]
         hidden, weight, bias, targets, log_z, entropy = ctx.saved_tensors
         temperature, chunk_tokens = ctx.temperature, ctx.chunk_tokens
+        kept_log_p, ctx.kept_log_p = ctx.kept_log_p, None
         need_hidden, need_weight, need_bias = ctx.needs_input_grad[:3]
         grad_hidden = torch.empty_like(hidden) if need_hidden else None
         grad_weight = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if need_weight else None
@@ -72,7 +88,10 @@ class _ChunkedHead(torch.autograd.Function):
             end = min(start + chunk_tokens, hidden.shape[0])
             chunk = hidden[start:end]
             # Two [C, V] fp32 buffers: log p (then the entropy term, in place) and p (then ∂/∂z).
-            log_p = _chunk_logits(chunk, weight, bias, temperature).sub_(log_z[start:end, None])
+            if kept_log_p is not None:
+                log_p, kept_log_p = kept_log_p, None
+            else:
+                log_p = _chunk_logits(chunk, weight, bias, temperature).sub_(log_z[start:end, None])
             grad = log_p.exp()
             entropy_term = None
             if grad_entropy is not None:

@@ -17,6 +17,11 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
+from unittest import mock  # noqa: E402
+
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+from agentmath_worker import lm_head_logprobs  # noqa: E402
 from agentmath_worker.lm_head_logprobs import chunked_logprobs_entropy, model_token_logprobs  # noqa: E402
 from agentmath_worker.losses import token_entropy, token_logprobs  # noqa: E402
 
@@ -97,6 +102,57 @@ class ChunkedHeadTest(unittest.TestCase):
             else:
                 self.assertLess(max(kept), count * vocab / 4)
             (logprobs.sum() + entropy.sum()).backward()
+
+    def test_one_chunk_keeps_its_log_probabilities_instead_of_recomputing_them(self):
+        generator = torch.Generator().manual_seed(3)
+        count, width, vocab = 20, 8, 50
+        hidden = torch.randn(count, width, generator=generator, requires_grad=True)
+        weight = torch.randn(vocab, width, generator=generator, requires_grad=True)
+        targets = torch.randint(0, vocab, (count,), generator=generator)
+        upstream = torch.randn(count, generator=generator), torch.randn(count, generator=generator)
+
+        def run(chunk_tokens):
+            with mock.patch.object(lm_head_logprobs, "_chunk_logits", wraps=lm_head_logprobs._chunk_logits) as logits:
+                logprobs, entropy = chunked_logprobs_entropy(hidden, weight, None, targets, 0.9, chunk_tokens)
+                grads = torch.autograd.grad((logprobs * upstream[0] + entropy * upstream[1]).sum(), (hidden, weight))
+            return logits.call_count, grads
+
+        self.assertEqual(run(count)[0], 1)  # forward only
+        self.assertEqual(run(7)[0], 2 * 3)  # three chunks, each recomputed in backward
+        kept = run(count)[1]
+        with mock.patch.object(lm_head_logprobs, "keeps_logits", return_value=False):
+            calls, recomputed = run(count)
+        self.assertEqual(calls, 2)
+        for got, want in zip(kept, recomputed):
+            self.assertTrue(torch.equal(got, want))  # the same arithmetic, not recomputed
+
+    def test_no_entropy_arithmetic_in_backward_when_only_the_logprobs_are_differentiated(self):
+        count, width, vocab = 12, 8, 40
+        hidden = torch.randn(count, width, requires_grad=True)
+        weight = torch.randn(vocab, width, requires_grad=True)
+        targets = torch.randint(0, vocab, (count,))
+
+        class Record(TorchDispatchMode):
+            def __init__(self):
+                super().__init__()
+                self.ops = []
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                if isinstance(out, torch.Tensor) and out.dim() == 2 and out.shape[1] == vocab:
+                    self.ops.append(func.overloadpacket.__name__)
+                return out
+
+        for chunk_tokens in (count, 5):
+            with self.subTest(chunk=chunk_tokens):
+                logprobs, _entropy = chunked_logprobs_entropy(hidden, weight, None, targets, 1.0, chunk_tokens)
+                record = Record()
+                with record:
+                    logprobs.sum().backward()
+                # ∂/∂z = onehot − p per chunk: exp, one mul_, scatter_add_; the entropy's
+                # term (an add_, two more mul_ and a sub_ on [C × V]) is never computed.
+                self.assertNotIn("add_", record.ops)
+                self.assertEqual(record.ops.count("mul_"), record.ops.count("exp"))
 
     def test_a_bad_chunk_size_is_refused(self):
         with self.assertRaisesRegex(ValueError, "chunk_tokens"):
