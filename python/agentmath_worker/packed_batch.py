@@ -9,15 +9,68 @@ per-slot cache, padding stripped) and merges newcomers in (left-padded to the ba
 then drops the leading columns that are padding in every row. Greedy decoding of a row is the
 same computation as decoding that sequence alone: masked columns get exactly zero attention
 weight, and each row keeps its own position ids.
+
+The batch's cache layers keep spare columns (`SpareColumnsLayer`): a decode step writes its
+column into them instead of concatenating a new [rows × heads × length × dim] tensor per layer
+for keys and values, which copied the whole cache every step.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 
 LayerTensors = List[Tuple[torch.Tensor, torch.Tensor]]
+
+# Columns added at once when a layer's buffer is full: a step appends one, so a reallocation
+# (a copy of the cache) comes once per this many steps instead of every step.
+SPARE_COLUMNS = 64
+
+
+@functools.lru_cache(maxsize=None)
+def _spare_layer_class():
+    import transformers
+
+    class SpareColumnsLayer(transformers.cache_utils.DynamicLayer):
+        """A `DynamicLayer` whose keys and values are views of buffers with spare columns: `update`
+        writes the new columns in place while they fit, and otherwise copies into a buffer
+        SPARE_COLUMNS wider. Whoever assigns `keys`/`values` (the batch's trim and row removal)
+        gets a fresh buffer at the next update."""
+
+        _key_buffer: Optional[torch.Tensor] = None
+        _value_buffer: Optional[torch.Tensor] = None
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            if not self.is_initialized or self.keys.numel() == 0:
+                return super().update(key_states, value_states, *args, **kwargs)
+            self.keys, self._key_buffer = _append(self.keys, self._key_buffer, key_states)
+            self.values, self._value_buffer = _append(self.values, self._value_buffer, value_states)
+            return self.keys, self.values
+
+    return SpareColumnsLayer
+
+
+def _append(held: torch.Tensor, buffer: Optional[torch.Tensor], new: torch.Tensor):
+    """`held` with `new`'s columns after it (dimension 2), written into `buffer` when `held` is its
+    leading view and they fit; else into a new buffer with spare columns. Returns (view, buffer)."""
+    length, added = held.shape[2], new.shape[2]
+    fits = (
+        buffer is not None
+        and held.data_ptr() == buffer.data_ptr()
+        and held.shape[:2] == buffer.shape[:2]
+        and held.shape[3] == buffer.shape[3]
+        and held.stride() == buffer.stride()
+        and length + added <= buffer.shape[2]
+    )
+    if not fits:
+        shape = list(held.shape)
+        shape[2] = length + added + SPARE_COLUMNS
+        buffer = held.new_empty(shape)
+        buffer[:, :, :length] = held
+    buffer[:, :, length : length + added] = new
+    return buffer[:, :, : length + added], buffer
 
 
 class PackedBatch:
@@ -96,6 +149,11 @@ class PackedBatch:
         cache = new_cache()
         for index in range(layer_count):
             cache.update(torch.cat(keys[index]), torch.cat(values[index]), index)
+        spare = _spare_layer_class()
+        plain = spare.__mro__[1]  # DynamicLayer: the batch holds packable caches only
+        for layer in cache.layers:
+            if type(layer) is plain:
+                layer.__class__ = spare
         self.cache = cache
         self._mask = torch.cat(masks)
 
