@@ -11,7 +11,7 @@
 # base model, whose answers run to the token budget: 100), SFT_STEPS (32), RL_MINUTES (10),
 # RL_ZERO_MINUTES (the ZeroTIR run's, default RL_MINUTES), RL_LEVELS (3,4: the SFT data is
 # levels 1-2, where the SFT model is right ~94% of the time and GRPO groups carry no signal),
-# MATH_COUNT (first MATH-500 problems for the baseline, 50).
+# MATH_COUNT (first MATH-500 problems for the baseline, 50; docs/real-model.md ran 60).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-runs/real-model}
