@@ -104,7 +104,7 @@ class Baseline:
 
     @torch.no_grad()
     def matmuls(self, rows: int, packed: bool, repeats: int = 7) -> Dict[str, Any]:
-        from .packed_linear import packed_linear_available
+        from .packed_linear import PackedLinear, packed_linear_available
 
         linears = [module for module in self.model.modules() if type(module) is torch.nn.Linear]
         if not linears:
@@ -112,17 +112,12 @@ class Baseline:
         if packed and packed_linear_available() is not None:
             raise ValueError(f"packed matmuls: {packed_linear_available()}")
         inputs = {module.in_features: torch.randn(rows, module.in_features, dtype=self.dtype) for module in linears}
-        if packed:
-            weights = [torch.ops.mkldnn._reorder_linear_weight(module.weight.detach().contiguous(), rows) for module in linears]
+        # Packed: the engine's own layer (packed_linear.py), built the way the engine builds it.
+        layers = [PackedLinear(module, self.dtype, rows) for module in linears] if packed else linears
 
-            def run() -> None:
-                for module, weight in zip(linears, weights):
-                    torch.ops.mkldnn._linear_pointwise(inputs[module.in_features], weight, module.bias, "none", [], "")
-        else:
-
-            def run() -> None:
-                for module in linears:
-                    module(inputs[module.in_features])
+        def run() -> None:
+            for layer in layers:
+                layer(inputs[layer.in_features])
 
         run()  # warm-up
         times = []

@@ -39,6 +39,15 @@ def greedy_without_cache(model, prompt: List[int], count: int) -> List[int]:
     return sequence[len(prompt):]
 
 
+@torch.no_grad()
+def transformers_greedy(model, prompt: List[int], count: int) -> List[int]:
+    """`count` greedy tokens from `transformers`' own `generate` (EOS not stopping it)."""
+    ids = torch.tensor([prompt])
+    output = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                            max_new_tokens=count, min_new_tokens=count, pad_token_id=0)
+    return output[0, len(prompt):].tolist()
+
+
 class StepGate:
     """Holds the engine's `at`-th decode step (1-based) until `release` is set."""
 

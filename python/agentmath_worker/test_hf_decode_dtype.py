@@ -15,19 +15,11 @@ import torch
 from agentmath_worker.app import WorkerOptions, build_worker
 from agentmath_worker.engine import Engine, SamplingParams
 from agentmath_worker.hf_backend import HuggingFaceBackend, transformers_available
-from agentmath_worker.hf_fixtures import make_models
+from agentmath_worker.hf_fixtures import make_models, transformers_greedy
 
 PROMPTS = [[5, 7, 9, 11], [11, 12, 13, 14, 15, 16, 17, 18], [20, 3]]
 # bf16 keeps 8 bits of mantissa: a logprob near -5 moves by a few hundredths.
 LOGPROB_TOLERANCE = 0.1
-
-
-@torch.no_grad()
-def transformers_greedy(model, prompt, count):
-    ids = torch.tensor([prompt])
-    output = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                            max_new_tokens=count, min_new_tokens=count, pad_token_id=0)
-    return output[0, len(prompt):].tolist()
 
 
 @unittest.skipUnless(transformers_available(), "transformers is not installed")
