@@ -10,8 +10,10 @@ loaded.
 
 One rank computing in fp32 without offload is left unwrapped (`needs_fsdp`): there is nothing to
 shard, cast or offload, and FSDP2 would still copy every parameter into its unsharded buffer
-before each layer's forward and backward, and every gradient through its reduce-scatter buffers
-(torchtitan likewise applies FSDP only where its data-parallel shard degree is over 1).
+before each layer's forward and backward, and every gradient through its reduce-scatter buffers.
+torchtitan (b5bcd76, `torchtitan/models/llama3/parallelize.py`) applies FSDP even at shard degree
+1, for its mixed-precision policy; that is why bf16 keeps FSDP2 here, and only fp32, where the
+policy casts nothing, goes without.
 """
 
 from __future__ import annotations
