@@ -12,7 +12,7 @@ import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createEngine } from '../src/engine/create-engine.ts';
-import { type EmbeddedWorker, startEmbeddedWorker } from '../src/engine/embedded/index.ts';
+import { type EmbeddedWorker, startEmbeddedWorker } from '../src/engine/local/index.ts';
 import { openWeightUpdateGroup, syncWeightsDistributed } from '../src/train/distributed-weight-sync.ts';
 import { startTrainerService } from '../src/train/trainer-service.ts';
 import { type PausableEngine, syncWeightsFromDisk } from '../src/train/weight-sync.ts';

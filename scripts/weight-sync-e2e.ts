@@ -20,7 +20,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createEngine, type HttpEngine } from '../src/engine/create-engine.ts';
-import { startEmbeddedWorker } from '../src/engine/embedded/index.ts';
+import { startEmbeddedWorker } from '../src/engine/local/index.ts';
 import { killAllClis, startCli } from '../test/cli-process.ts';
 import { alive, descendantsOf } from '../test/process-tree.ts';
 import { committed, lines, until } from '../test/run-records.ts';

@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmbeddedWorker } from '../src/engine/embedded/index.ts';
+import { startEmbeddedWorker } from '../src/engine/local/index.ts';
 import { TrainerClient } from '../src/train/index.ts';
 import {
   appendModelSegment,
@@ -164,8 +164,8 @@ describe('a closed stdout', () => {
     });
     expect(result.stderr).not.toMatch(/EPIPE|Error|at /);
     expect(result.end).toEqual({ code: 0, signal: null });
-    // The worker (python3 -m agentmath_worker) was among the descendants, and none is left.
-    expect(result.commands.some((command) => command.includes('agentmath_worker'))).toBe(true);
+    // The worker (python3 -m agentmath_engine) was among the descendants, and none is left.
+    expect(result.commands.some((command) => command.includes('agentmath_engine'))).toBe(true);
     expect(result.left).toEqual([]);
   });
 });

@@ -9,13 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { problemOnlyPrompt, runAgent } from '../src/agent/index.ts';
-import { type EmbeddedWorker, startEmbeddedWorker, type WorkerEvent } from '../src/engine/embedded/index.ts';
 import {
   createByteLevelTokenizer,
   createEngine,
   type HttpEngine,
   loadTokenizer,
 } from '../src/engine/index.ts';
+import { type EmbeddedWorker, startEmbeddedWorker, type WorkerEvent } from '../src/engine/local/index.ts';
 import { tagsDialect } from '../src/protocol/index.ts';
 import { grpoSequence, TrainerClient, TrainerRequestError } from '../src/train/index.ts';
 import { openTestSandbox } from './agent-sandbox.ts';

@@ -15,12 +15,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRunTrajectories } from '../src/eval/run-folder.ts';
+import { IMPORT_MARKER_FILE, initHfModel, pulledModelFolder } from '../src/model/index.ts';
 import {
   type ModelQuickstartEvent,
   type ModelQuickstartOptions,
   runModelQuickstart,
 } from '../src/quickstart/model-quickstart.ts';
-import { IMPORT_MARKER_FILE, initHfModel, pulledModelFolder } from '../src/train/index.ts';
 import { startCli } from './cli-process.ts';
 
 let root: string;

@@ -12,8 +12,9 @@ import { availableParallelism, hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { initHfModel } from '../src/model/index.ts';
 import { processStartTime, RUN_LOCK_FILE } from '../src/shared/run-folder-lock.ts';
-import { encodeTrainerBatch, initHfModel } from '../src/train/index.ts';
+import { encodeTrainerBatch } from '../src/train/index.ts';
 import type { Outcome, Probe } from './probe-sweep.ts';
 import { descendantsOf } from './process-tree.ts';
 

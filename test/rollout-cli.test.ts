@@ -10,8 +10,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmbeddedWorker } from '../src/engine/embedded/index.ts';
 import { createByteLevelTokenizer, createEngine } from '../src/engine/index.ts';
+import { startEmbeddedWorker } from '../src/engine/local/index.ts';
 import { tagsDialect } from '../src/protocol/tags-dialect.ts';
 import { createLocalSandbox } from '../src/sandbox/index.ts';
 import { buildSftExample, TrainerClient } from '../src/train/index.ts';
@@ -218,7 +218,7 @@ describe('agentmath rollout on embedded replicas', () => {
     for (let tries = 0; tries < 1200 && !existsSync(join(out, 'trajectories.jsonl')); tries++)
       await new Promise((resolve) => setTimeout(resolve, 50));
     tree = descendantsOf(child.pid!);
-    expect(tree.filter((pid) => commandLine(pid).includes('agentmath_worker')).length).toBe(2);
+    expect(tree.filter((pid) => commandLine(pid).includes('agentmath_engine')).length).toBe(2);
     process.kill(child.pid!, 'SIGTERM');
     const end = await done;
     expect(end.signal).toBe('SIGTERM');

@@ -8,8 +8,8 @@
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type EmbeddedWorker, startEmbeddedWorker } from '../src/engine/embedded/index.ts';
 import { createByteLevelTokenizer, createEngine } from '../src/engine/index.ts';
+import { type EmbeddedWorker, startEmbeddedWorker } from '../src/engine/local/index.ts';
 import { TrainerClient } from '../src/train/index.ts';
 import { killAllClis, startCli } from './cli-process.ts';
 
@@ -147,7 +147,7 @@ describe('the embedded worker with an API key', () => {
 
   it('keeps the key off the worker command line', () => {
     const commandLine = readFileSync(`/proc/${worker.pid()}/cmdline`, 'utf8');
-    expect(commandLine).toContain('agentmath_worker');
+    expect(commandLine).toContain('agentmath_engine');
     expect(commandLine).not.toContain(KEY);
   });
 

@@ -4,8 +4,8 @@
  * the client sends to SGLang.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type EmbeddedWorker, startEmbeddedWorker } from '../src/engine/embedded/index.ts';
 import { createByteLevelTokenizer, JsonHttpClient, SglangEngine } from '../src/engine/index.ts';
+import { type EmbeddedWorker, startEmbeddedWorker } from '../src/engine/local/index.ts';
 
 const tokenizer = createByteLevelTokenizer();
 const request = {

@@ -6,14 +6,14 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PROJECT_ROOT } from '../src/shared/python-environments.ts';
 import {
   importGgufModel,
   isImportedModelFolder,
   locateWheelFile,
   PULLABLE_MODELS,
   pulledModelFolder,
-} from '../src/train/index.ts';
+} from '../src/model/index.ts';
+import { PROJECT_ROOT } from '../src/shared/python-environments.ts';
 
 export const SMOLLM2_CACHE = pulledModelFolder('smollm2-135m-instruct', PROJECT_ROOT);
 

@@ -20,7 +20,7 @@ import { type PythonTokenizersResult, runPythonTokenizers } from '../src/bench/p
 import { buildTokenizerCorpus, CORPUS_CLASSES, type CorpusText } from '../src/bench/tokenizer-corpus.ts';
 import { HfTokenizer } from '../src/engine/index.ts';
 import { resolveDataDir } from '../src/eval/benchmark-data-dir.ts';
-import { initHfModel } from '../src/train/index.ts';
+import { initHfModel } from '../src/model/index.ts';
 import { smollm2Available, smollm2Folder } from './smollm2-folder.ts';
 
 const require = createRequire(import.meta.url);

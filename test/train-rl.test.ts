@@ -19,7 +19,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmbeddedWorker } from '../src/engine/embedded/index.ts';
+import { startEmbeddedWorker } from '../src/engine/local/index.ts';
 import { TrainerClient } from '../src/train/index.ts';
 import { killAllClis, killGroup, startCli } from './cli-process.ts';
 

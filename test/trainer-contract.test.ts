@@ -10,14 +10,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type EmbeddedWorker, startEmbeddedWorker } from '../src/engine/embedded/index.ts';
-import {
-  initHfModel,
-  startTrainerService,
-  type Trainer,
-  TrainerClient,
-  type TrainerService,
-} from '../src/train/index.ts';
+import { type EmbeddedWorker, startEmbeddedWorker } from '../src/engine/local/index.ts';
+import { initHfModel } from '../src/model/index.ts';
+import { startTrainerService, type Trainer, TrainerClient, type TrainerService } from '../src/train/index.ts';
 
 type Subject = {
   name: string;

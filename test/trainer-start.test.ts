@@ -12,7 +12,8 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initHfModel, startTrainerService, TrainerStartError } from '../src/train/index.ts';
+import { initHfModel } from '../src/model/index.ts';
+import { startTrainerService, TrainerStartError } from '../src/train/index.ts';
 import { killAllClis, killGroup, startCli } from './cli-process.ts';
 import { alive, descendantsOf } from './process-tree.ts';
 

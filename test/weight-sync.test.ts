@@ -10,14 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, type HttpEngine } from '../src/engine/create-engine.ts';
-import { type EmbeddedWorker, startEmbeddedWorker } from '../src/engine/embedded/index.ts';
+import { type EmbeddedWorker, startEmbeddedWorker } from '../src/engine/local/index.ts';
 import type { SglangEngine } from '../src/engine/sglang-engine.ts';
-import {
-  initHfModel,
-  startTrainerService,
-  syncWeightsFromDisk,
-  type TrainerService,
-} from '../src/train/index.ts';
+import { initHfModel } from '../src/model/index.ts';
+import { startTrainerService, syncWeightsFromDisk, type TrainerService } from '../src/train/index.ts';
 
 let folder: string;
 let model: string;

@@ -15,7 +15,7 @@ import ipaddress  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 
-from agentmath_worker.parent_watch import watch_parent
+from agentmath_engine.parent_watch import watch_parent
 
 
 def _loopback(host: str) -> bool:

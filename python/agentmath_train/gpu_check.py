@@ -9,7 +9,7 @@ It measures, and writes as one JSON file:
                MFU (model FLOPs over the card's dense bf16 peak), peak allocated memory
   head memory  one GRPO step with the chunked LM head against full [T × V] logits, peak memory
                of each (an out-of-memory is recorded as such)
-  generation   the embedded engine (agentmath_worker's engine on the Hugging Face backend, fp32
+  generation   the embedded engine (agentmath_engine's engine on the Hugging Face backend, fp32
                weights, bf16 autocast) generating 128 tokens for 1 and 16 requests at once:
                output tokens/s
   packed attention  one GRPO step of 8 sequences packed in one 16k-token row (0.6B shape,
@@ -93,8 +93,8 @@ DRY_RUN_PLAN = CheckPlan(
 
 def generation_tokens_per_second(shape: ModelShape, where: Placement, batch: int, prompt_tokens: int, new_tokens: int) -> Dict[str, Any]:
     """The embedded engine on a random-init model: `batch` requests of `new_tokens` each at once."""
-    from agentmath_worker.engine import Engine, SamplingParams
-    from agentmath_worker.hf_backend import HuggingFaceBackend
+    from agentmath_engine.engine import Engine, SamplingParams
+    from agentmath_engine.hf_backend import HuggingFaceBackend
 
     from .init_model import build_tokenizer
 

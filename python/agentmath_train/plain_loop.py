@@ -26,7 +26,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from agentmath_worker.cpu_features import native_bf16  # noqa: E402
+from agentmath_engine.cpu_features import native_bf16  # noqa: E402
 
 from .model import rank_threads  # noqa: E402
 from .packing import micro_batches, pack  # noqa: E402

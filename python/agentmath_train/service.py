@@ -42,7 +42,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import torch
 import torch.distributed as dist
 
-from agentmath_worker.lm_head_logprobs import DEFAULT_CHUNK_TOKENS
+from agentmath_engine.lm_head_logprobs import DEFAULT_CHUNK_TOKENS
 
 from .batch_io import BatchFormatError, check_ranges, decode_batch
 from .checkpoint import export_hugging_face, load_checkpoint, save_checkpoint

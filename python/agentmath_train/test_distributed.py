@@ -28,7 +28,7 @@ from agentmath_train.equivalence_probe import fixed_batch  # noqa: E402
 from agentmath_train.init_model import init_model  # noqa: E402
 from agentmath_train.options import StepOptionsError, parse_step_options  # noqa: E402
 from agentmath_train.packing import micro_batches, pack, packed_logprobs, split_across_ranks  # noqa: E402
-from agentmath_worker.losses import token_logprobs  # noqa: E402
+from agentmath_engine.losses import token_logprobs  # noqa: E402
 
 PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = "def f(x):\n    return x * 2\n\nprint(f(21))\n\nThe answer is \\boxed{42}.\n\nCompute 123 * 456 + 789.\n"

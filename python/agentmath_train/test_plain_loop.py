@@ -17,7 +17,7 @@ from agentmath_train.model import placement, rank_threads
 from agentmath_train.options import parse_step_options
 from agentmath_train.plain_loop import PlainLoop
 from agentmath_train.test_distributed import free_port
-from agentmath_worker.hf_fixtures import make_models
+from agentmath_engine.hf_fixtures import make_models
 
 IDS = [[5, 9, 13, 17, 21, 25, 29, 33, 37, 41], [7, 8, 9, 10, 11, 12], [40, 30, 20, 10, 50, 60, 70, 80]]
 MASKS = [[0, 0, 0, 1, 1, 1, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1], [0, 0, 0, 0, 1, 1, 0, 1]]

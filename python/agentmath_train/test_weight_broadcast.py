@@ -28,8 +28,8 @@ from agentmath_train.init_model import init_model  # noqa: E402
 from agentmath_train.options import parse_step_options  # noqa: E402
 from agentmath_train.test_distributed import CORPUS, start_single_process_group, stop_process_group  # noqa: E402
 from agentmath_train.weight_broadcast import plan_buckets  # noqa: E402
-from agentmath_worker.app import WorkerOptions, build_worker  # noqa: E402
-from agentmath_worker.server import serve  # noqa: E402
+from agentmath_engine.app import WorkerOptions, build_worker  # noqa: E402
+from agentmath_engine.server import serve  # noqa: E402
 
 
 def post(url: str, body: dict) -> dict:

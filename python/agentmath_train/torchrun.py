@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from agentmath_worker.parent_watch import watch_parent
+from agentmath_engine.parent_watch import watch_parent
 
 if __name__ == "__main__":
     watch_parent("torchrun")

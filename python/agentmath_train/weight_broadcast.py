@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional
 import torch
 import torch.distributed as dist
 
-from agentmath_worker.weight_update_group import (
+from agentmath_engine.weight_update_group import (
     BACKENDS,
     JOIN_TIMEOUT,
     WeightUpdateGroup,

@@ -5,7 +5,7 @@
  * is batch 1: the ratio says what continuous batching buys.
  */
 
-import { generateExactly } from '../engine/embedded/generate-exactly.ts';
+import { generateExactly } from '../engine/local/generate-exactly.ts';
 import { ascending, percentile } from '../shared/percentile.ts';
 import { TrainerClient } from '../train/index.ts';
 

@@ -142,7 +142,7 @@ export async function runEngineModelBench(options: EngineModelBenchOptions): Pro
   const decodeThreads = info.decode_threads ?? 0;
   onProgress(`transformers generate: loading ${model} (${decodeDtype}, ${decodeThreads || 'all'} threads)`);
   const baseline = await startPythonLineProcess({
-    module: 'agentmath_worker.generate_baseline',
+    module: 'agentmath_engine.generate_baseline',
     args: ['--model', model, '--threads', String(decodeThreads), '--dtype', decodeDtype],
     ...(options.python === undefined ? {} : { python: options.python }),
   });

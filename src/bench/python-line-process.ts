@@ -1,6 +1,6 @@
 /**
  * A Python module from the project's locked `.venv` that a benchmark drives one JSON line at a
- * time (the baselines beside our engine and trainer: `agentmath_worker.generate_baseline`,
+ * time (the baselines beside our engine and trainer: `agentmath_engine.generate_baseline`,
  * `agentmath_train.plain_loop`). The child prints `{"event": "ready", …}` once loaded, then one
  * JSON answer per command; an answer with `error` rejects. `stop()` ends it (killed if it lingers).
  */

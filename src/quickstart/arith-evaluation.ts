@@ -5,7 +5,7 @@
  * verdicts of such a folder per problem, which the paired differences compare.
  */
 import { type PromptBuilderName, promptBuilders, runAgent } from '../agent/index.ts';
-import { startEmbeddedEngine } from '../engine/embedded/index.ts';
+import { startEmbeddedEngine } from '../engine/local/index.ts';
 import type { BenchmarkProblem } from '../eval/benchmark-problem.ts';
 import { type EvalProgress, type EvalRunResult, runEval } from '../eval/eval-runner.ts';
 import { readRunTrajectories } from '../eval/run-folder.ts';

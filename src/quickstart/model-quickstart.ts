@@ -27,6 +27,13 @@ import { type PairedDifference, pairedDifference } from '../eval/paired-differen
 import { writeRunReport } from '../eval/run-report.ts';
 import type { RunSummary } from '../eval/run-summary.ts';
 import { answersEquivalent } from '../grader/index.ts';
+import {
+  isHuggingFaceModelFolder,
+  PULLABLE_MODEL_NAMES,
+  type PullableModelName,
+  pulledModelFolder,
+  pullModel,
+} from '../model/index.ts';
 import { getDialect } from '../protocol/index.ts';
 import { createLocalSandbox } from '../sandbox/index.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
@@ -36,11 +43,6 @@ import {
   HF_SFT_LEARNING_RATE,
   type HfSftConfig,
   type HfSftEvent,
-  isHuggingFaceModelFolder,
-  PULLABLE_MODEL_NAMES,
-  type PullableModelName,
-  pulledModelFolder,
-  pullModel,
   RL_PRESETS,
   type RlConfigInput,
   type RlEvent,

@@ -14,7 +14,6 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { embeddedModelPaths } from '../engine/embedded/index.ts';
 import type { BenchmarkProblem } from '../eval/benchmark-problem.ts';
 import { escapeHtml } from '../eval/escape-html.ts';
 import type { EvalProgress } from '../eval/eval-runner.ts';
@@ -24,6 +23,7 @@ import { writeRunReport } from '../eval/run-report.ts';
 import type { RunSummary } from '../eval/run-summary.ts';
 import { readGrade } from '../eval/trajectory-grade.ts';
 import { answersEquivalent } from '../grader/index.ts';
+import { embeddedModelPaths } from '../model/index.ts';
 import { createLocalSandbox } from '../sandbox/index.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
 import { arithBenchmark } from '../tasks/index.ts';

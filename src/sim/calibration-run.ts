@@ -10,7 +10,7 @@
 import { problemOnlyPrompt } from '../agent/prompt-builder.ts';
 import { runAgent } from '../agent/run-agent.ts';
 import { createByteLevelTokenizer } from '../engine/byte-level-tokenizer.ts';
-import { startEmbeddedEngine } from '../engine/embedded/embedded-engine.ts';
+import { startEmbeddedEngine } from '../engine/local/embedded-engine.ts';
 import type { Tokenizer } from '../engine/tokenizer.ts';
 import type { Engine } from '../engine/types.ts';
 import { getDialect } from '../protocol/dialects.ts';

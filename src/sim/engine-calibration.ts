@@ -4,7 +4,7 @@
  * equal requests generating a fixed number of tokens, EOS ignored; the time per iteration is
  * what is left after the prefill line, over the tokens). Every request is seeded.
  */
-import { generateExactly } from '../engine/embedded/generate-exactly.ts';
+import { generateExactly } from '../engine/local/generate-exactly.ts';
 import { type CostModelFit, type DecodePoint, fitCostModel, type PrefillPoint } from './cost-model-fit.ts';
 
 export type EngineCalibrationOptions = {

@@ -28,7 +28,6 @@ export {
   type HeldOutEvalResult,
   type LevelAccuracy,
 } from './held-out-eval.ts';
-export { assertHuggingFaceTokenizerFiles, isHuggingFaceModelFolder } from './hf-model-folder.ts';
 export {
   batchOfStep,
   CALIBRATION_STEPS,
@@ -42,23 +41,6 @@ export {
   runHfSft,
   savedRunSteps,
 } from './hf-sft-run.ts';
-export {
-  IMPORT_DTYPES,
-  IMPORT_MARKER_FILE,
-  type ImportDtype,
-  type ImportGgufOptions,
-  type ImportGgufResult,
-  importGgufModel,
-  ModelImportRefused,
-} from './import-gguf-model.ts';
-export {
-  type InitHfModelOptions,
-  type InitHfModelResult,
-  initHfModel,
-  MODEL_ARCHITECTURES,
-  type ModelArchitecture,
-  tokenizerCorpus,
-} from './init-hf-model.ts';
 export { type LearningRateSchedule, learningRateAt } from './learning-rate-schedule.ts';
 export {
   METRICS_LOGGER_KINDS,
@@ -68,18 +50,6 @@ export {
   openMetricsLogger,
   redactSecrets,
 } from './metrics-logger.ts';
-export {
-  isImportedModelFolder,
-  locateWheelFile,
-  PULLABLE_MODEL_NAMES,
-  PULLABLE_MODELS,
-  type PullableModel,
-  type PullableModelName,
-  type PullModelOptions,
-  type PullModelResult,
-  pulledModelFolder,
-  pullModel,
-} from './pull-model.ts';
 export { checkpointPath } from './rl-checkpoints.ts';
 export { type ClusterPartsOptions, RlPartsError, startClusterParts } from './rl-cluster-parts.ts';
 export { type ColocatedPartsOptions, startColocatedParts } from './rl-colocated-parts.ts';

@@ -7,8 +7,8 @@
 import { join } from 'node:path';
 import { type PromptBuilderName, promptBuilders, SessionPark } from '../agent/index.ts';
 import { createEngine } from '../engine/create-engine.ts';
-import { startEmbeddedWorker } from '../engine/embedded/worker-supervisor.ts';
 import { loadTokenizer } from '../engine/load-tokenizer.ts';
+import { startEmbeddedWorker } from '../engine/local/worker-supervisor.ts';
 import { getDialect } from '../protocol/index.ts';
 import { createLocalSandbox } from '../sandbox/index.ts';
 import type { RlParts } from './rl-parts.ts';

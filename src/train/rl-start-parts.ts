@@ -4,7 +4,7 @@
  * Face model. Options that only the cluster layout has are refused for the byte model.
  */
 
-import { isHuggingFaceModelFolder } from './hf-model-folder.ts';
+import { isHuggingFaceModelFolder } from '../model/index.ts';
 import { startClusterParts } from './rl-cluster-parts.ts';
 import { startColocatedParts } from './rl-colocated-parts.ts';
 import { type RlConfig, RlConfigError, resolveRlConfig } from './rl-config.ts';

@@ -12,8 +12,8 @@
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
-import { startEmbeddedWorker } from '../engine/embedded/index.ts';
 import { createByteLevelTokenizer } from '../engine/index.ts';
+import { startEmbeddedWorker } from '../engine/local/index.ts';
 import { getDialect } from '../protocol/index.ts';
 import { createLocalSandbox } from '../sandbox/index.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';

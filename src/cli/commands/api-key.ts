@@ -4,8 +4,9 @@
  * OpenAI APIs, the OpenAI SDK's convention; `AGENTMATH_ENGINE_API_KEY` for SGLang, vLLM and
  * `agentmath engine serve`). A key is never printed or written: commands show the variable.
  */
-import { ENGINE_API_KEY_VARIABLE } from '../../engine/embedded/index.ts';
+
 import type { EngineOptions } from '../../engine/index.ts';
+import { ENGINE_API_KEY_VARIABLE } from '../../engine/local/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 
 /** The environment variable read for each API when `--api-key` is absent. */

@@ -4,9 +4,10 @@
  */
 import type { Command } from 'commander';
 import { promptBuilders } from '../../agent/index.ts';
-import { findEmbeddedModel, startEmbeddedEngine } from '../../engine/embedded/index.ts';
+import { startEmbeddedEngine } from '../../engine/local/index.ts';
 import { gradeTrajectory } from '../../eval/index.ts';
 import { gradeAnswer } from '../../grader/index.ts';
+import { findEmbeddedModel } from '../../model/index.ts';
 import { getDialect } from '../../protocol/index.ts';
 import { type RolloutBenchRow, runRolloutBench } from '../../rollout/rollout-bench.ts';
 import { createLocalSandbox } from '../../sandbox/index.ts';

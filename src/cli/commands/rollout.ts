@@ -8,8 +8,6 @@
 import { join, resolve } from 'node:path';
 import { type Command, Option } from 'commander';
 import { type PromptBuilderName, promptBuilders, SessionPark } from '../../agent/index.ts';
-import { modelContextLength } from '../../engine/embedded/embedded-engine.ts';
-import { findEmbeddedModel, startEmbeddedEngine } from '../../engine/embedded/index.ts';
 import {
   createEngine,
   createRouterPolicy,
@@ -18,10 +16,13 @@ import {
   Router,
   type RouterPolicyName,
 } from '../../engine/index.ts';
+import { modelContextLength } from '../../engine/local/embedded-engine.ts';
+import { startEmbeddedEngine } from '../../engine/local/index.ts';
 import type { Tokenizer } from '../../engine/tokenizer.ts';
 import type { Engine } from '../../engine/types.ts';
 import { BUILTIN_BENCHMARKS, gradeTrajectory, loadBenchmark } from '../../eval/index.ts';
 import { gradeAnswer } from '../../grader/index.ts';
+import { findEmbeddedModel } from '../../model/index.ts';
 import { getDialect } from '../../protocol/index.ts';
 import {
   assertRunIdentity,

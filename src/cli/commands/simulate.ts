@@ -4,7 +4,7 @@
  * cost model to the embedded worker and compares a real job's wall time with its simulation.
  */
 import { type Command, InvalidArgumentError } from 'commander';
-import { findEmbeddedModel } from '../../engine/embedded/index.ts';
+import { findEmbeddedModel } from '../../model/index.ts';
 import {
   calibrationTable,
   loadWorkload,

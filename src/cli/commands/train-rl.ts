@@ -9,16 +9,18 @@
 import { existsSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { embeddedModelPaths } from '../../engine/embedded/index.ts';
+import {
+  assertHuggingFaceTokenizerFiles,
+  embeddedModelPaths,
+  isHuggingFaceModelFolder,
+} from '../../model/index.ts';
 import { assertRunIdentity, readCheckpoint } from '../../rollout/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { assertNotAFile } from '../../shared/run-folder-check.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import { ARITH_MAX_LEVEL } from '../../tasks/index.ts';
 import {
-  assertHuggingFaceTokenizerFiles,
   defaultRlLearningRate,
-  isHuggingFaceModelFolder,
   type MetricsLogger,
   metricScalars,
   openMetricsLogger,

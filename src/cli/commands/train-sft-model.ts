@@ -6,10 +6,10 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { PromptBuilderName } from '../../agent/index.ts';
+import { assertHuggingFaceTokenizerFiles } from '../../model/index.ts';
 import { readRunConfigFile } from '../../shared/run-config-file.ts';
 import { assertNotAFile } from '../../shared/run-folder-check.ts';
 import {
-  assertHuggingFaceTokenizerFiles,
   HF_SFT_LEARNING_RATE,
   type HfSftConfig,
   type HfSftEvent,

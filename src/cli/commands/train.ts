@@ -6,7 +6,7 @@
  */
 import { type Command, Option } from 'commander';
 import { promptBuilders } from '../../agent/index.ts';
-import { embeddedModelPaths } from '../../engine/embedded/index.ts';
+import { embeddedModelPaths, isHuggingFaceModelFolder } from '../../model/index.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
 import { assertSameRun, type RunIdentity } from '../../shared/run-identity.ts';
 import { ARITH_MAX_LEVEL } from '../../tasks/index.ts';
@@ -14,7 +14,6 @@ import {
   formatSftEvent,
   formatStepBar,
   HF_SFT_LEARNING_RATE,
-  isHuggingFaceModelFolder,
   readSftState,
   readTrainingReport,
   renderComparison,

@@ -11,9 +11,9 @@ import unittest
 
 import torch
 
-from agentmath_worker.engine import Engine, SamplingParams
-from agentmath_worker.hf_backend import HuggingFaceBackend, transformers_available
-from agentmath_worker.hf_fixtures import ARCHITECTURES, greedy_without_cache, make_models
+from agentmath_engine.engine import Engine, SamplingParams
+from agentmath_engine.hf_backend import HuggingFaceBackend, transformers_available
+from agentmath_engine.hf_fixtures import ARCHITECTURES, greedy_without_cache, make_models
 
 PROMPTS = [[5, 7, 9], [11, 12, 13, 14, 15, 16, 17, 18], [20], [30, 31, 32, 33, 34]]
 

@@ -9,12 +9,6 @@ export {
   modelContextLength,
   startEmbeddedEngine,
 } from './embedded-engine.ts';
-export {
-  type EmbeddedModelPaths,
-  embeddedModelPaths,
-  findEmbeddedModel,
-  isModelFolder,
-} from './embedded-model-paths.ts';
 export { generateExactly } from './generate-exactly.ts';
 export {
   defaultPython,

@@ -137,7 +137,7 @@ class Baseline:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="agentmath_worker.generate_baseline")
+    parser = argparse.ArgumentParser(prog="agentmath_engine.generate_baseline")
     parser.add_argument("--model", required=True)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: the machine's cores)")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32")

@@ -4,8 +4,8 @@ import unittest
 
 import torch
 
-from agentmath_worker.config import PRESETS, ModelConfig
-from agentmath_worker.model import DIGIT_MATCH_INIT, ByteGPT, SlotKVCache, digit_features, digit_match
+from agentmath_engine.config import PRESETS, ModelConfig
+from agentmath_engine.model import DIGIT_MATCH_INIT, ByteGPT, SlotKVCache, digit_features, digit_match
 
 CONFIG = PRESETS["test"]
 DIGITS = ModelConfig(**{**CONFIG.__dict__, "token_shift": True, "digit_index": True, "number_index": True, "digit_match": True})

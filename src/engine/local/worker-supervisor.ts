@@ -1,5 +1,5 @@
 /**
- * Supervisor of the embedded PyTorch worker (`python3 -m agentmath_worker`): starts it, waits
+ * Supervisor of the embedded PyTorch worker (`python3 -m agentmath_engine`): starts it, waits
  * until `/health` answers, forwards its log lines, restarts it on the same port when it
  * crashes, and stops it cleanly (SIGTERM, then SIGKILL after a grace period). It does not
  * speak the worker's API: use the SGLang engine client and the trainer client on `url`.
@@ -119,7 +119,7 @@ export async function startEmbeddedWorker(options: EmbeddedWorkerOptions = {}): 
     // Only the key given here: one inherited from this process's environment would lock out its clients.
     if (options.apiKey === undefined) delete env[ENGINE_API_KEY_VARIABLE];
     else env[ENGINE_API_KEY_VARIABLE] = options.apiKey;
-    const process_ = spawn(python, ['-m', 'agentmath_worker', ...workerArguments(options, host, port)], {
+    const process_ = spawn(python, ['-m', 'agentmath_engine', ...workerArguments(options, host, port)], {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -10,13 +10,13 @@ import unittest
 
 import torch
 
-from agentmath_worker.byte_backend import ByteBackend
-from agentmath_worker.engine import Engine, SamplingParams
-from agentmath_worker.hf_backend import HuggingFaceBackend, transformers_available
-from agentmath_worker.losses import grpo_loss_sum, token_logprobs
-from agentmath_worker.server import Worker
-from agentmath_worker.tokenizer_files import encode
-from agentmath_worker.trainer import GrpoOptions, OptimizerSettings, Trainer, TrainSequence
+from agentmath_engine.byte_backend import ByteBackend
+from agentmath_engine.engine import Engine, SamplingParams
+from agentmath_engine.hf_backend import HuggingFaceBackend, transformers_available
+from agentmath_engine.losses import grpo_loss_sum, token_logprobs
+from agentmath_engine.server import Worker
+from agentmath_engine.tokenizer_files import encode
+from agentmath_engine.trainer import GrpoOptions, OptimizerSettings, Trainer, TrainSequence
 
 
 def make_trainer(learning_rate=3e-3):

@@ -12,11 +12,11 @@ import threading
 import time
 import unittest
 
-from agentmath_worker.app import WorkerOptions, build_worker
-from agentmath_worker.engine import SamplingParams
-from agentmath_worker.hf_backend import transformers_available
-from agentmath_worker.hf_fixtures import StepGate, greedy_without_cache, make_models
-from agentmath_worker.requests import BadRequest
+from agentmath_engine.app import WorkerOptions, build_worker
+from agentmath_engine.engine import SamplingParams
+from agentmath_engine.hf_backend import transformers_available
+from agentmath_engine.hf_fixtures import StepGate, greedy_without_cache, make_models
+from agentmath_engine.requests import BadRequest
 
 # SGLang 0.5.23's own answers, each with the file and lines that build it.
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "test", "fixtures", "sglang-0.5.23-control-bodies.json")

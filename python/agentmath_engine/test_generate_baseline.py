@@ -10,10 +10,10 @@ import unittest
 
 import torch
 
-from agentmath_worker.generate_baseline import Baseline, decode_weight_bytes
-from agentmath_worker.hf_backend import transformers_available
-from agentmath_worker.hf_fixtures import make_models
-from agentmath_worker.packed_linear import packed_linear_available
+from agentmath_engine.generate_baseline import Baseline, decode_weight_bytes
+from agentmath_engine.hf_backend import transformers_available
+from agentmath_engine.hf_fixtures import make_models
+from agentmath_engine.packed_linear import packed_linear_available
 
 
 @unittest.skipUnless(transformers_available(), "transformers is not installed")

@@ -21,7 +21,7 @@ export function isModelFolder(folder: string): boolean {
 }
 
 /**
- * The marker `model import`/`model pull` write into a folder (src/train/import-gguf-model.ts):
+ * The marker `model import`/`model pull` write into a folder (src/model/import-gguf-model.ts):
  * a pretrained model there is served when asked for by `--model`, never picked as the default.
  */
 const IMPORTED_MODEL_MARKER = 'agentmath-import.json';

@@ -16,7 +16,7 @@ time.sleep(600)
 """
 WATCHED = r"""
 import time
-from agentmath_worker.parent_watch import watch_parent
+from agentmath_engine.parent_watch import watch_parent
 watch_parent("test", period_seconds=0.1)
 time.sleep(600)
 """

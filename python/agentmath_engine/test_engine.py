@@ -7,9 +7,9 @@ import unittest
 
 import torch
 
-from agentmath_worker.byte_backend import ByteBackend
-from agentmath_worker.engine import Engine, RequestError, SamplingParams
-from agentmath_worker.tokenizer_files import decode, encode
+from agentmath_engine.byte_backend import ByteBackend
+from agentmath_engine.engine import Engine, RequestError, SamplingParams
+from agentmath_engine.tokenizer_files import decode, encode
 
 
 class ScriptedBackend:

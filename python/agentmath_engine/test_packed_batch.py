@@ -11,9 +11,9 @@ import unittest
 
 import torch
 
-from agentmath_worker.hf_backend import HuggingFaceBackend, transformers_available
-from agentmath_worker.hf_fixtures import make_models
-from agentmath_worker.packed_batch import SPARE_COLUMNS, _append
+from agentmath_engine.hf_backend import HuggingFaceBackend, transformers_available
+from agentmath_engine.hf_fixtures import make_models
+from agentmath_engine.packed_batch import SPARE_COLUMNS, _append
 
 
 class AppendTest(unittest.TestCase):

@@ -7,9 +7,9 @@ import shutil
 import tempfile
 import unittest
 
-from agentmath_worker import hf_backend, tokenizer_files
-from agentmath_worker.app import WorkerOptions, build_backend
-from agentmath_worker.sampling import sample_tokens, uniform_draws
+from agentmath_engine import hf_backend, tokenizer_files
+from agentmath_engine.app import WorkerOptions, build_backend
+from agentmath_engine.sampling import sample_tokens, uniform_draws
 
 import torch
 

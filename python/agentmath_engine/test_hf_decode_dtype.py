@@ -12,10 +12,10 @@ import unittest
 
 import torch
 
-from agentmath_worker.app import WorkerOptions, build_worker
-from agentmath_worker.engine import Engine, SamplingParams
-from agentmath_worker.hf_backend import HuggingFaceBackend, transformers_available
-from agentmath_worker.hf_fixtures import make_models, transformers_greedy
+from agentmath_engine.app import WorkerOptions, build_worker
+from agentmath_engine.engine import Engine, SamplingParams
+from agentmath_engine.hf_backend import HuggingFaceBackend, transformers_available
+from agentmath_engine.hf_fixtures import make_models, transformers_greedy
 
 PROMPTS = [[5, 7, 9, 11], [11, 12, 13, 14, 15, 16, 17, 18], [20, 3]]
 # bf16 keeps 8 bits of mantissa: a logprob near -5 moves by a few hundredths.
@@ -83,7 +83,7 @@ class DecodeDtypeTest(unittest.TestCase):
         self.assertEqual(byte.engine.threads, 1)
 
     def test_auto_decodes_in_bf16_only_on_a_cpu_with_native_bf16(self) -> None:
-        from agentmath_worker import app
+        from agentmath_engine import app
 
         for native, expected in ((True, torch.bfloat16), (False, torch.float32)):
             with self.subTest(native=native):

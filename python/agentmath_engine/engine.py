@@ -42,7 +42,7 @@ from .stop import StopChecker, trim_text
 
 T = TypeVar("T")
 PAUSE_MODES = ("abort", "in_place", "retract")
-logger = logging.getLogger("agentmath_worker.engine")
+logger = logging.getLogger("agentmath_engine.engine")
 _seed_source = itertools.count(0x5EED)
 
 

@@ -1,4 +1,4 @@
-"""Cross-process tests of the worker's HTTP routes: starts `python3 -m agentmath_worker` with the
+"""Cross-process tests of the worker's HTTP routes: starts `python3 -m agentmath_engine` with the
 small `test` model on a free port and speaks SGLang's wire format to it."""
 
 import json
@@ -18,7 +18,7 @@ PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def start_worker(*extra, env=None):
     environ = {key: value for key, value in os.environ.items() if key != "AGENTMATH_ENGINE_API_KEY"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "agentmath_worker", "--model", "test", "--port", "0", "--decode-threads", "1", "--train-threads", "1", *extra],
+        [sys.executable, "-m", "agentmath_engine", "--model", "test", "--port", "0", "--decode-threads", "1", "--train-threads", "1", *extra],
         cwd=PYTHON_DIR, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={**environ, **(env or {})},
     )
     line = process.stdout.readline()
@@ -205,7 +205,7 @@ class AuthTest(unittest.TestCase):
     def run_refused(self, *args, env=None):
         environ = {key: value for key, value in os.environ.items() if key != "AGENTMATH_ENGINE_API_KEY"}
         return subprocess.run(
-            [sys.executable, "-m", "agentmath_worker", "--model", "test", "--port", "0", *args],
+            [sys.executable, "-m", "agentmath_engine", "--model", "test", "--port", "0", *args],
             cwd=PYTHON_DIR, capture_output=True, text=True, timeout=120, env={**environ, **(env or {})},
         )
 
@@ -219,7 +219,7 @@ class AuthTest(unittest.TestCase):
         self.assertIn("set but empty", empty.stderr)
 
     def test_bind_rule(self):
-        from agentmath_worker.server import api_key_for, is_loopback
+        from agentmath_engine.server import api_key_for, is_loopback
 
         for host in ("127.0.0.1", "127.9.9.9", "localhost", "::1", "[::1]", "::ffff:127.0.0.1"):
             self.assertTrue(is_loopback(host), host)
@@ -242,7 +242,7 @@ class ClientGoneTest(unittest.TestCase):
     def test_broken_pipe_is_quiet(self):
         from types import SimpleNamespace
 
-        from agentmath_worker.server import make_handler
+        from agentmath_engine.server import make_handler
 
         worker = SimpleNamespace(
             generate=None, update_weights_from_disk=None, engine=None, train=None, score=None,

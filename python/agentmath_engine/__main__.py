@@ -1,4 +1,4 @@
-"""Command line: `python3 -m agentmath_worker --model tiny --port 30000`.
+"""Command line: `python3 -m agentmath_engine --model tiny --port 30000`.
 
 Prints one JSON line `{"event": "listening", "port": N, ...}` on stdout once it serves, so a
 supervisor started with --port 0 learns the port; logs go to stderr.
@@ -27,7 +27,7 @@ from .server import api_key_for, is_loopback, serve
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="agentmath_worker", description="AgentMath PyTorch worker (engine + trainer)")
+    parser = argparse.ArgumentParser(prog="agentmath_engine", description="AgentMath PyTorch worker (engine + trainer)")
     parser.add_argument("--model", default="tiny", help="preset (tiny, test), a saved model folder, or a Hugging Face folder")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=30000, help="0 picks a free port")
@@ -50,7 +50,7 @@ def main(argv=None) -> int:
                         help="serve a non-loopback --host without AGENTMATH_ENGINE_API_KEY (anyone who reaches it can train the model)")
     args = parser.parse_args(argv)
     # Started by a program (train rl, rollout, eval, engine serve): gone with it, kill -9 included.
-    watch_parent("agentmath_worker")
+    watch_parent("agentmath_engine")
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper(), logging.INFO),
         stream=sys.stderr,
@@ -59,10 +59,10 @@ def main(argv=None) -> int:
     try:
         api_key = api_key_for(args.host, os.environ, args.no_auth)
     except ValueError as error:
-        print(f"agentmath_worker: {error}", file=sys.stderr)
+        print(f"agentmath_engine: {error}", file=sys.stderr)
         return 2
     if api_key is None and not is_loopback(args.host):
-        logging.getLogger("agentmath_worker").warning(
+        logging.getLogger("agentmath_engine").warning(
             "serving %s without authentication (--no-auth): anyone who can reach it can generate and change the weights", args.host)
     options = WorkerOptions(
         model=args.model, seed=args.seed, max_running_requests=args.max_running_requests, decode_threads=args.decode_threads, decode_dtype=args.decode_dtype, decode_linear=args.decode_linear, train_threads=args.train_threads,
@@ -72,19 +72,19 @@ def main(argv=None) -> int:
     try:
         worker = build_worker(options)
     except (ValueError, OSError, ImportError) as error:
-        print(f"agentmath_worker: {error}", file=sys.stderr)
+        print(f"agentmath_engine: {error}", file=sys.stderr)
         return 2
     server, port = serve(worker, args.host, args.port, api_key)
 
     def stop(signum, frame) -> None:
         del frame
-        logging.getLogger("agentmath_worker").info("signal %d: stopping", signum)
+        logging.getLogger("agentmath_engine").info("signal %d: stopping", signum)
         threading.Thread(target=server.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     print(json.dumps({"event": "listening", "host": args.host, "port": port, "model": args.model}), flush=True)
-    logging.getLogger("agentmath_worker").info("serving %s on http://%s:%d", args.model, args.host, port)
+    logging.getLogger("agentmath_engine").info("serving %s on http://%s:%d", args.model, args.host, port)
     try:
         server.serve_forever(poll_interval=0.2)
     finally:

@@ -47,7 +47,7 @@ from .engine import PAUSE_MODES, Engine, RequestError
 from .trainer import Trainer
 from .weight_update_group import WeightUpdateReceiver
 
-logger = logging.getLogger("agentmath_worker.server")
+logger = logging.getLogger("agentmath_engine.server")
 
 # SGLang 0.5.23's own words (scheduler_components/weight_updater.py, http_server.py).
 UPDATE_SUCCEEDED = "Succeeded to update model weights."

