@@ -20,6 +20,8 @@ import torch
 import torch.distributed as dist
 import transformers
 
+import agentmath_models  # noqa: F401  (registers our own architectures with transformers)
+
 from .attention import ATTENTION_IMPLEMENTATION
 
 

@@ -34,7 +34,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from transformers import AttentionInterface
 
-from agentmath_engine.lm_head_logprobs import chunked_logprobs_entropy, final_hidden_states
+from .lm_head_logprobs import chunked_logprobs_entropy, final_hidden_states
 
 from .attention import varlen_attention
 from .packing import PackedRow, pack

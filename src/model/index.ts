@@ -12,6 +12,7 @@ export {
   isModelFolder,
 } from './embedded-model-paths.ts';
 export { assertHuggingFaceTokenizerFiles, isHuggingFaceModelFolder } from './hf-model-folder.ts';
+export { type ConvertByteModelResult, convertByteModel } from './convert-byte-model.ts';
 export {
   IMPORT_DTYPES,
   IMPORT_MARKER_FILE,
@@ -22,10 +23,14 @@ export {
   ModelImportRefused,
 } from './import-gguf-model.ts';
 export {
+  BYTE_GPT_SHAPES,
+  type ByteGptShape,
   type InitHfModelOptions,
   type InitHfModelResult,
   initHfModel,
+  isModelInitFolder,
   MODEL_ARCHITECTURES,
+  MODEL_INIT_MARKER,
   type ModelArchitecture,
   tokenizerCorpus,
 } from './init-hf-model.ts';
@@ -41,3 +46,9 @@ export {
   pulledModelFolder,
   pullModel,
 } from './pull-model.ts';
+export {
+  readTrainingPrompt,
+  TRAINING_PROMPT_FILE,
+  type TrainingPrompt,
+  writeTrainingPrompt,
+} from './training-prompt.ts';
