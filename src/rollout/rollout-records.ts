@@ -12,6 +12,7 @@ import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises
 import { join } from 'node:path';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { parseTrajectory, type Trajectory } from '../trajectory/index.ts';
+import type { GroupRecord } from './group-record.ts';
 import { PROBLEM_HISTORY_FILE, type ProblemHistoryLine } from './problem-history.ts';
 import type { GroupOutcome, RolloutProblem, StepStats } from './types.ts';
 
@@ -23,24 +24,7 @@ export const ROLLOUT_FILES = {
   checkpoint: 'checkpoint.json',
 } as const;
 
-/** One line of `groups.jsonl`. */
-export type GroupRecord = {
-  step: number;
-  problemId: string;
-  trajectoryIds: string[];
-  rewards: (number | null)[];
-  /** Per member: graded correct, wrong, or null (grade missing); the filter reads this. */
-  correct: (boolean | null)[];
-  advantages: (number | null)[];
-  kept: boolean;
-  dropReason: GroupOutcome['dropReason'];
-  /** The oldest policy version among the members' model segments (null when none is versioned). */
-  oldestPolicyVersion: number | null;
-  /** Dropped as `abandoned`: the members stopped unfinished (absent otherwise). */
-  abandonedIds?: string[];
-  /** With resample-on-correct: members sampled, and those left out with why (absent otherwise). */
-  resampled?: GroupOutcome['resampled'];
-};
+export type { GroupRecord };
 
 export function groupRecord(group: GroupOutcome): GroupRecord {
   return {

@@ -35,12 +35,13 @@ export {
   type HfSftConfig,
   HfSftError,
   type HfSftEvent,
-  type HfSftMetrics,
   type HfSftResult,
   hfSftWarmupSteps,
   runHfSft,
   savedRunSteps,
 } from './hf-sft-run.ts';
+export { type HfSftMetrics, hfSftMetricsSchema } from './hf-sft-metrics.ts';
+export { type HfSftRunConfig, hfSftRunConfigSchema } from './hf-sft-run-config.ts';
 export { type LearningRateSchedule, learningRateAt } from './learning-rate-schedule.ts';
 export {
   METRICS_LOGGER_KINDS,
