@@ -60,11 +60,12 @@ export {
   type RlConfigInput,
   resolveRlConfig,
   rlConfigSchema,
-  rlDefiningConfig,
 } from './rl-config.ts';
 export { defaultRlLearningRate, safetensorsParameterCount } from './rl-learning-rate.ts';
 export { type RlMetrics, type RlMetricsInput, rlMetrics, selfCorrected } from './rl-metrics.ts';
+export { rlMetricsSchema } from './rl-metrics-record.ts';
 export type { RlParts, RlWeightSync } from './rl-parts.ts';
+export { rlWeightSyncSchema } from './rl-weight-sync-record.ts';
 export { presetValues, RL_PRESET_NAMES, RL_PRESETS, type RlPresetName } from './rl-presets.ts';
 export {
   DECONTAMINATION_FILE,
@@ -78,7 +79,16 @@ export {
   rlProblemOrder,
   writeDecontaminationRecord,
 } from './rl-problems.ts';
+export {
+  levelAccuracySchema,
+  type RlEvalsLine,
+  type RlMissingEvalRecord,
+  rlEvalRecordSchema,
+  rlEvalsLineSchema,
+  rlMissingEvalRecordSchema,
+} from './rl-eval-record.ts';
 export { RL_FILES, type RlEvalRecord } from './rl-records.ts';
+export { type RlRunConfig, rlDefiningConfig, rlRunConfigSchema } from './rl-run-config.ts';
 export {
   isRlRunFolder,
   type RlReportRun,
