@@ -57,7 +57,12 @@ export const evalCommandConfigSchema = z
     command: z.literal('eval').meta({ description: 'the command that wrote the run' }),
     benchmarkSource: z
       .union([
-        z.object({ kind: z.literal('file'), path: z.string().meta({ description: 'the benchmark file' }) }).strict(),
+        z
+          .object({
+            kind: z.literal('file').meta({ description: 'file: a benchmark file; builtin: a built-in benchmark' }),
+            path: z.string().meta({ description: 'the benchmark file' }),
+          })
+          .strict(),
         z.object({ kind: z.literal('builtin') }).strict(),
       ])
       .meta({ description: 'where the problems came from: a file, or a built-in benchmark' }),
@@ -82,7 +87,7 @@ export const evalCommandConfigSchema = z
     sandbox: z.string().meta({ description: 'the sandbox node URL, or local' }),
     grader: z.enum(['ours', 'math-verify']).meta({ description: 'who graded' }),
     identity: z
-      .record(z.string(), z.unknown())
+      .record(z.string(), z.unknown().meta({ description: 'one defining value, as the command resolved it' }))
       .meta({ description: 'what a --resume must match (benchmark, k, engine, budgets, sampling, …)' }),
     ...evalRunnerConfigShape,
   })

@@ -74,8 +74,7 @@ function add(into: Map<string, RecordField>, path: string, schema: JsonSchema, a
   const type = typeOf(schema);
   const existing = into.get(path);
   if (existing !== undefined) {
-    const types = new Set([...existing.type.split(' | '), ...type.split(' | ')]);
-    existing.type = [...types].join(' | ');
+    existing.type = mergeTypes([existing.type, type]);
     const meta = metaOf(schema);
     Object.assign(existing, { ...meta, ...withoutUndefined(existing) });
     return;
@@ -110,7 +109,17 @@ function typeOf(schema: JsonSchema): string {
     if (part.const !== undefined) return JSON.stringify(part.const);
     if (part.enum !== undefined) return part.enum.map((value) => JSON.stringify(value)).join(' | ');
     if (Array.isArray(part.type)) return part.type.join(' | ');
+    if (part.type === 'array' && part.items !== undefined) {
+      const item = typeOf(part.items);
+      return item.includes(' | ') ? `(${item})[]` : `${item}[]`;
+    }
     return part.type ?? 'any';
   });
-  return [...new Set(names.flatMap((name) => name.split(' | ')))].join(' | ');
+  return mergeTypes(names);
+}
+
+/** One union of type names, each once; an array's parenthesised union stays whole. */
+function mergeTypes(names: readonly string[]): string {
+  const parts = names.flatMap((name) => name.split(/ \| (?![^(]*\))/));
+  return [...new Set(parts)].join(' | ');
 }

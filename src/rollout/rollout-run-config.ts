@@ -13,7 +13,12 @@ export const rolloutRunConfigSchema = z
     command: z.literal('rollout').meta({ description: 'the command that wrote the run' }),
     benchmarkSource: z
       .union([
-        z.object({ kind: z.literal('file'), path: z.string().meta({ description: 'the problems file' }) }).strict(),
+        z
+          .object({
+            kind: z.literal('file').meta({ description: 'file: a problems file; builtin: a built-in benchmark' }),
+            path: z.string().meta({ description: 'the problems file' }),
+          })
+          .strict(),
         z.object({ kind: z.literal('builtin') }).strict(),
       ])
       .meta({ description: 'where the problems came from: a file, or a built-in benchmark' }),

@@ -44,7 +44,9 @@ export const stepStatsSchema = z
     tokensGenerated: count('model tokens the engines generated in the step', 'tokens'),
     toolCalls: count('code calls run in the step', 'calls'),
     stage: count('the budget stage in force (index)', 'stage'),
-    replicas: z.record(z.string(), replicaStepStatsSchema).meta({ description: 'per engine replica (key: its name)' }),
+    replicas: z
+      .record(z.string(), replicaStepStatsSchema.meta({ description: "one replica's counters" }))
+      .meta({ description: 'per engine replica (key: its name)' }),
     problemsSkipped: z.number().int().nonnegative().optional().meta({
       description: 'problems skipped before generation by their history (absent without --skip-history)',
       unit: 'problems',
