@@ -158,7 +158,10 @@ describe('quickstart --model', () => {
         'eval/summary.json',
       ]);
     }
-    expectRecordFiles(join(options.outDir, 'train', 'sft'), ['sft-model/config.json', 'sft-model/metrics.jsonl']);
+    expectRecordFiles(join(options.outDir, 'train', 'sft'), [
+      'sft-model/config.json',
+      'sft-model/metrics.jsonl',
+    ]);
     expectRecordFiles(join(options.outDir, 'train', 'rl'), ['rl/config.json', 'rl/metrics.jsonl']);
 
     // 3. Once more: every stage reused, nothing trained or evaluated, the same figures.

@@ -4,7 +4,7 @@
  * with its grade in `meta` (docs/records.md). Other labels in `meta` (the engine's name, the
  * quickstart stage) pass through.
  */
-import { z } from 'zod';
+import type { z } from 'zod';
 import { trajectorySchema } from '../trajectory/index.ts';
 import { gradeMetaSchema } from './trajectory-grade.ts';
 

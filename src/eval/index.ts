@@ -44,8 +44,8 @@ export {
   runEval,
   type SolveTrajectory,
 } from './eval-runner.ts';
-export { type EvalTrajectoryRecord, evalTrajectoryRecordSchema } from './eval-trajectory-record.ts';
 export { evalSamplingSchema } from './eval-sampling.ts';
+export { type EvalTrajectoryRecord, evalTrajectoryRecordSchema } from './eval-trajectory-record.ts';
 export { compact, type Histogram, histogram } from './histogram.ts';
 export {
   BENCHMARK_PRESETS,
@@ -96,4 +96,10 @@ export {
   type ToolUseStats,
   toolUseStats,
 } from './tool-use-stats.ts';
-export { attachGrade, gradeMetaSchema, gradeTrajectory, readGrade, type StoredGrade } from './trajectory-grade.ts';
+export {
+  attachGrade,
+  gradeMetaSchema,
+  gradeTrajectory,
+  readGrade,
+  type StoredGrade,
+} from './trajectory-grade.ts';

@@ -6,7 +6,8 @@
  */
 import { z } from 'zod';
 
-const count = (description: string, unit: string) => z.number().int().nonnegative().meta({ description, unit });
+const count = (description: string, unit: string) =>
+  z.number().int().nonnegative().meta({ description, unit });
 const share = (description: string) => z.number().min(0).max(1).meta({ description, unit: 'fraction 0–1' });
 const byK = (description: string) =>
   z.record(z.string(), share('the figure at that k')).meta({ description: `${description} (key: k)` });
@@ -15,7 +16,10 @@ export const toolUseStatsSchema = z
   .object({
     trajectories: count('trajectories counted', 'trajectories'),
     codeCalls: count('code calls made', 'calls'),
-    codeCallsPerTrajectory: z.number().nonnegative().meta({ description: 'mean code calls per trajectory', unit: 'calls' }),
+    codeCallsPerTrajectory: z
+      .number()
+      .nonnegative()
+      .meta({ description: 'mean code calls per trajectory', unit: 'calls' }),
     codeUsageRate: share('trajectories with at least one code call'),
     codeErrorRate: share('failed calls over all calls (0 without calls)'),
     trajectoriesWithError: count('trajectories with a failed call', 'trajectories'),
@@ -29,7 +33,9 @@ export const toolUseStatsSchema = z
 
 export const lengthStatsSchema = z
   .object({
-    unit: z.enum(['tokens', 'chars']).meta({ description: 'tokens where every trajectory has token ids, else characters' }),
+    unit: z
+      .enum(['tokens', 'chars'])
+      .meta({ description: 'tokens where every trajectory has token ids, else characters' }),
     mean: z.number().nonnegative().meta({ description: 'mean response length', unit: 'the unit field' }),
     p50: z.number().nonnegative().meta({ description: 'median response length', unit: 'the unit field' }),
     p90: z.number().nonnegative().meta({ description: '90th percentile', unit: 'the unit field' }),
@@ -39,7 +45,10 @@ export const lengthStatsSchema = z
 
 export const majorityVoteSchema = z
   .object({
-    answer: z.string().nullable().meta({ description: "the winning group's answer (null: no sample answered)" }),
+    answer: z
+      .string()
+      .nullable()
+      .meta({ description: "the winning group's answer (null: no sample answered)" }),
     votes: count('votes for it', 'samples'),
     correct: z.boolean().meta({ description: 'the winning answer is correct (false when null)' }),
     groups: count('distinct answer groups', 'groups'),
@@ -56,7 +65,10 @@ export const problemSummarySchema = z
     avg: share('avg@k of the problem'),
     passAtK: byK('pass@k of the problem, for each reported k not above its samples'),
     majority: majorityVoteSchema.meta({ description: 'the majority vote over its samples' }),
-    codeCallsPerTrajectory: z.number().nonnegative().meta({ description: 'mean code calls of its samples', unit: 'calls' }),
+    codeCallsPerTrajectory: z
+      .number()
+      .nonnegative()
+      .meta({ description: 'mean code calls of its samples', unit: 'calls' }),
   })
   .strict();
 

@@ -11,10 +11,9 @@ import type { Trajectory } from '../trajectory/trajectory.ts';
 export const gradeMetaSchema = z.object({
   reference: z.string().meta({ description: "the problem's reference answer" }),
   /** null: the grade has no verdict (`grader-unavailable`); it is graded again on resume. */
-  correct: z
-    .boolean()
-    .nullable()
-    .meta({ description: 'graded correct, wrong, or null: no verdict (the grader was down), graded again on resume' }),
+  correct: z.boolean().nullable().meta({
+    description: 'graded correct, wrong, or null: no verdict (the grader was down), graded again on resume',
+  }),
   reason: z.string().meta({ description: "the grader's reason (exact, symbolic, no-answer, …)" }),
   extracted: z.string().nullable().meta({ description: 'the answer as the grader read it (null: none)' }),
   gradeCause: z.string().optional().meta({ description: 'why there is no verdict (only with correct null)' }),

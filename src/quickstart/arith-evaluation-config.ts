@@ -9,12 +9,24 @@ import { evalRunnerConfigShape, recordedBudgetsSchema, recordedSamplingSchema } 
 
 export const arithEvaluationConfigSchema = z
   .object({
-    command: z.enum(['quickstart', 'quickstart --model']).meta({ description: 'the command that wrote the run' }),
-    stage: z.enum(['baseline', 'sft', 'rl']).optional().meta({ description: 'quickstart --model: the model evaluated' }),
-    style: z.enum(['tool', 'text', 'tool-rl']).optional().meta({ description: 'quickstart: the byte model evaluated' }),
+    command: z
+      .enum(['quickstart', 'quickstart --model'])
+      .meta({ description: 'the command that wrote the run' }),
+    stage: z
+      .enum(['baseline', 'sft', 'rl'])
+      .optional()
+      .meta({ description: 'quickstart --model: the model evaluated' }),
+    style: z
+      .enum(['tool', 'text', 'tool-rl'])
+      .optional()
+      .meta({ description: 'quickstart: the byte model evaluated' }),
     model: z.string().meta({ description: 'the model folder evaluated' }),
-    dialect: z.enum(['tags', 'markdown']).meta({ description: 'the code-block markup of prompts and answers' }),
-    prompt: z.enum(['instructed', 'text-only', 'problem-only']).meta({ description: 'how a problem becomes the prompt' }),
+    dialect: z
+      .enum(['tags', 'markdown'])
+      .meta({ description: 'the code-block markup of prompts and answers' }),
+    prompt: z
+      .enum(['instructed', 'text-only', 'problem-only'])
+      .meta({ description: 'how a problem becomes the prompt' }),
     agent: z
       .object({ budgets: recordedBudgetsSchema, sampling: recordedSamplingSchema })
       .strict()

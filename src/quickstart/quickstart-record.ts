@@ -21,9 +21,20 @@ export const quickstartRecordSchema = z
             model: modelName.meta({ description: 'which model' }),
             modelDir: z.string().meta({ description: 'its folder' }),
             runDir: z.string().meta({ description: 'its evaluation run folder' }),
-            problems: z.number().int().nonnegative().meta({ description: 'held-out problems evaluated', unit: 'problems' }),
-            accuracy: z.number().min(0).max(1).meta({ description: 'avg@1 over them, greedy', unit: 'fraction 0–1' }),
-            codeCallsPerTrajectory: z.number().nonnegative().meta({ description: 'mean code calls', unit: 'calls' }),
+            problems: z
+              .number()
+              .int()
+              .nonnegative()
+              .meta({ description: 'held-out problems evaluated', unit: 'problems' }),
+            accuracy: z
+              .number()
+              .min(0)
+              .max(1)
+              .meta({ description: 'avg@1 over them, greedy', unit: 'fraction 0–1' }),
+            codeCallsPerTrajectory: z
+              .number()
+              .nonnegative()
+              .meta({ description: 'mean code calls', unit: 'calls' }),
             meanResponseLength: z.number().nonnegative().meta({
               description: "mean response length, in the unit of the evaluation's summary.json length.unit",
               unit: 'tokens or chars',
@@ -40,13 +51,30 @@ export const quickstartRecordSchema = z
             after: modelName.meta({ description: 'the model compared' }),
             effect: z
               .object({
-                problems: z.number().int().nonnegative().meta({ description: 'problems graded for both', unit: 'problems' }),
-                gained: z.number().int().nonnegative().meta({ description: 'right after, wrong before', unit: 'problems' }),
-                lost: z.number().int().nonnegative().meta({ description: 'right before, wrong after', unit: 'problems' }),
-                difference: z.number().min(-1).max(1).meta({ description: 'accuracy after − before', unit: 'fraction' }),
-                interval95: z
-                  .tuple([z.number(), z.number()])
-                  .meta({ description: '95% interval of the difference (paired, normal approximation)', unit: 'fraction' }),
+                problems: z
+                  .number()
+                  .int()
+                  .nonnegative()
+                  .meta({ description: 'problems graded for both', unit: 'problems' }),
+                gained: z
+                  .number()
+                  .int()
+                  .nonnegative()
+                  .meta({ description: 'right after, wrong before', unit: 'problems' }),
+                lost: z
+                  .number()
+                  .int()
+                  .nonnegative()
+                  .meta({ description: 'right before, wrong after', unit: 'problems' }),
+                difference: z
+                  .number()
+                  .min(-1)
+                  .max(1)
+                  .meta({ description: 'accuracy after − before', unit: 'fraction' }),
+                interval95: z.tuple([z.number(), z.number()]).meta({
+                  description: '95% interval of the difference (paired, normal approximation)',
+                  unit: 'fraction',
+                }),
                 pValue: z.number().min(0).max(1).meta({ description: 'two-sided exact McNemar p-value' }),
                 gainMeasured: z.boolean().meta({ description: 'after is better at the 5% level' }),
               })
@@ -77,14 +105,39 @@ export const quickstartRecordSchema = z
     wallMs: milliseconds('the whole call'),
     settings: z
       .object({
-        count: z.number().int().positive().meta({ description: 'held-out problems per evaluation', unit: 'problems' }),
-        concurrency: z.number().int().positive().meta({ description: 'trajectories in flight', unit: 'trajectories' }),
+        count: z
+          .number()
+          .int()
+          .positive()
+          .meta({ description: 'held-out problems per evaluation', unit: 'problems' }),
+        concurrency: z
+          .number()
+          .int()
+          .positive()
+          .meta({ description: 'trajectories in flight', unit: 'trajectories' }),
         trainMinutes: z.number().nonnegative().meta({ description: 'SFT time budget', unit: 'minutes' }),
-        rlMinutes: z.number().nonnegative().meta({ description: 'RL time budget (0: no RL)', unit: 'minutes' }),
-        maxTokens: z.number().int().positive().meta({ description: 'prompt + response budget', unit: 'tokens' }),
-        maxToolCalls: z.number().int().nonnegative().meta({ description: 'code calls per trajectory', unit: 'calls' }),
-        trainProblems: z.number().int().positive().meta({ description: 'tool solutions written for SFT', unit: 'problems' }),
-        levels: z.array(z.number().int().nonnegative()).meta({ description: 'arith levels of the data and RL problems' }),
+        rlMinutes: z
+          .number()
+          .nonnegative()
+          .meta({ description: 'RL time budget (0: no RL)', unit: 'minutes' }),
+        maxTokens: z
+          .number()
+          .int()
+          .positive()
+          .meta({ description: 'prompt + response budget', unit: 'tokens' }),
+        maxToolCalls: z
+          .number()
+          .int()
+          .nonnegative()
+          .meta({ description: 'code calls per trajectory', unit: 'calls' }),
+        trainProblems: z
+          .number()
+          .int()
+          .positive()
+          .meta({ description: 'tool solutions written for SFT', unit: 'problems' }),
+        levels: z
+          .array(z.number().int().nonnegative())
+          .meta({ description: 'arith levels of the data and RL problems' }),
       })
       .strict()
       .meta({ description: 'the settings of the call' }),

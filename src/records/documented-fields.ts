@@ -7,8 +7,9 @@
  * whole next one (deprecated in 0.1.x, it may go in 0.3.0). The list keeps the field and its
  * deprecation after that, so the history stays visible. Pure: the caller reads the files.
  */
-import type { RecordFile } from './record-file.ts';
+
 import { recordFields } from './record-fields.ts';
+import type { RecordFile } from './record-file.ts';
 
 /** A documented field: `{}`, or its deprecation. */
 export type DocumentedField = { deprecatedSince?: string; replacedBy?: string };
@@ -28,7 +29,8 @@ export function deprecationEnded(since: string, version: string): boolean {
 
 function majorMinor(version: string): [number, number] {
   const match = /^(\d+)\.(\d+)\.\d+/.exec(version);
-  if (match === null) throw new RangeError(`not a version: ${JSON.stringify(version)} (expected MAJOR.MINOR.PATCH)`);
+  if (match === null)
+    throw new RangeError(`not a version: ${JSON.stringify(version)} (expected MAJOR.MINOR.PATCH)`);
   return [Number(match[1]), Number(match[2])];
 }
 
@@ -54,7 +56,9 @@ export function documentedFieldIssues({
   for (const file of files) {
     const listed = documented[file.id];
     if (listed === undefined) {
-      issues.push(`${file.id}: not in documented-fields.json (add it: node scripts/records-reference.ts --write)`);
+      issues.push(
+        `${file.id}: not in documented-fields.json (add it: node scripts/records-reference.ts --write)`,
+      );
       continue;
     }
     const fields = new Map(recordFields(file.schema).map((field) => [field.path, field]));
@@ -102,10 +106,14 @@ function describeDeprecation(field: DocumentedField): string {
  * The list with every current schema field and file added and deprecations recorded; nothing
  * is ever removed (what the rule forbids stays an issue for `documentedFieldIssues`).
  */
-export function withCurrentFields(files: readonly RecordFile[], documented: DocumentedFields): DocumentedFields {
+export function withCurrentFields(
+  files: readonly RecordFile[],
+  documented: DocumentedFields,
+): DocumentedFields {
   const updated: DocumentedFields = structuredClone(documented);
   for (const file of files) {
-    const listed = (updated[file.id] ??= {});
+    const listed: Record<string, DocumentedField> = updated[file.id] ?? {};
+    updated[file.id] = listed;
     for (const field of recordFields(file.schema)) {
       const entry: DocumentedField = {};
       if (field.deprecatedSince !== undefined) entry.deprecatedSince = field.deprecatedSince;

@@ -10,7 +10,7 @@ export {
   documentedFieldIssues,
   withCurrentFields,
 } from './documented-fields.ts';
-export type { RecordFile } from './record-file.ts';
 export { type FieldMeta, type RecordField, recordFields } from './record-fields.ts';
+export type { RecordFile } from './record-file.ts';
 export { RECORD_FILES, recordFile } from './record-files.ts';
 export { renderRecordsReference } from './records-reference.ts';

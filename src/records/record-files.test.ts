@@ -52,7 +52,15 @@ describe('record files', () => {
 
   it("keep train sft --model's first documented metrics, tokens and tokensPerSecond, beside the newer ones", () => {
     const listed = Object.keys(documented['sft-model/metrics.jsonl'] ?? {});
-    for (const field of ['step', 'loss', 'tokens', 'learningRate', 'gradNorm', 'tokensPerSecond', 'tokensTrained']) {
+    for (const field of [
+      'step',
+      'loss',
+      'tokens',
+      'learningRate',
+      'gradNorm',
+      'tokensPerSecond',
+      'tokensTrained',
+    ]) {
       expect(listed).toContain(field);
     }
   });
@@ -70,8 +78,14 @@ describe('the documented-fields rule', () => {
   const listed: DocumentedFields = { 'demo/metrics.jsonl': { step: {}, tokens: {} } };
 
   it('refuses a documented field gone from the schema, naming file and field', () => {
-    const issues = documentedFieldIssues({ files: [file({ step: z.number() })], documented: listed, version: '0.1.0' });
-    expect(issues).toEqual([expect.stringMatching(/^demo\/metrics\.jsonl: documented field "tokens" is gone/)]);
+    const issues = documentedFieldIssues({
+      files: [file({ step: z.number() })],
+      documented: listed,
+      version: '0.1.0',
+    });
+    expect(issues).toEqual([
+      expect.stringMatching(/^demo\/metrics\.jsonl: documented field "tokens" is gone/),
+    ]);
   });
 
   it('refuses a rename: the old name is gone and the new one is not documented yet', () => {
@@ -105,11 +119,16 @@ describe('the documented-fields rule', () => {
       expect.stringMatching(/"tokensTrained" is not documented yet/),
     ]);
     const recorded = withCurrentFields([deprecated], listed);
-    expect(recorded['demo/metrics.jsonl']?.tokens).toEqual({ deprecatedSince: '0.1.0', replacedBy: 'tokensTrained' });
+    expect(recorded['demo/metrics.jsonl']?.tokens).toEqual({
+      deprecatedSince: '0.1.0',
+      replacedBy: 'tokensTrained',
+    });
     const gone = file({ step: z.number(), tokensTrained: z.number() });
     for (const early of ['0.1.0', '0.1.7', '0.2.9']) {
       expect(documentedFieldIssues({ files: [gone], documented: recorded, version: early })).toEqual([
-        expect.stringMatching(/"tokens", deprecated in 0\.1\.0, is gone from the schema before its deprecation period ended/),
+        expect.stringMatching(
+          /"tokens", deprecated in 0\.1\.0, is gone from the schema before its deprecation period ended/,
+        ),
       ]);
     }
     for (const later of ['0.3.0', '1.0.0']) {

@@ -3,11 +3,7 @@
  * schema of the code that writes it. docs/records.md is rendered from it
  * (`records-reference.ts`), and `documented-fields.json` lists the fields it has promised.
  */
-import {
-  evalCommandConfigSchema,
-  evalTrajectoryRecordSchema,
-  runSummarySchema,
-} from '../eval/index.ts';
+import { evalCommandConfigSchema, evalTrajectoryRecordSchema, runSummarySchema } from '../eval/index.ts';
 import { arithEvaluationConfigSchema } from '../quickstart/arith-evaluation-config.ts';
 import { quickstartRecordSchema } from '../quickstart/quickstart-record.ts';
 import {
@@ -17,6 +13,7 @@ import {
   rolloutTrajectoryRecordSchema,
   stepStatsSchema,
 } from '../rollout/index.ts';
+import { AgentMathError } from '../shared/agentmath-error.ts';
 import { heldOutEvalConfigSchema } from '../train/held-out-eval-config.ts';
 import {
   hfSftMetricsSchema,
@@ -26,7 +23,6 @@ import {
   rlRunConfigSchema,
   rlWeightSyncSchema,
 } from '../train/index.ts';
-import { AgentMathError } from '../shared/agentmath-error.ts';
 import type { RecordFile } from './record-file.ts';
 
 const ROLLOUT_COMMANDS = ['agentmath rollout', 'agentmath train rl'] as const;
@@ -42,7 +38,8 @@ export const RECORD_FILES: readonly RecordFile[] = [
     path: 'DIR/config.json',
     format: 'json',
     writtenBy: ['agentmath train sft --model'],
-    summary: 'What defines the run, written once after the data was read; `--resume` refuses a command line that differs in any of it (`--steps`, `--minutes`, `--sp`, `--cpu-offload` may change and are not in it).',
+    summary:
+      'What defines the run, written once after the data was read; `--resume` refuses a command line that differs in any of it (`--steps`, `--minutes`, `--sp`, `--cpu-offload` may change and are not in it).',
     schema: hfSftRunConfigSchema,
   },
   {
@@ -50,7 +47,8 @@ export const RECORD_FILES: readonly RecordFile[] = [
     path: 'DIR/metrics.jsonl',
     format: 'jsonl',
     writtenBy: ['agentmath train sft --model'],
-    summary: 'One line per optimizer step, appended as the step ends; a resume drops the lines of steps after its checkpoint (they are redone).',
+    summary:
+      'One line per optimizer step, appended as the step ends; a resume drops the lines of steps after its checkpoint (they are redone).',
     schema: hfSftMetricsSchema,
   },
   {
@@ -58,7 +56,8 @@ export const RECORD_FILES: readonly RecordFile[] = [
     path: 'DIR/config.json',
     format: 'json',
     writtenBy: ['agentmath train rl'],
-    summary: 'What defines the run (the resolved `train rl` configuration without where things run, memory settings, steps and checkpoint cadence), written at the first start; `--resume` refuses a command line that differs in any of it.',
+    summary:
+      'What defines the run (the resolved `train rl` configuration without where things run, memory settings, steps and checkpoint cadence), written at the first start; `--resume` refuses a command line that differs in any of it.',
     schema: rlRunConfigSchema,
     fieldsDescribedIn:
       'docs/rl.md and `src/train/rl-config.ts` (most fields are the `train rl` flag of that name in kebab case: `groupSize` is `--group-size`)',
@@ -68,7 +67,8 @@ export const RECORD_FILES: readonly RecordFile[] = [
     path: 'DIR/metrics.jsonl',
     format: 'jsonl',
     writtenBy: ['agentmath train rl'],
-    summary: 'One line per step, appended when the step is trained and its weights synced; the report and `--logger` read it.',
+    summary:
+      'One line per step, appended when the step is trained and its weights synced; the report and `--logger` read it.',
     schema: rlMetricsSchema,
   },
   {
@@ -76,7 +76,8 @@ export const RECORD_FILES: readonly RecordFile[] = [
     path: 'DIR/evals.jsonl',
     format: 'jsonl',
     writtenBy: ['agentmath train rl'],
-    summary: 'One line per held-out evaluation (every `--eval-every` steps and after the last); an evaluation that could not run is a line with `missing` and null figures.',
+    summary:
+      'One line per held-out evaluation (every `--eval-every` steps and after the last); an evaluation that could not run is a line with `missing` and null figures.',
     schema: rlEvalsLineSchema,
   },
   {
@@ -84,7 +85,8 @@ export const RECORD_FILES: readonly RecordFile[] = [
     path: 'DIR/syncs.jsonl',
     format: 'jsonl',
     writtenBy: ['agentmath train rl'],
-    summary: 'One line per weight sync to the engines: at the start (the committed weights), then after each step that changed them.',
+    summary:
+      'One line per weight sync to the engines: at the start (the committed weights), then after each step that changed them.',
     schema: rlWeightSyncSchema,
   },
   {
@@ -92,7 +94,8 @@ export const RECORD_FILES: readonly RecordFile[] = [
     path: 'DIR/config.json',
     format: 'json',
     writtenBy: ['agentmath rollout'],
-    summary: 'What defines the run, written at the first start; `--resume` refuses a command line that differs in any of it.',
+    summary:
+      'What defines the run, written at the first start; `--resume` refuses a command line that differs in any of it.',
     schema: rolloutRunConfigSchema,
     fieldsDescribedIn: 'docs/rollout.md (the fields of `rollout`, the resolved rollout configuration)',
   },
@@ -126,7 +129,8 @@ export const RECORD_FILES: readonly RecordFile[] = [
     path: 'DIR/problem-history.jsonl',
     format: 'jsonl',
     writtenBy: ['agentmath train rl'],
-    summary: 'A `group` line per decided group and, with `--skip-history`, a `skip` line per problem skipped before generation; a resume rebuilds the history from it.',
+    summary:
+      'A `group` line per decided group and, with `--skip-history`, a `skip` line per problem skipped before generation; a resume rebuilds the history from it.',
     schema: problemHistoryLineSchema,
   },
   {
@@ -142,7 +146,8 @@ export const RECORD_FILES: readonly RecordFile[] = [
     path: 'DIR/trajectories.jsonl',
     format: 'jsonl',
     writtenBy: EVALUATIONS,
-    summary: 'One graded trajectory per line, appended as each finishes (a re-grade after an outage is appended too).',
+    summary:
+      'One graded trajectory per line, appended as each finishes (a re-grade after an outage is appended too).',
     schema: evalTrajectoryRecordSchema,
     fieldsDescribedIn: 'docs/trajectory.md (the Trajectory record)',
   },
@@ -159,7 +164,8 @@ export const RECORD_FILES: readonly RecordFile[] = [
     path: 'DIR/eval-runs/step-NNNNN/config.json',
     format: 'json',
     writtenBy: ['agentmath train rl'],
-    summary: 'A held-out evaluation of `train rl`: the engine that served the policy, budgets, sampling, dialect.',
+    summary:
+      'A held-out evaluation of `train rl`: the engine that served the policy, budgets, sampling, dialect.',
     schema: heldOutEvalConfigSchema,
   },
   {
@@ -175,7 +181,8 @@ export const RECORD_FILES: readonly RecordFile[] = [
     path: 'DIR/quickstart.json',
     format: 'json',
     writtenBy: ['agentmath quickstart --model'],
-    summary: "The quickstart's result, written at the end: each model's figures, each stage's effect and time, the settings.",
+    summary:
+      "The quickstart's result, written at the end: each model's figures, each stage's effect and time, the settings.",
     schema: quickstartRecordSchema,
   },
 ];
@@ -184,7 +191,10 @@ export const RECORD_FILES: readonly RecordFile[] = [
 export function recordFile(id: string): RecordFile {
   const found = RECORD_FILES.find((file) => file.id === id);
   if (found === undefined) {
-    throw new AgentMathError('RECORD_FILE_UNKNOWN', `no record file ${JSON.stringify(id)} (known: ${RECORD_FILES.map((file) => file.id).join(', ')})`);
+    throw new AgentMathError(
+      'RECORD_FILE_UNKNOWN',
+      `no record file ${JSON.stringify(id)} (known: ${RECORD_FILES.map((file) => file.id).join(', ')})`,
+    );
   }
   return found;
 }

@@ -5,8 +5,8 @@
  * checked-in page differs, so it cannot drift from the schemas.
  */
 import { DEPRECATION_MINOR_VERSIONS } from './documented-fields.ts';
-import type { RecordFile } from './record-file.ts';
 import { type RecordField, recordFields } from './record-fields.ts';
+import type { RecordFile } from './record-file.ts';
 
 /** The Markdown of docs/records.md. */
 export function renderRecordsReference(files: readonly RecordFile[]): string {
@@ -87,5 +87,8 @@ function cell(text: string): string {
 
 /** The anchor GitHub gives a heading: lower case, punctuation but `-` and `_` dropped. */
 function anchor(heading: string): string {
-  return heading.toLowerCase().replace(/[^a-z0-9 _-]/g, '').replaceAll(' ', '-');
+  return heading
+    .toLowerCase()
+    .replace(/[^a-z0-9 _-]/g, '')
+    .replaceAll(' ', '-');
 }

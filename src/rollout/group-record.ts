@@ -9,11 +9,19 @@ export const dropReasonSchema = z.enum(['all-correct', 'all-wrong', 'stale', 're
 
 export const groupRecordSchema = z
   .object({
-    step: z.number().int().nonnegative().meta({ description: 'the step that decided the group', unit: 'steps' }),
+    step: z
+      .number()
+      .int()
+      .nonnegative()
+      .meta({ description: 'the step that decided the group', unit: 'steps' }),
     problemId: z.string().meta({ description: 'the problem the group sampled' }),
     trajectoryIds: z.array(z.string()).meta({ description: 'the members, as in trajectories.jsonl' }),
-    rewards: z.array(z.number().nullable()).meta({ description: 'per member: its reward (null: missing, the grader could not run)' }),
-    correct: z.array(z.boolean().nullable()).meta({ description: 'per member: graded correct, wrong, or null (grade missing)' }),
+    rewards: z
+      .array(z.number().nullable())
+      .meta({ description: 'per member: its reward (null: missing, the grader could not run)' }),
+    correct: z
+      .array(z.boolean().nullable())
+      .meta({ description: 'per member: graded correct, wrong, or null (grade missing)' }),
     advantages: z.array(z.number().nullable()).meta({
       description: 'per member: its advantage (null: reward missing, or the group dropped)',
     }),
@@ -28,18 +36,31 @@ export const groupRecordSchema = z
     }),
     resampled: z
       .object({
-        sampled: z.number().int().positive().meta({ description: 'members sampled (K · n)', unit: 'trajectories' }),
+        sampled: z
+          .number()
+          .int()
+          .positive()
+          .meta({ description: 'members sampled (K · n)', unit: 'trajectories' }),
         discarded: z
           .array(
             z
               .object({
                 id: z.string().meta({ description: 'the member left out' }),
                 reason: z.enum(['correct-more-faults', 'uniform']).meta({
-                  description: 'a right answer with more tool errors or format faults than those kept, or drawn out uniformly',
+                  description:
+                    'a right answer with more tool errors or format faults than those kept, or drawn out uniformly',
                 }),
                 correct: z.boolean().nullable().meta({ description: 'its grade (null: missing)' }),
-                toolErrors: z.number().int().nonnegative().meta({ description: 'its failed code calls', unit: 'calls' }),
-                formatFaults: z.number().int().nonnegative().meta({ description: 'its format faults', unit: 'faults' }),
+                toolErrors: z
+                  .number()
+                  .int()
+                  .nonnegative()
+                  .meta({ description: 'its failed code calls', unit: 'calls' }),
+                formatFaults: z
+                  .number()
+                  .int()
+                  .nonnegative()
+                  .meta({ description: 'its format faults', unit: 'faults' }),
               })
               .strict(),
           )
@@ -47,7 +68,9 @@ export const groupRecordSchema = z
       })
       .strict()
       .optional()
-      .meta({ description: 'with --resample-on-correct: members sampled and those left out (absent otherwise)' }),
+      .meta({
+        description: 'with --resample-on-correct: members sampled and those left out (absent otherwise)',
+      }),
   })
   .strict();
 

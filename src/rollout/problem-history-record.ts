@@ -6,7 +6,11 @@
 import { z } from 'zod';
 import { dropReasonSchema } from './group-record.ts';
 
-const step = z.number().int().nonnegative().meta({ description: 'the step the line belongs to', unit: 'steps' });
+const step = z
+  .number()
+  .int()
+  .nonnegative()
+  .meta({ description: 'the step the line belongs to', unit: 'steps' });
 const problemId = z.string().meta({ description: 'the problem' });
 
 export const problemGroupLineSchema = z
@@ -18,13 +22,19 @@ export const problemGroupLineSchema = z
       description: 'the pass over the problem set the problem was drawn in (null: not known)',
       unit: 'epochs',
     }),
-    outcome: z.enum(['kept', 'all-right', 'all-wrong', 'other']).meta({ description: "group: the group's outcome" }),
+    outcome: z
+      .enum(['kept', 'all-right', 'all-wrong', 'other'])
+      .meta({ description: "group: the group's outcome" }),
     dropReason: dropReasonSchema.nullable().meta({ description: 'group: why it was dropped (null: kept)' }),
     solveRate: z.number().min(0).max(1).nullable().meta({
       description: 'group: graded-correct members over graded members (null: none graded)',
       unit: 'fraction 0–1',
     }),
-    members: z.number().int().nonnegative().meta({ description: "group: the group's members", unit: 'trajectories' }),
+    members: z
+      .number()
+      .int()
+      .nonnegative()
+      .meta({ description: "group: the group's members", unit: 'trajectories' }),
   })
   .strict();
 
@@ -39,12 +49,19 @@ export const problemSkipLineSchema = z
       unit: 'epochs',
     }),
     streakKind: z.enum(['all-right', 'all-wrong']).meta({ description: "skip: the streak's kind" }),
-    probability: z.number().min(0).max(1).meta({ description: 'skip: the skip probability drawn against', unit: 'fraction 0–1' }),
+    probability: z
+      .number()
+      .min(0)
+      .max(1)
+      .meta({ description: 'skip: the skip probability drawn against', unit: 'fraction 0–1' }),
     reason: z.string().meta({ description: 'skip: why, in words' }),
   })
   .strict();
 
-export const problemHistoryLineSchema = z.discriminatedUnion('type', [problemGroupLineSchema, problemSkipLineSchema]);
+export const problemHistoryLineSchema = z.discriminatedUnion('type', [
+  problemGroupLineSchema,
+  problemSkipLineSchema,
+]);
 
 /** One decided group of the problem. */
 export type ProblemGroupLine = z.infer<typeof problemGroupLineSchema>;

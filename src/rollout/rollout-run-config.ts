@@ -15,21 +15,32 @@ export const rolloutRunConfigSchema = z
       .union([
         z
           .object({
-            kind: z.literal('file').meta({ description: 'file: a problems file; builtin: a built-in benchmark' }),
+            kind: z
+              .literal('file')
+              .meta({ description: 'file: a problems file; builtin: a built-in benchmark' }),
             path: z.string().meta({ description: 'the problems file' }),
           })
           .strict(),
         z.object({ kind: z.literal('builtin') }).strict(),
       ])
       .meta({ description: 'where the problems came from: a file, or a built-in benchmark' }),
-    limit: z.number().int().positive().nullable().meta({ description: 'the first N problems only (null: all)', unit: 'problems' }),
+    limit: z
+      .number()
+      .int()
+      .positive()
+      .nullable()
+      .meta({ description: 'the first N problems only (null: all)', unit: 'problems' }),
     replicas: z
       .union([
         z.array(z.string()).meta({ description: 'engine URLs (--engine)' }),
         z
           .object({
             model: z.string().meta({ description: 'the model folder the embedded replicas served' }),
-            count: z.number().int().positive().meta({ description: 'embedded replicas started', unit: 'replicas' }),
+            count: z
+              .number()
+              .int()
+              .positive()
+              .meta({ description: 'embedded replicas started', unit: 'replicas' }),
           })
           .strict(),
       ])
@@ -37,8 +48,12 @@ export const rolloutRunConfigSchema = z
     router: z
       .enum(['round-robin', 'least-requests', 'prefix-aware', 'cache-aware'])
       .meta({ description: 'the load-balancing policy' }),
-    prompt: z.enum(['instructed', 'text-only', 'problem-only']).meta({ description: 'how a problem becomes the prompt' }),
-    rollout: rolloutConfigSchema.meta({ description: 'the resolved rollout configuration (docs/rollout.md)' }),
+    prompt: z
+      .enum(['instructed', 'text-only', 'problem-only'])
+      .meta({ description: 'how a problem becomes the prompt' }),
+    rollout: rolloutConfigSchema.meta({
+      description: 'the resolved rollout configuration (docs/rollout.md)',
+    }),
     agent: z
       .object({
         sampling: z

@@ -14,14 +14,24 @@ export const rolloutTrajectoryMetaSchema = z
       unit: 'steps',
     }),
     reference: z.string().optional().meta({ description: "the problem's reference answer (once graded)" }),
-    correct: z.boolean().nullable().optional().meta({ description: 'graded correct, wrong, or null (grade missing)' }),
+    correct: z
+      .boolean()
+      .nullable()
+      .optional()
+      .meta({ description: 'graded correct, wrong, or null (grade missing)' }),
     reward: z.number().nullable().optional().meta({ description: 'its reward (null: missing, never zero)' }),
-    missingReason: z.string().nullable().optional().meta({ description: 'why the reward is missing (only then)' }),
+    missingReason: z
+      .string()
+      .nullable()
+      .optional()
+      .meta({ description: 'why the reward is missing (only then)' }),
   })
   .loose();
 
 export const rolloutTrajectoryRecordSchema = trajectorySchema.safeExtend({
-  meta: rolloutTrajectoryMetaSchema.meta({ description: 'labels: the rollout step, and the grade once finished' }),
+  meta: rolloutTrajectoryMetaSchema.meta({
+    description: 'labels: the rollout step, and the grade once finished',
+  }),
 });
 
 /** One line of a rollout's `trajectories.jsonl`. */

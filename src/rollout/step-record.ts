@@ -5,7 +5,8 @@
  */
 import { z } from 'zod';
 
-const count = (description: string, unit: string) => z.number().int().nonnegative().meta({ description, unit });
+const count = (description: string, unit: string) =>
+  z.number().int().nonnegative().meta({ description, unit });
 
 /** Per replica counters of one step. */
 export const replicaStepStatsSchema = z
@@ -23,16 +24,23 @@ export const stepStatsSchema = z
   .object({
     step: count('the step, from 0', 'steps'),
     wallMs: z.number().nonnegative().meta({ description: 'wall time of the rollout step', unit: 'ms' }),
-    mode: z.enum(['async', 'sync']).meta({ description: 'request-level scheduling, or static synchronous turns' }),
+    mode: z
+      .enum(['async', 'sync'])
+      .meta({ description: 'request-level scheduling, or static synchronous turns' }),
     router: z.string().meta({ description: "the router's policy, or single (one engine)" }),
     trajectoriesFinished: count('trajectories that finished in the step', 'trajectories'),
-    trajectoriesParked: count('trajectories parked for the next step (segment budget or pause)', 'trajectories'),
+    trajectoriesParked: count(
+      'trajectories parked for the next step (segment budget or pause)',
+      'trajectories',
+    ),
     trajectoriesResumed: count('parked trajectories continued in the step', 'trajectories'),
     groupsKept: count('groups decided and kept', 'groups'),
     groupsDropped: count('groups decided and dropped', 'groups'),
     groupsBackfilled: count('groups started from fresh problems after a drop (back-fill)', 'groups'),
     groupsCarried: count('groups carried into the next step, undecided', 'groups'),
-    tailCut: z.boolean().meta({ description: 'the tail cut ended the step: running trajectories paused and carried' }),
+    tailCut: z
+      .boolean()
+      .meta({ description: 'the tail cut ended the step: running trajectories paused and carried' }),
     groupsAbandoned: count('groups dropped by early abandonment', 'groups'),
     trajectoriesAbandoned: count('their members stopped unfinished', 'trajectories'),
     trajectoriesStale: count('trajectories restarted or dropped by the staleness bound', 'trajectories'),

@@ -18,7 +18,9 @@ export const heldOutEvalConfigSchema = z
       .meta({ description: 'the engine evaluated' }),
     budgets: recordedBudgetsSchema,
     sampling: recordedSamplingSchema,
-    dialect: z.enum(['tags', 'markdown']).meta({ description: 'the code-block markup of prompts and answers' }),
+    dialect: z
+      .enum(['tags', 'markdown'])
+      .meta({ description: 'the code-block markup of prompts and answers' }),
     ...evalRunnerConfigShape,
   })
   .strict();

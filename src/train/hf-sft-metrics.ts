@@ -16,13 +16,17 @@ export const hfSftMetricsSchema = z
       description: 'mean cross-entropy over the trained tokens (null: not finite)',
       unit: 'nats/token',
     }),
-    tokens: z.number().int().nonnegative().meta({
-      description: `${TOKENS_TRAINED}; the same count as tokensTrained, under its first documented name`,
-      unit: 'tokens',
-      deprecated: true,
-      deprecatedSince: '0.1.0',
-      replacedBy: 'tokensTrained',
-    }),
+    tokens: z
+      .number()
+      .int()
+      .nonnegative()
+      .meta({
+        description: `${TOKENS_TRAINED}; the same count as tokensTrained, under its first documented name`,
+        unit: 'tokens',
+        deprecated: true,
+        deprecatedSince: '0.1.0',
+        replacedBy: 'tokensTrained',
+      }),
     tokensTrained: z.number().int().nonnegative().meta({ description: TOKENS_TRAINED, unit: 'tokens' }),
     tokensTotal: z.number().int().nonnegative().meta({
       description: 'every token of the step batch: prompt, model text and interpreter output',
@@ -36,13 +40,17 @@ export const hfSftMetricsSchema = z
       description: 'wall time of the step seen by the run: batch transfer, forward, backward, optimizer',
       unit: 'ms',
     }),
-    computeMs: z.number().nonnegative().meta({ description: "the trainer's own time for the step", unit: 'ms' }),
+    computeMs: z
+      .number()
+      .nonnegative()
+      .meta({ description: "the trainer's own time for the step", unit: 'ms' }),
     tokensPerSecond: z.number().nonnegative().meta({
       description: 'trained tokens per second of the step: tokens / stepMs, stepMs before it is rounded',
       unit: 'tokens/s',
     }),
     tokensTotalPerSecond: z.number().nonnegative().meta({
-      description: 'every token of the batch per second of the step: tokensTotal / stepMs, stepMs before it is rounded',
+      description:
+        'every token of the batch per second of the step: tokensTotal / stepMs, stepMs before it is rounded',
       unit: 'tokens/s',
     }),
     skipped: z.boolean().meta({ description: 'the update was skipped: the gradient was not finite' }),

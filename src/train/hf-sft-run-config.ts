@@ -18,14 +18,24 @@ export const hfSftRunConfigSchema = z
       description: 'the cosine ends at this share of the peak',
       unit: 'fraction 0–1',
     }),
-    checkpointEvery: z.number().int().positive().meta({ description: 'a checkpoint every K steps', unit: 'steps' }),
-    microBatchTokens: z.number().int().positive().meta({ description: 'token budget of a packed micro-batch', unit: 'tokens' }),
+    checkpointEvery: z
+      .number()
+      .int()
+      .positive()
+      .meta({ description: 'a checkpoint every K steps', unit: 'steps' }),
+    microBatchTokens: z
+      .number()
+      .int()
+      .positive()
+      .meta({ description: 'token budget of a packed micro-batch', unit: 'tokens' }),
     activationCheckpointing: z.boolean().meta({ description: 'activations recomputed per decoder layer' }),
     maxSequenceTokens: z.number().int().positive().meta({
       description: 'longer examples are left out of the data',
       unit: 'tokens',
     }),
-    prompt: z.enum(['instructed', 'text-only', 'problem-only']).meta({ description: 'how a problem becomes the prompt' }),
+    prompt: z
+      .enum(['instructed', 'text-only', 'problem-only'])
+      .meta({ description: 'how a problem becomes the prompt' }),
     dialect: z.enum(['tags', 'markdown']).meta({ description: 'the code-block markup trained' }),
     seed: z.number().int().meta({ description: 'seed of the batch order and the trainer' }),
   })

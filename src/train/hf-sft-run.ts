@@ -260,8 +260,13 @@ async function train({
 
 /** The configuration a resume must match (`config.json`): everything but the sizing and placement fields. */
 function runIdentity(config: HfSftConfig): HfSftRunConfig {
-  const { steps: _steps, maxMinutes: _maxMinutes, sequenceParallel: _sequenceParallel, cpuOffload: _cpuOffload, ...identity } =
-    config;
+  const {
+    steps: _steps,
+    maxMinutes: _maxMinutes,
+    sequenceParallel: _sequenceParallel,
+    cpuOffload: _cpuOffload,
+    ...identity
+  } = config;
   return identity;
 }
 

@@ -9,17 +9,35 @@ const share = (description: string) => z.number().min(0).max(1).meta({ descripti
 
 export const levelAccuracySchema = z
   .object({
-    level: z.union([z.number().int().nonnegative(), z.literal('all')]).meta({ description: 'the difficulty level' }),
-    problems: z.number().int().nonnegative().meta({ description: 'problems of the level evaluated', unit: 'problems' }),
+    level: z
+      .union([z.number().int().nonnegative(), z.literal('all')])
+      .meta({ description: 'the difficulty level' }),
+    problems: z
+      .number()
+      .int()
+      .nonnegative()
+      .meta({ description: 'problems of the level evaluated', unit: 'problems' }),
     correct: z.number().int().nonnegative().meta({ description: 'of them graded correct', unit: 'problems' }),
     accuracy: share('correct / problems (0 without problems)'),
   })
   .strict();
 
 const evalLineFields = {
-  step: z.number().int().nonnegative().meta({ description: 'the step after which the policy was evaluated', unit: 'steps' }),
-  policyVersion: z.number().int().nonnegative().meta({ description: 'the policy version evaluated', unit: 'versions' }),
-  problems: z.number().int().nonnegative().meta({ description: 'held-out problems evaluated', unit: 'problems' }),
+  step: z
+    .number()
+    .int()
+    .nonnegative()
+    .meta({ description: 'the step after which the policy was evaluated', unit: 'steps' }),
+  policyVersion: z
+    .number()
+    .int()
+    .nonnegative()
+    .meta({ description: 'the policy version evaluated', unit: 'versions' }),
+  problems: z
+    .number()
+    .int()
+    .nonnegative()
+    .meta({ description: 'held-out problems evaluated', unit: 'problems' }),
   wallMs: z.number().nonnegative().meta({ description: 'wall time of the evaluation', unit: 'ms' }),
 };
 
@@ -34,10 +52,13 @@ export const rlEvalRecordSchema = z
       unit: 'calls',
     }),
     responseTokensMean: z.number().nonnegative().nullable().meta({
-      description: 'mean response length, model and interpreter tokens (null on a missing line, or not measured)',
+      description:
+        'mean response length, model and interpreter tokens (null on a missing line, or not measured)',
       unit: 'tokens',
     }),
-    byLevel: z.array(levelAccuracySchema).meta({ description: 'accuracy per difficulty level (null on a missing line)' }),
+    byLevel: z
+      .array(levelAccuracySchema)
+      .meta({ description: 'accuracy per difficulty level (null on a missing line)' }),
   })
   .strict();
 

@@ -6,7 +6,8 @@
  */
 import { z } from 'zod';
 
-const share = (description: string) => z.number().min(0).max(1).nullable().meta({ description, unit: 'fraction 0–1' });
+const share = (description: string) =>
+  z.number().min(0).max(1).nullable().meta({ description, unit: 'fraction 0–1' });
 const milliseconds = (description: string) => z.number().nonnegative().meta({ description, unit: 'ms' });
 
 export const rlMetricsSchema = z
@@ -16,7 +17,10 @@ export const rlMetricsSchema = z
       description: "the trainer's policy version after the step's updates",
       unit: 'versions',
     }),
-    rewardMean: z.number().nullable().meta({ description: 'mean reward of the graded trajectories (null: none graded)' }),
+    rewardMean: z
+      .number()
+      .nullable()
+      .meta({ description: 'mean reward of the graded trajectories (null: none graded)' }),
     accuracy: share('members graded correct over graded members (null: none graded)'),
     codeFrequency: share('trajectories with at least one code call'),
     codeCallsPerTrajectory: z.number().nonnegative().nullable().meta({
@@ -24,7 +28,8 @@ export const rlMetricsSchema = z
       unit: 'calls',
     }),
     responseTokensMean: z.number().nonnegative().nullable().meta({
-      description: 'mean model tokens per trajectory (characters of model text where the engine gives no token ids)',
+      description:
+        'mean model tokens per trajectory (characters of model text where the engine gives no token ids)',
       unit: 'tokens',
     }),
     truncationRate: z.number().min(0).max(1).meta({
@@ -33,10 +38,20 @@ export const rlMetricsSchema = z
     }),
     selfCorrectionRate: share('trajectories with a failed code call followed later by a successful one'),
     groupsKept: z.number().int().nonnegative().meta({ description: 'groups trained on', unit: 'groups' }),
-    groupsDropped: z.number().int().nonnegative().meta({ description: 'groups decided and dropped', unit: 'groups' }),
+    groupsDropped: z
+      .number()
+      .int()
+      .nonnegative()
+      .meta({ description: 'groups decided and dropped', unit: 'groups' }),
     clipFraction: share('trained tokens whose ratio was clipped'),
-    approxKl: z.number().nullable().meta({ description: 'approximate KL to the policy that sampled (old)', unit: 'nats' }),
-    entropy: z.number().nullable().meta({ description: 'mean entropy of the trained tokens', unit: 'nats/token' }),
+    approxKl: z
+      .number()
+      .nullable()
+      .meta({ description: 'approximate KL to the policy that sampled (old)', unit: 'nats' }),
+    entropy: z
+      .number()
+      .nullable()
+      .meta({ description: 'mean entropy of the trained tokens', unit: 'nats/token' }),
     gradNorm: z.number().nullable().meta({ description: 'global gradient norm before clipping' }),
     offPolicyWeight: z.number().nullable().meta({
       description: 'decoupled objective: mean π_prox / π_behaviour before the cap (null: not decoupled)',
@@ -63,7 +78,9 @@ export const rlMetricsSchema = z
     }),
     rolloutMs: milliseconds("wall time of the step's rollout"),
     trainMs: milliseconds("wall time of the step's training: the GRPO step and its checkpoint"),
-    weightSyncMs: milliseconds('export + pause + load + continue on every engine; 0 when engines share the weights'),
+    weightSyncMs: milliseconds(
+      'export + pause + load + continue on every engine; 0 when engines share the weights',
+    ),
     engineIdleMs: milliseconds("engines waiting for this step's rollout to be allowed to start"),
     trainerIdleMs: milliseconds("the trainer waiting for this step's batch"),
     stalenessMax: z.number().int().nullable().meta({
@@ -77,7 +94,11 @@ export const rlMetricsSchema = z
     stalenessHistogram: z
       .record(
         z.string(),
-        z.number().int().nonnegative().meta({ description: 'trained model tokens that many versions behind', unit: 'tokens' }),
+        z
+          .number()
+          .int()
+          .nonnegative()
+          .meta({ description: 'trained model tokens that many versions behind', unit: 'tokens' }),
       )
       .meta({ description: 'trained model tokens by versions behind the trainer (key: versions)' }),
     stage: z.number().int().nonnegative().meta({ description: 'the budget stage in force (index)' }),

@@ -7,12 +7,19 @@ import { z } from 'zod';
 
 export const rlWeightSyncSchema = z
   .object({
-    policyVersion: z.number().int().nonnegative().meta({ description: 'the policy version sent', unit: 'versions' }),
+    policyVersion: z
+      .number()
+      .int()
+      .nonnegative()
+      .meta({ description: 'the policy version sent', unit: 'versions' }),
     exportMs: z.number().nonnegative().meta({
       description: 'writing the weights for the engines (0 over a process group: nothing is written)',
       unit: 'ms',
     }),
-    pausedMs: z.number().nonnegative().meta({ description: 'engines paused: flush, load, continue', unit: 'ms' }),
+    pausedMs: z
+      .number()
+      .nonnegative()
+      .meta({ description: 'engines paused: flush, load, continue', unit: 'ms' }),
     totalMs: z.number().nonnegative().meta({ description: 'the whole sync', unit: 'ms' }),
     engines: z
       .array(
