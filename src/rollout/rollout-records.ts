@@ -14,6 +14,7 @@ import { AgentMathError } from '../shared/agentmath-error.ts';
 import { parseTrajectory, type Trajectory } from '../trajectory/index.ts';
 import type { GroupRecord } from './group-record.ts';
 import { PROBLEM_HISTORY_FILE, type ProblemHistoryLine } from './problem-history.ts';
+import type { RolloutTrajectoryRecord } from './rollout-trajectory-record.ts';
 import type { GroupOutcome, RolloutProblem, StepStats } from './types.ts';
 
 export const ROLLOUT_FILES = {
@@ -74,10 +75,8 @@ export class RolloutRecords {
   }
 
   appendTrajectory(trajectory: Trajectory, step: number): void {
-    this.#append(ROLLOUT_FILES.trajectories, {
-      ...trajectory,
-      meta: { ...trajectory.meta, rolloutStep: step },
-    });
+    const record: RolloutTrajectoryRecord = { ...trajectory, meta: { ...trajectory.meta, rolloutStep: step } };
+    this.#append(ROLLOUT_FILES.trajectories, record);
   }
 
   appendGroup(group: GroupOutcome): void {
