@@ -56,6 +56,7 @@ import {
 } from '../train/index.ts';
 import { evaluateOnArith, problemGrades } from './arith-evaluation.ts';
 import { describeEffect } from './effect-sentence.ts';
+import type { QuickstartRecord } from './quickstart-record.ts';
 import { readStageState, recordStageFinish, recordStageStart } from './stage-record.ts';
 
 /**
@@ -485,25 +486,19 @@ export async function runModelQuickstart(options: ModelQuickstartOptions): Promi
     resultPath: join(outDir, RESULT_FILE),
     wallMs,
   };
-  await writeFile(
-    result.resultPath,
-    `${JSON.stringify(
-      {
-        ...result,
-        settings,
-        finishedAt: now().toISOString(),
-        evaluations: evaluations.map(({ summary, ...evaluation }) => ({
-          ...evaluation,
-          problems: summary.problems,
-          accuracy: summary.avgAtK,
-          codeCallsPerTrajectory: summary.toolUse.codeCallsPerTrajectory,
-          meanResponseLength: summary.length.mean,
-        })),
-      },
-      null,
-      2,
-    )}\n`,
-  );
+  const record: QuickstartRecord = {
+    ...result,
+    settings,
+    finishedAt: now().toISOString(),
+    evaluations: evaluations.map(({ summary, ...evaluation }) => ({
+      ...evaluation,
+      problems: summary.problems,
+      accuracy: summary.avgAtK,
+      codeCallsPerTrajectory: summary.toolUse.codeCallsPerTrajectory,
+      meanResponseLength: summary.length.mean,
+    })),
+  };
+  await writeFile(result.resultPath, `${JSON.stringify(record, null, 2)}\n`);
   return result;
 }
 

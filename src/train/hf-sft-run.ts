@@ -24,7 +24,7 @@
 import { existsSync } from 'node:fs';
 import { appendFile, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { type PromptBuilderName, promptBuilders } from '../agent/index.ts';
+import { promptBuilders } from '../agent/index.ts';
 import { loadTokenizer } from '../engine/load-tokenizer.ts';
 import type { Dialect } from '../protocol/dialect.ts';
 import { getDialect } from '../protocol/index.ts';
@@ -36,54 +36,23 @@ import { solutionDialectIssue } from '../tasks/index.ts';
 import { createSeededRandom } from '../tasks/seeded-random.ts';
 import type { TaskSolution } from '../tasks/types.ts';
 import { fitStepsToBudget } from './fit-steps-to-budget.ts';
+import type { HfSftMetrics } from './hf-sft-metrics.ts';
+import type { HfSftRunConfig } from './hf-sft-run-config.ts';
 import { learningRateAt } from './learning-rate-schedule.ts';
 import { readSftDataFile } from './sft-data-file.ts';
 import { buildSftExample, type SftExample } from './sft-example.ts';
 import { startTrainerService, type TrainerService } from './trainer-service.ts';
 
-export type HfSftConfig = {
-  model: string;
-  data: string;
-  processes: number;
+/** A run's configuration: what defines it (its `config.json`) and what sizes or places it. */
+export type HfSftConfig = HfSftRunConfig & {
   /** The run's length in optimizer steps (a resume may change it). */
   steps: number;
   /** This session's training-time budget in minutes, or null (a resume may change it). */
   maxMinutes: number | null;
-  batchSize: number;
-  learningRate: number;
-  warmupSteps: number;
-  minLearningRateRatio: number;
-  checkpointEvery: number;
-  microBatchTokens: number;
-  activationCheckpointing: boolean;
   /** Ranks that split each packed row (sequence parallelism); divides `processes`. */
   sequenceParallel: number;
   /** Sharded parameters, gradients and optimizer state in host memory (GPU ranks; nothing changes on CPU ranks). */
   cpuOffload: boolean;
-  maxSequenceTokens: number;
-  prompt: PromptBuilderName;
-  dialect: 'tags' | 'markdown';
-  seed: number;
-};
-
-/**
- * One line of `metrics.jsonl` (names fixed: reports and other tools read them). Counts are of
- * the step's batch: `tokensTotal` every token (prompt, model text, interpreter output),
- * `tokensTrained` the tokens the loss is taken over (mask 1 with a previous token). `stepMs` is
- * the step's wall time seen by the run (batch transfer, forward, backward, optimizer);
- * `computeMs` the trainer's own time for it; `tokensTotalPerSecond` = tokensTotal / stepMs.
- */
-export type HfSftMetrics = {
-  step: number;
-  loss: number;
-  tokensTrained: number;
-  tokensTotal: number;
-  learningRate: number;
-  gradNorm: number;
-  stepMs: number;
-  computeMs: number;
-  tokensTotalPerSecond: number;
-  skipped: boolean;
 };
 
 export type HfSftEvent =
@@ -256,12 +225,14 @@ async function train({
       const metrics: HfSftMetrics = {
         step: step + 1,
         loss: result.loss,
+        tokens: result.tokens,
         tokensTrained: result.tokens,
         tokensTotal,
         learningRate: result.learningRate,
         gradNorm: result.gradNorm,
         stepMs: Math.round(stepMs),
         computeMs: Math.round(result.stepMs),
+        tokensPerSecond: (1000 * result.tokens) / stepMs,
         tokensTotalPerSecond: (1000 * tokensTotal) / stepMs,
         skipped: result.skipped,
       };
@@ -287,11 +258,16 @@ async function train({
   }
 }
 
-/** The configuration a resume must match: everything but the sizing and placement fields. */
-function runIdentity(config: HfSftConfig): RunIdentity {
-  const identity: Record<string, unknown> = { ...config };
-  for (const field of [...SIZING_FIELDS, ...PLACEMENT_FIELDS]) delete identity[field];
-  return identity as RunIdentity;
+/** The configuration a resume must match (`config.json`): everything but the sizing and placement fields. */
+function runIdentity(config: HfSftConfig): HfSftRunConfig {
+  const {
+    steps: _steps,
+    maxMinutes: _maxMinutes,
+    sequenceParallel: _sequenceParallel,
+    cpuOffload: _cpuOffload,
+    ...identity
+  } = config;
+  return identity;
 }
 
 /**

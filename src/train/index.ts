@@ -28,6 +28,7 @@ export {
   type HeldOutEvalResult,
   type LevelAccuracy,
 } from './held-out-eval.ts';
+export { type HfSftMetrics, hfSftMetricsSchema } from './hf-sft-metrics.ts';
 export {
   batchOfStep,
   CALIBRATION_STEPS,
@@ -35,12 +36,12 @@ export {
   type HfSftConfig,
   HfSftError,
   type HfSftEvent,
-  type HfSftMetrics,
   type HfSftResult,
   hfSftWarmupSteps,
   runHfSft,
   savedRunSteps,
 } from './hf-sft-run.ts';
+export { type HfSftRunConfig, hfSftRunConfigSchema } from './hf-sft-run-config.ts';
 export { type LearningRateSchedule, learningRateAt } from './learning-rate-schedule.ts';
 export {
   METRICS_LOGGER_KINDS,
@@ -59,10 +60,18 @@ export {
   type RlConfigInput,
   resolveRlConfig,
   rlConfigSchema,
-  rlDefiningConfig,
 } from './rl-config.ts';
+export {
+  levelAccuracySchema,
+  type RlEvalsLine,
+  type RlMissingEvalRecord,
+  rlEvalRecordSchema,
+  rlEvalsLineSchema,
+  rlMissingEvalRecordSchema,
+} from './rl-eval-record.ts';
 export { defaultRlLearningRate, safetensorsParameterCount } from './rl-learning-rate.ts';
 export { type RlMetrics, type RlMetricsInput, rlMetrics, selfCorrected } from './rl-metrics.ts';
+export { rlMetricsSchema } from './rl-metrics-record.ts';
 export type { RlParts, RlWeightSync } from './rl-parts.ts';
 export { presetValues, RL_PRESET_NAMES, RL_PRESETS, type RlPresetName } from './rl-presets.ts';
 export {
@@ -92,8 +101,10 @@ export {
   type RlRunOptions,
   runRl,
 } from './rl-run.ts';
+export { type RlRunConfig, rlDefiningConfig, rlRunConfigSchema } from './rl-run-config.ts';
 export { startRlParts } from './rl-start-parts.ts';
 export { type RlSummaryOptions, rlSummaryTables } from './rl-summary-table.ts';
+export { rlWeightSyncSchema } from './rl-weight-sync-record.ts';
 export { type OffPolicyWeightOptions, rolloutCorrectionOptions } from './rollout-correction.ts';
 export { planSftBatches, type SftBatchPlan, type SftBatchPlanOptions } from './sft-batch-plan.ts';
 export {

@@ -55,12 +55,13 @@ import {
   rewindToCheckpoint,
   savesCheckpointAfter,
 } from './rl-checkpoints.ts';
-import { type RlConfig, rlDefiningConfig } from './rl-config.ts';
+import type { RlConfig } from './rl-config.ts';
 import { type RlMetrics, rlMetrics } from './rl-metrics.ts';
 import type { RlParts, RlWeightSync } from './rl-parts.ts';
 import { loadRlProblems, rlProblemOrder, writeDecontaminationRecord } from './rl-problems.ts';
 import { RL_FILES, type RlEvalRecord } from './rl-records.ts';
 import { writeRlReport } from './rl-report.ts';
+import { rlDefiningConfig } from './rl-run-config.ts';
 import { startRlParts } from './rl-start-parts.ts';
 import { rolloutCorrectionOptions } from './rollout-correction.ts';
 import type { GrpoStepResult } from './types.ts';

@@ -81,8 +81,8 @@ export function formatHfSftEvent(event: HfSftEvent): string | null {
         : `schedule: ${event.totalSteps} steps`;
     case 'train-step':
       return (
-        `step ${event.step}/${event.totalSteps}  loss ${event.loss.toFixed(4)}  lr ${event.learningRate.toExponential(2)}  ` +
-        `grad ${event.gradNorm.toFixed(3)}  ${event.tokensTrained}/${event.tokensTotal} tokens trained  ` +
+        `step ${event.step}/${event.totalSteps}  loss ${event.loss?.toFixed(4) ?? 'not finite'}  lr ${event.learningRate.toExponential(2)}  ` +
+        `grad ${event.gradNorm?.toFixed(3) ?? 'not finite'}  ${event.tokensTrained}/${event.tokensTotal} tokens trained  ` +
         `${(event.stepMs / 1000).toFixed(1)} s  ${event.tokensTotalPerSecond.toFixed(0)} tokens/s` +
         `${event.skipped ? '  (skipped: non-finite gradient)' : ''}`
       );

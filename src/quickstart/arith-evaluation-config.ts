@@ -1,0 +1,39 @@
+/**
+ * `config.json` of a quickstart's evaluation run folder (`eval/baseline`, `eval/sft`,
+ * `eval/rl` of `quickstart --model`; the byte quickstart's per style): the model, prompt,
+ * dialect and agent settings, beside the evaluation runner's own fields (docs/records.md).
+ * Its `trajectories.jsonl` and `summary.json` are those of any evaluation.
+ */
+import { z } from 'zod';
+import { evalRunnerConfigShape, recordedBudgetsSchema, recordedSamplingSchema } from '../eval/index.ts';
+
+export const arithEvaluationConfigSchema = z
+  .object({
+    command: z
+      .enum(['quickstart', 'quickstart --model'])
+      .meta({ description: 'the command that wrote the run' }),
+    stage: z
+      .enum(['baseline', 'sft', 'rl'])
+      .optional()
+      .meta({ description: 'quickstart --model: the model evaluated' }),
+    style: z
+      .enum(['tool', 'text', 'tool-rl'])
+      .optional()
+      .meta({ description: 'quickstart: the byte model evaluated' }),
+    model: z.string().meta({ description: 'the model folder evaluated' }),
+    dialect: z
+      .enum(['tags', 'markdown'])
+      .meta({ description: 'the code-block markup of prompts and answers' }),
+    prompt: z
+      .enum(['instructed', 'text-only', 'problem-only'])
+      .meta({ description: 'how a problem becomes the prompt' }),
+    agent: z
+      .object({ budgets: recordedBudgetsSchema, sampling: recordedSamplingSchema })
+      .strict()
+      .meta({ description: "the agent loop's budgets and sampling (greedy)" }),
+    ...evalRunnerConfigShape,
+  })
+  .strict();
+
+/** What `config.json` of a quickstart evaluation holds. */
+export type ArithEvaluationConfig = z.infer<typeof arithEvaluationConfigSchema>;
