@@ -22,6 +22,7 @@ import {
   runModelQuickstart,
 } from '../src/quickstart/model-quickstart.ts';
 import { startCli } from './cli-process.ts';
+import { expectRecordFile, expectRecordFiles } from './record-checks.ts';
 
 let root: string;
 let options: ModelQuickstartOptions;
@@ -148,6 +149,20 @@ describe('quickstart --model', () => {
     };
     expect(saved.stages.map((stage) => stage.stage)).toEqual(result.stages.map((stage) => stage.stage));
     expect(saved.evaluations.map((evaluation) => evaluation.model)).toEqual(['baseline', 'sft', 'rl']);
+    // Every record file the stages wrote, as the schemas promise them.
+    expectRecordFile(options.outDir, 'quickstart/quickstart.json');
+    for (const model of ['baseline', 'sft', 'rl']) {
+      expectRecordFiles(join(options.outDir, 'eval', model), [
+        'quickstart-eval/config.json',
+        'eval/trajectories.jsonl',
+        'eval/summary.json',
+      ]);
+    }
+    expectRecordFiles(join(options.outDir, 'train', 'sft'), [
+      'sft-model/config.json',
+      'sft-model/metrics.jsonl',
+    ]);
+    expectRecordFiles(join(options.outDir, 'train', 'rl'), ['rl/config.json', 'rl/metrics.jsonl']);
 
     // 3. Once more: every stage reused, nothing trained or evaluated, the same figures.
     const third: ModelQuickstartEvent[] = [];

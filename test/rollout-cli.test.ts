@@ -18,6 +18,7 @@ import { buildSftExample, TrainerClient } from '../src/train/index.ts';
 import type { Trajectory } from '../src/trajectory/trajectory.ts';
 import { killAllClis, killGroup, startCli } from './cli-process.ts';
 import { alive, descendantsOf } from './process-tree.ts';
+import { expectRecordFiles } from './record-checks.ts';
 
 /** The command line of a process ('' once it is gone). */
 function commandLine(pid: number): string {
@@ -147,6 +148,8 @@ const lines = (path: string) =>
     .map((line) => JSON.parse(line) as Record<string, unknown>);
 
 function checkRun(out: string): void {
+  // No group is decided in these two steps: groups.jsonl is checked by the train rl tests.
+  expectRecordFiles(out, ['rollout/config.json', 'rollout/trajectories.jsonl', 'rollout/steps.jsonl']);
   const trajectories = lines(join(out, 'trajectories.jsonl')) as unknown as Trajectory[];
   const keys = trajectories.map((trajectory) => `${trajectory.id}@${String(trajectory.meta?.rolloutStep)}`);
   expect(new Set(keys).size).toBe(keys.length); // nothing duplicated

@@ -9,13 +9,14 @@
  *   SGLang's message; an engine that cannot be connected to is skipped and said so.
  * - vLLM: the same run through its RL routes.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadTokenizer } from '../src/engine/load-tokenizer.ts';
 import type { Tokenizer } from '../src/engine/tokenizer.ts';
 import { killAllClis, startCli } from './cli-process.ts';
+import { expectRecordFiles } from './record-checks.ts';
 import {
   type ScriptedRlEngine,
   type ScriptedRlEngineOptions,
@@ -129,6 +130,25 @@ describe('train rl against SGLang-faithful and vLLM-faithful engines', () => {
     const [a, b] = [await engine(), await engine()];
     const run = await trainRl('sglang', [a!.url, b!.url]);
     expect(run.code, run.stderr).toBe(0);
+    // Every record file of the run, and of its held-out evaluation, as the schemas promise.
+    const out = join(root, 'sglang');
+    expectRecordFiles(out, [
+      'rl/config.json',
+      'rl/metrics.jsonl',
+      'rl/evals.jsonl',
+      'rl/syncs.jsonl',
+      'rollout/trajectories.jsonl',
+      'rollout/groups.jsonl',
+      'rollout/steps.jsonl',
+      'rollout/problem-history.jsonl',
+    ]);
+    const evaluations = readdirSync(join(out, 'eval-runs'));
+    expect(evaluations).toEqual(['step-00001']);
+    expectRecordFiles(join(out, 'eval-runs', 'step-00001'), [
+      'held-out-eval/config.json',
+      'eval/trajectories.jsonl',
+      'eval/summary.json',
+    ]);
     const lines = syncs('sglang');
     expect(lines.map((line) => line.policyVersion)).toEqual([0, 1, 2]);
     for (const line of lines) {

@@ -18,6 +18,7 @@ import {
 import { killAllClis, killGroup, startCli } from './cli-process.ts';
 import { metricSteps } from './metric-steps.ts';
 import { alive, descendantsOf } from './process-tree.ts';
+import { expectRecordFiles } from './record-checks.ts';
 
 let folder: string;
 let model: string;
@@ -110,11 +111,18 @@ describe('train sft --model (distributed trainer)', () => {
             gradNorm: number;
             stepMs: number;
             tokensTotalPerSecond: number;
+            tokens: number;
+            tokensPerSecond: number;
           },
       );
+    expectRecordFiles(straight, ['sft-model/metrics.jsonl', 'sft-model/config.json']);
     expect(losses.map((row) => row.step)).toEqual([1, 2, 3, 4, 5, 6]);
     for (const row of losses) {
       expect(row.tokensTrained).toBeGreaterThan(0);
+      // The first documented names: trained tokens of the step, and those per second of it.
+      expect(row.tokens).toBe(row.tokensTrained);
+      expect(row.tokensPerSecond).toBeGreaterThanOrEqual((1000 * row.tokens) / (row.stepMs + 0.5));
+      expect(row.tokensPerSecond).toBeLessThanOrEqual((1000 * row.tokens) / (row.stepMs - 0.5));
       // Text solutions behind a prompt: the prompt's tokens are counted, not trained.
       expect(row.tokensTotal).toBeGreaterThan(row.tokensTrained);
       // stepMs is rounded to the millisecond; the rate divides by the step's unrounded time.

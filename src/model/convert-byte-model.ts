@@ -20,11 +20,17 @@ const run = promisify(execFile);
 export type ConvertByteModelResult = { from: string; out: string; parameters: number };
 
 /** Converts `from` into `out`; a refusal (not an old byte model, `out` not new or empty) names the fix. */
-export async function convertByteModel(options: { from: string; out: string }): Promise<ConvertByteModelResult> {
+export async function convertByteModel(options: {
+  from: string;
+  out: string;
+}): Promise<ConvertByteModelResult> {
   const from = resolve(options.from);
   const out = resolve(options.out);
   if (existsSync(out) && (!statSync(out).isDirectory() || readdirSync(out).length > 0)) {
-    throw new AgentMathError(RUN_FOLDER_REFUSED, `--out ${out}: exists and is not an empty folder; give a new one`);
+    throw new AgentMathError(
+      RUN_FOLDER_REFUSED,
+      `--out ${out}: exists and is not an empty folder; give a new one`,
+    );
   }
   await mkdir(dirname(out), { recursive: true });
   const staging = await mkdtemp(join(dirname(out), `.${basename(out)}.convert-`));
@@ -32,7 +38,10 @@ export async function convertByteModel(options: { from: string; out: string }): 
     const { stdout } = await run(
       trainerPython(),
       ['-m', 'agentmath_train', 'convert-byte-model', '--from', from, '--out', staging],
-      { env: { ...process.env, PYTHONPATH: join(PROJECT_ROOT, 'python'), ...HUB_OFFLINE_ENVIRONMENT }, timeout: 300_000 },
+      {
+        env: { ...process.env, PYTHONPATH: join(PROJECT_ROOT, 'python'), ...HUB_OFFLINE_ENVIRONMENT },
+        timeout: 300_000,
+      },
     );
     const result = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as ConvertByteModelResult;
     await rm(out, { recursive: true, force: true });
@@ -40,15 +49,25 @@ export async function convertByteModel(options: { from: string; out: string }): 
     return { ...result, from, out };
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr?.trim();
-    const refusal = stderr?.split('\n').find((line) => line.startsWith('agentmath_train convert-byte-model: '));
+    const refusal = stderr
+      ?.split('\n')
+      .find((line) => line.startsWith('agentmath_train convert-byte-model: '));
     if (refusal !== undefined) {
-      throw new AgentMathError('MODEL_CONVERT_REFUSED', refusal.slice('agentmath_train convert-byte-model: '.length), {
-        cause: error,
-      });
+      throw new AgentMathError(
+        'MODEL_CONVERT_REFUSED',
+        refusal.slice('agentmath_train convert-byte-model: '.length),
+        {
+          cause: error,
+        },
+      );
     }
-    throw new AgentMathError('MODEL_CONVERT_FAILED', `model convert ${from}: ${stderr || (error as Error).message}`, {
-      cause: error,
-    });
+    throw new AgentMathError(
+      'MODEL_CONVERT_FAILED',
+      `model convert ${from}: ${stderr || (error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
   } finally {
     await rm(staging, { recursive: true, force: true });
   }

@@ -5,6 +5,7 @@
  * models (`.agentmath/models/`). Nothing downstream knows where a folder came from.
  */
 
+export { type ConvertByteModelResult, convertByteModel } from './convert-byte-model.ts';
 export {
   type EmbeddedModelPaths,
   embeddedModelPaths,
@@ -12,7 +13,6 @@ export {
   isModelFolder,
 } from './embedded-model-paths.ts';
 export { assertHuggingFaceTokenizerFiles, isHuggingFaceModelFolder } from './hf-model-folder.ts';
-export { type ConvertByteModelResult, convertByteModel } from './convert-byte-model.ts';
 export {
   IMPORT_DTYPES,
   IMPORT_MARKER_FILE,

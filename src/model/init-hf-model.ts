@@ -160,7 +160,9 @@ export async function initHfModel(options: InitHfModelOptions): Promise<InitHfMo
         arch,
         '--out',
         staging,
-        ...(byteModel ? ['--shape', options.shape ?? 'tiny'] : ['--corpus', corpus, '--vocab-size', String(vocabSize)]),
+        ...(byteModel
+          ? ['--shape', options.shape ?? 'tiny']
+          : ['--corpus', corpus, '--vocab-size', String(vocabSize)]),
         '--seed',
         String(seed),
         ...shapeArguments(options),

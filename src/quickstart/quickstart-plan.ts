@@ -76,7 +76,12 @@ export function embeddedPlan(root: string, sizes: QuickstartSizes = {}): Quickst
     trainRoot: join(resolve(root), '.agentmath', 'models'),
     dialect: 'tags',
     prompt: 'problem-only',
-    evaluation: { count: sizes.count ?? null, concurrency: sizes.concurrency ?? 32, maxTokens: null, maxToolCalls: 4 },
+    evaluation: {
+      count: sizes.count ?? null,
+      concurrency: sizes.concurrency ?? 32,
+      maxTokens: null,
+      maxToolCalls: 4,
+    },
     baseline: false,
     arms: ['tool', 'text'],
     sft: {
@@ -121,7 +126,11 @@ export const PRETRAINED_DEFAULTS = {
 } as const;
 
 /** A pretrained model's plan (`agentmath quickstart --model NAME|DIR`). */
-export function pretrainedPlan(source: Exclude<QuickstartSource, { type: 'new-byte-model' }>, outDir: string, sizes: QuickstartSizes = {}): QuickstartPlan {
+export function pretrainedPlan(
+  source: Exclude<QuickstartSource, { type: 'new-byte-model' }>,
+  outDir: string,
+  sizes: QuickstartSizes = {},
+): QuickstartPlan {
   const rlMinutes = sizes.rlMinutes ?? PRETRAINED_DEFAULTS.rlMinutes;
   return {
     label: quickstartModelLabel(source),
@@ -190,7 +199,10 @@ export function resolveQuickstartModel(
     };
   }
   if (!isHuggingFaceModelFolder(dir)) {
-    return { type: 'refused', message: `--model ${value}: not a Hugging Face model folder (no config.json with a model_type)` };
+    return {
+      type: 'refused',
+      message: `--model ${value}: not a Hugging Face model folder (no config.json with a model_type)`,
+    };
   }
   return { type: 'folder', dir };
 }

@@ -36,6 +36,7 @@ import type { SandboxProvider } from '../sandbox/types.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { arithBenchmark, arithEvalProblems } from '../tasks/index.ts';
 import {
+  INIT_MODEL_FOLDER,
   type RlEvent,
   readRlRun,
   readTrainingReport,
@@ -50,19 +51,24 @@ import {
   TRAINING_REPORT_FILE,
 } from '../train/index.ts';
 import { evaluateOnArith, problemGrades } from './arith-evaluation.ts';
+import type { EvaluationStage } from './arith-evaluation-config.ts';
 import { describeEffect } from './effect-sentence.ts';
 import type { QuickstartArm, QuickstartPlan } from './quickstart-plan.ts';
+import type { QuickstartRecord } from './quickstart-record.ts';
 import { readStageState, recordStageFinish, recordStageStart } from './stage-record.ts';
 
-/** The evaluated models: the starting one, each SFT arm, and RL from the tool arm. */
-export type QuickstartModel = 'base' | 'tool' | 'text' | 'tool-rl';
+/** The evaluated models: the starting one, each SFT arm (tool: `sft`, text: `sft-text`), and RL from the tool arm. */
+export type QuickstartModel = 'baseline' | 'sft' | 'sft-text' | 'rl';
 
 export const QUICKSTART_MODEL_LABELS: Record<QuickstartModel, string> = {
-  base: 'base model',
-  tool: 'SFT with tools',
-  text: 'SFT text-only',
-  'tool-rl': 'SFT with tools + RL',
+  baseline: 'base model',
+  sft: 'SFT with tools',
+  'sft-text': 'SFT text-only',
+  rl: 'SFT with tools + RL',
 };
+
+/** The SFT arm's model and stage name. */
+const ARM_MODEL: Record<QuickstartArm, 'sft' | 'sft-text'> = { tool: 'sft', text: 'sft-text' };
 
 /** The training folders under `plan.trainRoot`. */
 export const QUICKSTART_FOLDERS = { tool: 'arith-tool', text: 'arith-text', rl: 'arith-tool-rl' } as const;
@@ -103,11 +109,18 @@ export type QuickstartEvaluation = {
   levels: LevelResult[];
 };
 
-export type QuickstartEffect = { name: string; effect: PairedDifference; sentence: string };
+/** A stage's effect: `after` against `before` on the same problems (held-out arith, or the RL problems' split). */
+export type QuickstartEffect = {
+  before: QuickstartModel;
+  after: QuickstartModel;
+  on: 'held-out' | 'rl-split';
+  effect: PairedDifference;
+  sentence: string;
+};
 
 /** A stage's time: `wallMs` in this call (0 when reused), `recordedWallMs` of the session that finished it. */
 export type StageTiming = {
-  stage: string;
+  stage: QuickstartRecord['stages'][number]['stage'];
   status: 'ran' | 'resumed' | 'reused';
   wallMs: number;
   recordedWallMs: number | null;
@@ -115,6 +128,8 @@ export type StageTiming = {
 
 export type QuickstartResult = {
   label: string;
+  /** The model folder SFT started from (a new byte model: the tool run's init-model). */
+  baseModel: string;
   outDir: string;
   /** On held-out arith, in the plan's order. */
   evaluations: QuickstartEvaluation[];
@@ -125,6 +140,7 @@ export type QuickstartResult = {
   reportPath: string;
   resultPath: string;
   wallMs: number;
+  settings: QuickstartRecord['settings'];
 };
 
 /** Runs the whole quickstart; see the module header. */
@@ -142,11 +158,19 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
     }
   }
   await mkdir(outDir, { recursive: true });
-  const timed = async <T>(stage: string, work: () => Promise<{ value: T; status: StageTiming['status']; recordedWallMs?: number | null }>) => {
+  const timed = async <T>(
+    stage: StageTiming['stage'],
+    work: () => Promise<{ value: T; status: StageTiming['status']; recordedWallMs?: number | null }>,
+  ) => {
     const stageStarted = Date.now();
     const { value, status, recordedWallMs } = await work();
     const wallMs = status === 'reused' ? 0 : Date.now() - stageStarted;
-    stages.push({ stage, status, wallMs, recordedWallMs: recordedWallMs ?? (status === 'reused' ? null : wallMs) });
+    stages.push({
+      stage,
+      status,
+      wallMs,
+      recordedWallMs: recordedWallMs ?? (status === 'reused' ? null : wallMs),
+    });
     return value;
   };
 
@@ -169,25 +193,39 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
   // The evaluation slots: each one's stage runs when its model is ready.
   const sandbox = createLocalSandbox({ maxWorkers: 2 * plan.evaluation.concurrency, warmWorkers: 4 });
   try {
-    const evaluate = (name: string, model: QuickstartModel, modelDir: string, made: string, problems: readonly BenchmarkProblem[]) =>
-      timed(`eval-${name}`, () =>
-        evaluationStage({ options, outDir, name, modelDir, made, problems, sandbox, emit }).then(async (stage) => ({
-          ...stage,
-          value: {
-            name,
-            model,
-            modelDir,
-            runDir: stage.value.runDir,
-            summary: stage.value.summary,
-            levels: await levelResults(stage.value.runDir, levelOf),
-          } satisfies QuickstartEvaluation,
-        })),
+    const evaluate = (
+      name: EvaluationStage,
+      model: QuickstartModel,
+      modelDir: string,
+      made: string,
+      problems: readonly BenchmarkProblem[],
+    ) =>
+      timed(`eval-${name}` as StageTiming['stage'], () =>
+        evaluationStage({ options, outDir, name, modelDir, made, problems, sandbox, emit }).then(
+          async (stage) => ({
+            ...stage,
+            value: {
+              name,
+              model,
+              modelDir,
+              runDir: stage.value.runDir,
+              summary: stage.value.summary,
+              levels: await levelResults(stage.value.runDir, levelOf),
+            } satisfies QuickstartEvaluation,
+          }),
+        ),
       );
 
-    const baseline = plan.baseline && base.dir !== null ? [() => evaluate('base', 'base', base.dir as string, base.made, heldOutProblems)] : [];
-    const arms = plan.arms.map((arm) => ({ arm, ready: null as Promise<{ dir: string; made: string }> | null }));
+    const baseline =
+      plan.baseline && base.dir !== null
+        ? [() => evaluate('baseline', 'baseline', base.dir as string, base.made, heldOutProblems)]
+        : [];
+    const arms = plan.arms.map((arm) => ({
+      arm,
+      ready: null as Promise<{ dir: string; made: string }> | null,
+    }));
     const trainArm = (arm: QuickstartArm) =>
-      timed(`sft-${arm}`, () => sftStage({ options, arm, base: base.dir, emit }));
+      timed(ARM_MODEL[arm], () => sftStage({ options, arm, base: base.dir, emit }));
     const trainRl = async (tool: { dir: string; made: string }) =>
       plan.rl === null ? null : timed('rl', () => rlStage({ options, from: tool, emit }));
 
@@ -203,14 +241,15 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
       for (const run of baseline) evaluations.push(run());
       trained.forEach((model, index) => {
         const arm = arms[index]?.arm as QuickstartArm;
-        if (model !== null) evaluations.push(evaluate(arm, arm, model.dir, model.made, heldOutProblems));
+        if (model !== null)
+          evaluations.push(evaluate(ARM_MODEL[arm], ARM_MODEL[arm], model.dir, model.made, heldOutProblems));
       });
       const toolModel = trained[arms.findIndex((slot) => slot.arm === 'tool')];
       if (rlModel !== null && toolModel !== undefined && toolModel !== null) {
-        evaluations.push(evaluate('tool-rl', 'tool-rl', rlModel.dir, rlModel.made, heldOutProblems));
+        evaluations.push(evaluate('rl', 'rl', rlModel.dir, rlModel.made, heldOutProblems));
         if (rlSplitProblems.length > 0) {
-          rlSplit.push(evaluate('tool@rl-split', 'tool', toolModel.dir, toolModel.made, rlSplitProblems));
-          rlSplit.push(evaluate('tool-rl@rl-split', 'tool-rl', rlModel.dir, rlModel.made, rlSplitProblems));
+          rlSplit.push(evaluate('sft@rl-split', 'sft', toolModel.dir, toolModel.made, rlSplitProblems));
+          rlSplit.push(evaluate('rl@rl-split', 'rl', rlModel.dir, rlModel.made, rlSplitProblems));
         }
       }
     } else {
@@ -219,14 +258,26 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
       for (const slot of arms) {
         const model = await trainArm(slot.arm);
         if (slot.arm === 'tool') toolModel = model;
-        evaluations.push(Promise.resolve(await evaluate(slot.arm, slot.arm, model.dir, model.made, heldOutProblems)));
+        evaluations.push(
+          Promise.resolve(
+            await evaluate(ARM_MODEL[slot.arm], ARM_MODEL[slot.arm], model.dir, model.made, heldOutProblems),
+          ),
+        );
       }
       const rlModel = toolModel === null ? null : await trainRl(toolModel);
       if (rlModel !== null && toolModel !== null) {
-        evaluations.push(Promise.resolve(await evaluate('tool-rl', 'tool-rl', rlModel.dir, rlModel.made, heldOutProblems)));
+        evaluations.push(
+          Promise.resolve(await evaluate('rl', 'rl', rlModel.dir, rlModel.made, heldOutProblems)),
+        );
         if (rlSplitProblems.length > 0) {
-          rlSplit.push(Promise.resolve(await evaluate('tool@rl-split', 'tool', toolModel.dir, toolModel.made, rlSplitProblems)));
-          rlSplit.push(Promise.resolve(await evaluate('tool-rl@rl-split', 'tool-rl', rlModel.dir, rlModel.made, rlSplitProblems)));
+          rlSplit.push(
+            Promise.resolve(
+              await evaluate('sft@rl-split', 'sft', toolModel.dir, toolModel.made, rlSplitProblems),
+            ),
+          );
+          rlSplit.push(
+            Promise.resolve(await evaluate('rl@rl-split', 'rl', rlModel.dir, rlModel.made, rlSplitProblems)),
+          );
         }
       }
     }
@@ -234,9 +285,17 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
     const rlSplitResults = await Promise.all(rlSplit);
     signal?.throwIfAborted();
     const effects = await stageEffects(heldOutResults, rlSplitResults, plan);
-    const reportPath = await writeReport({ outDir, plan, evaluations: heldOutResults, rlSplit: rlSplitResults, effects, sandbox });
+    const reportPath = await writeReport({
+      outDir,
+      plan,
+      evaluations: heldOutResults,
+      rlSplit: rlSplitResults,
+      effects,
+      sandbox,
+    });
     const result: QuickstartResult = {
       label: plan.label,
+      baseModel: base.dir ?? join(plan.trainRoot, QUICKSTART_FOLDERS.tool, INIT_MODEL_FOLDER),
       outDir,
       evaluations: heldOutResults,
       rlSplit: rlSplitResults,
@@ -245,6 +304,17 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
       reportPath,
       resultPath: join(outDir, RESULT_FILE),
       wallMs: now().getTime() - started.getTime(),
+      settings: {
+        count: heldOutProblems.length,
+        concurrency: plan.evaluation.concurrency,
+        trainMinutes: plan.sft.maxMinutes ?? null,
+        rlMinutes: plan.rl?.minutes ?? 0,
+        maxTokens: plan.evaluation.maxTokens,
+        maxToolCalls: plan.evaluation.maxToolCalls,
+        trainProblems: resolveSftConfig(plan.sft).trainProblems,
+        levels: resolveSftConfig(plan.sft).levels,
+        rlLevels: plan.rl?.config.levels ?? [],
+      },
     };
     await writeFile(result.resultPath, `${JSON.stringify(quickstartRecord(result, now()), null, 2)}\n`);
     return result;
@@ -254,7 +324,7 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
 }
 
 /** `quickstart.json`: the result without the summaries' per-problem lists. */
-function quickstartRecord(result: QuickstartResult, finishedAt: Date) {
+function quickstartRecord(result: QuickstartResult, finishedAt: Date): QuickstartRecord {
   const brief = ({ summary, ...evaluation }: QuickstartEvaluation) => ({
     ...evaluation,
     problems: summary.problems,
@@ -275,7 +345,8 @@ async function startingModel(
   options: QuickstartOptions,
 ): Promise<{ value: { dir: string | null; made: string }; status: StageTiming['status'] }> {
   const { source } = options.plan;
-  if (source.type === 'new-byte-model') return { value: { dir: null, made: 'new-byte-model' }, status: 'reused' };
+  if (source.type === 'new-byte-model')
+    return { value: { dir: null, made: 'new-byte-model' }, status: 'reused' };
   if (source.type === 'folder') {
     const dir = resolve(source.dir);
     options.onEvent?.({ type: 'stage', stage: 'model', status: 'reused', detail: dir });
@@ -283,8 +354,16 @@ async function startingModel(
   }
   options.onEvent?.({ type: 'stage', stage: 'model', status: 'start', detail: source.name });
   const pulled = await pullModel({ name: source.name, out: pulledModelFolder(source.name, options.root) });
-  options.onEvent?.({ type: 'stage', stage: 'model', status: pulled.status === 'cached' ? 'reused' : 'finish', detail: pulled.out });
-  return { value: { dir: pulled.out, made: pulled.out }, status: pulled.status === 'cached' ? 'reused' : 'ran' };
+  options.onEvent?.({
+    type: 'stage',
+    stage: 'model',
+    status: pulled.status === 'cached' ? 'reused' : 'finish',
+    detail: pulled.out,
+  });
+  return {
+    value: { dir: pulled.out, made: pulled.out },
+    status: pulled.status === 'cached' ? 'reused' : 'ran',
+  };
 }
 
 /**
@@ -302,19 +381,28 @@ async function sftStage({
   arm: QuickstartArm;
   base: string | null;
   emit: (event: QuickstartEvent) => void;
-}): Promise<{ value: { dir: string; made: string }; status: StageTiming['status']; recordedWallMs?: number | null }> {
+}): Promise<{
+  value: { dir: string; made: string };
+  status: StageTiming['status'];
+  recordedWallMs?: number | null;
+}> {
   const { plan, signal } = options;
   const dir = join(plan.trainRoot, QUICKSTART_FOLDERS[arm]);
+  const stage = ARM_MODEL[arm];
   const config = resolveSftConfig(
     { ...plan.sft, model: base, style: arm, dialect: plan.dialect, prompt: plan.prompt },
     `quickstart SFT (${arm})`,
   );
-  await setAsideOldLayout(dir, emit, `sft-${arm}`);
+  await setAsideOldLayout(dir, emit, stage);
   if (existsSync(join(dir, TRAINING_REPORT_FILE))) {
     const report = await readTrainingReport(dir).catch(() => null);
     if (report !== null && sameSftRun(report.config, config)) {
-      emit({ type: 'stage', stage: `sft-${arm}`, status: 'reused', detail: dir });
-      return { value: { dir: join(dir, SFT_MODEL_FOLDER), made: report.createdAt }, status: 'reused', recordedWallMs: report.totalWallMs };
+      emit({ type: 'stage', stage, status: 'reused', detail: dir });
+      return {
+        value: { dir: join(dir, SFT_MODEL_FOLDER), made: report.createdAt },
+        status: 'reused',
+        recordedWallMs: report.totalWallMs,
+      };
     }
     throw new AgentMathError(
       'QUICKSTART_RUN_DIFFERS',
@@ -322,7 +410,7 @@ async function sftStage({
     );
   }
   const resume = existsSync(join(dir, 'config.json'));
-  emit({ type: 'stage', stage: `sft-${arm}`, status: resume ? 'resume' : 'start', detail: dir });
+  emit({ type: 'stage', stage, status: resume ? 'resume' : 'start', detail: dir });
   const result = await runSft({
     out: dir,
     config,
@@ -334,7 +422,7 @@ async function sftStage({
     signal?.throwIfAborted();
     throw new AgentMathError('QUICKSTART_SFT_STOPPED', `${dir}: training stopped at step ${result.step}`);
   }
-  emit({ type: 'stage', stage: `sft-${arm}`, status: 'finish', detail: dir });
+  emit({ type: 'stage', stage, status: 'finish', detail: dir });
   return { value: { dir: result.model, made: result.report.createdAt }, status: resume ? 'resumed' : 'ran' };
 }
 
@@ -343,12 +431,19 @@ function sameSftRun(saved: Record<string, unknown>, asked: Record<string, unknow
   const sizing = new Set(['steps', 'maxMinutes', 'threads', 'sequenceParallel', 'cpuOffload']);
   return Object.entries(asked).every(
     ([field, value]) =>
-      value === null || sizing.has(field) || field === 'model' || JSON.stringify(saved[field]) === JSON.stringify(value),
+      value === null ||
+      sizing.has(field) ||
+      field === 'model' ||
+      JSON.stringify(saved[field]) === JSON.stringify(value),
   );
 }
 
 /** A training folder of the byte worker's old layout (its `sft-state.json`): renamed aside, never deleted. */
-async function setAsideOldLayout(dir: string, emit: (event: QuickstartEvent) => void, stage: string): Promise<void> {
+async function setAsideOldLayout(
+  dir: string,
+  emit: (event: QuickstartEvent) => void,
+  stage: string,
+): Promise<void> {
   if (!existsSync(join(dir, 'sft-state.json')) && !existsSync(join(dir, 'pytorch_model.bin'))) return;
   let aside = `${dir}.old`;
   for (let index = 2; existsSync(aside); index++) aside = `${dir}.old-${index}`;
@@ -370,20 +465,37 @@ async function rlStage({
   options: QuickstartOptions;
   from: { dir: string; made: string };
   emit: (event: QuickstartEvent) => void;
-}): Promise<{ value: { dir: string; made: string }; status: StageTiming['status']; recordedWallMs?: number | null }> {
+}): Promise<{
+  value: { dir: string; made: string };
+  status: StageTiming['status'];
+  recordedWallMs?: number | null;
+}> {
   const { plan, signal } = options;
   const rl = plan.rl as NonNullable<QuickstartPlan['rl']>;
   const folder = join(plan.trainRoot, QUICKSTART_FOLDERS.rl);
-  const config = resolveRlConfig({ ...rl.config, init: from.dir, prompt: plan.prompt, dialect: plan.dialect });
+  const config = resolveRlConfig({
+    ...rl.config,
+    init: from.dir,
+    prompt: plan.prompt,
+    dialect: plan.dialect,
+  });
   const inputs = { made: from.made, config: rlDefiningConfig(config), minutes: rl.minutes };
   const done = join(folder, RL_DONE_FILE);
   const model = join(folder, 'model');
   await setAsideOldLayout(folder, emit, 'rl');
   if (existsSync(done) && existsSync(join(model, 'config.json'))) {
-    const record = JSON.parse(await readFile(done, 'utf8')) as { inputs?: unknown; finishedAt: string; wallMs?: number };
+    const record = JSON.parse(await readFile(done, 'utf8')) as {
+      inputs?: unknown;
+      finishedAt: string;
+      wallMs?: number;
+    };
     if (JSON.stringify(record.inputs) === JSON.stringify(inputs)) {
       emit({ type: 'stage', stage: 'rl', status: 'reused', detail: folder });
-      return { value: { dir: model, made: record.finishedAt }, status: 'reused', recordedWallMs: record.wallMs ?? null };
+      return {
+        value: { dir: model, made: record.finishedAt },
+        status: 'reused',
+        recordedWallMs: record.wallMs ?? null,
+      };
     }
   }
   // A run of other inputs (another tool model, another configuration) is not continued.
@@ -402,7 +514,10 @@ async function rlStage({
   });
   signal?.throwIfAborted();
   if (!existsSync(join(model, 'config.json'))) {
-    throw new AgentMathError('QUICKSTART_RL_NO_MODEL', `${folder}: RL ended without a model (no step finished)`);
+    throw new AgentMathError(
+      'QUICKSTART_RL_NO_MODEL',
+      `${folder}: RL ended without a model (no step finished)`,
+    );
   }
   const finishedAt = new Date().toISOString();
   await writeFile(done, `${JSON.stringify({ inputs, finishedAt, wallMs: Date.now() - started }, null, 2)}\n`);
@@ -423,13 +538,17 @@ async function evaluationStage({
 }: {
   options: QuickstartOptions;
   outDir: string;
-  name: string;
+  name: EvaluationStage;
   modelDir: string;
   made: string;
   problems: readonly BenchmarkProblem[];
   sandbox: SandboxProvider;
   emit: (event: QuickstartEvent) => void;
-}): Promise<{ value: { runDir: string; summary: RunSummary }; status: StageTiming['status']; recordedWallMs?: number | null }> {
+}): Promise<{
+  value: { runDir: string; summary: RunSummary };
+  status: StageTiming['status'];
+  recordedWallMs?: number | null;
+}> {
   const { plan, signal } = options;
   const stage = `eval-${name}`;
   const runDir = join(outDir, 'eval', name.replace('@', '-'));
@@ -453,7 +572,12 @@ async function evaluationStage({
   if (!resume) await rm(runDir, { recursive: true, force: true });
   const started = new Date();
   await recordStageStart(outDir, stage, inputs, started);
-  emit({ type: 'stage', stage, status: resume ? 'resume' : 'start', detail: `${problems.length} problems → ${runDir}` });
+  emit({
+    type: 'stage',
+    stage,
+    status: resume ? 'resume' : 'start',
+    detail: `${problems.length} problems → ${runDir}`,
+  });
   const result = await evaluateOnArith({
     modelDir,
     runDir,
@@ -465,7 +589,10 @@ async function evaluationStage({
     ...(plan.evaluation.maxTokens === null ? {} : { maxTotalTokens: plan.evaluation.maxTokens }),
     maxToolCalls: plan.evaluation.maxToolCalls,
     resume,
-    config: { command: 'quickstart', evaluation: name },
+    config: {
+      command: plan.source.type === 'new-byte-model' ? 'quickstart' : 'quickstart --model',
+      stage: name,
+    },
     meta: { evaluation: name },
     ...(signal === undefined ? {} : { signal }),
     onProgress: (progress) => emit({ type: 'eval-progress', evaluation: name, progress }),
@@ -478,7 +605,11 @@ async function evaluationStage({
     );
   }
   const finished = new Date();
-  await recordStageFinish(outDir, stage, inputs, { startedAt: started, now: finished, wallMs: finished.getTime() - started.getTime() });
+  await recordStageFinish(outDir, stage, inputs, {
+    startedAt: started,
+    now: finished,
+    wallMs: finished.getTime() - started.getTime(),
+  });
   emit({ type: 'eval-finish', evaluation: name, summary: result.summary });
   return { value: { runDir, summary: result.summary }, status: resume ? 'resumed' : 'ran' };
 }
@@ -489,24 +620,57 @@ async function stageEffects(
   rlSplit: readonly QuickstartEvaluation[],
   plan: QuickstartPlan,
 ): Promise<QuickstartEffect[]> {
-  const find = (list: readonly QuickstartEvaluation[], model: QuickstartModel) => list.find((entry) => entry.model === model);
+  const find = (list: readonly QuickstartEvaluation[], model: QuickstartModel) =>
+    list.find((entry) => entry.model === model);
   const compare = async (
-    name: string,
     before: QuickstartEvaluation | undefined,
     after: QuickstartEvaluation | undefined,
     comparison: string,
     change: string,
+    on: 'held-out' | 'rl-split' = 'held-out',
   ): Promise<QuickstartEffect[]> => {
     if (before === undefined || after === undefined) return [];
     const effect = pairedDifference(await problemGrades(before.runDir), await problemGrades(after.runDir));
-    return [{ name, effect, sentence: describeEffect(effect, { comparison, change }) }];
+    return [
+      {
+        before: before.model,
+        after: after.model,
+        on,
+        effect,
+        sentence: describeEffect(effect, { comparison, change }),
+      },
+    ];
   };
-  const split = plan.rlHeldOut === null ? '' : ` on ${rlSplit[0]?.summary.problems ?? 0} held-out level ${plan.rlHeldOut.levels.join(', ')} problems (the RL problems' split)`;
+  const split =
+    plan.rlHeldOut === null
+      ? ''
+      : ` on ${rlSplit[0]?.summary.problems ?? 0} held-out level ${plan.rlHeldOut.levels.join(', ')} problems (the RL problems' split)`;
   return [
-    ...(await compare('sft', find(evaluations, 'base'), find(evaluations, 'tool'), 'Tool SFT against the base model', 'SFT')),
-    ...(await compare('rl-split', find(rlSplit, 'tool'), find(rlSplit, 'tool-rl'), `RL against the tool model it started from${split}`, 'RL')),
-    ...(await compare('rl', find(evaluations, 'tool'), find(evaluations, 'tool-rl'), 'RL against the tool model on held-out arith', 'RL')),
-    ...(await compare('training', find(evaluations, 'base'), find(evaluations, 'tool-rl'), 'SFT + RL against the base model', 'training')),
+    ...(await compare(
+      find(evaluations, 'baseline'),
+      find(evaluations, 'sft'),
+      'Tool SFT against the base model',
+      'SFT',
+    )),
+    ...(await compare(
+      find(rlSplit, 'sft'),
+      find(rlSplit, 'rl'),
+      `RL against the tool model it started from${split}`,
+      'RL',
+      'rl-split',
+    )),
+    ...(await compare(
+      find(evaluations, 'sft'),
+      find(evaluations, 'rl'),
+      'RL against the tool model on held-out arith',
+      'RL',
+    )),
+    ...(await compare(
+      find(evaluations, 'baseline'),
+      find(evaluations, 'rl'),
+      'SFT + RL against the base model',
+      'training',
+    )),
   ];
 }
 
@@ -528,16 +692,22 @@ async function writeReport({
 }): Promise<string> {
   const path = await writeRunReport(
     [...evaluations, ...rlSplit].map((evaluation) => evaluation.runDir),
-    { equivalent: (left, right) => answersEquivalent(left, right, { sandbox }), outFile: join(outDir, 'report.html') },
+    {
+      equivalent: (left, right) => answersEquivalent(left, right, { sandbox }),
+      outFile: join(outDir, 'report.html'),
+    },
   );
   const sentences = effects.map(({ sentence }) => `<p>${escapeHtml(sentence)}</p>`).join('\n');
   const rlFolder = join(plan.trainRoot, QUICKSTART_FOLDERS.rl);
   const curves =
     plan.rl !== null && existsSync(rlFolder)
-      ? `<h2>Agentic RL from the tool model</h2>${rlReportSections([await readRlRun(rlFolder, 'SFT with tools + RL')])}`
+      ? `<h2>Agentic RL from the tool model</h2>${rlReportSections([await readRlRun(rlFolder, QUICKSTART_MODEL_LABELS.rl)])}`
       : '';
   const page = await readFile(path, 'utf8');
-  await writeFile(path, page.replace('</body>', `<h2>Each stage's effect</h2>\n${sentences}\n${curves}\n</body>`));
+  await writeFile(
+    path,
+    page.replace('</body>', `<h2>Each stage's effect</h2>\n${sentences}\n${curves}\n</body>`),
+  );
   return path;
 }
 
@@ -554,5 +724,10 @@ async function levelResults(runDir: string, levelOf: ReadonlyMap<string, number>
   }
   return [...byLevel.entries()]
     .sort(([left], [right]) => left - right)
-    .map(([level, { problems, correct }]) => ({ level, problems, correct, accuracy: problems === 0 ? 0 : correct / problems }));
+    .map(([level, { problems, correct }]) => ({
+      level,
+      problems,
+      correct,
+      accuracy: problems === 0 ? 0 : correct / problems,
+    }));
 }

@@ -164,7 +164,8 @@ export async function runAblation(options: AblationOptions): Promise<AblationRow
           }),
           ...(options.onSftEvent ? { onEvent: options.onSftEvent } : {}),
         });
-        if (trained.status === 'stopped') throw new Error(`${modelDir}: training stopped at step ${trained.step}`);
+        if (trained.status === 'stopped')
+          throw new Error(`${modelDir}: training stopped at step ${trained.step}`);
         report = trained.report;
       }
       if (report.eval === null) throw new Error(`${modelDir}: the run evaluated nothing (evalProblems 0)`);

@@ -17,6 +17,7 @@ import { problemOnlyPrompt, runAgent } from '../agent/index.ts';
 import type { PromptBuilder } from '../agent/prompt-builder.ts';
 import { createByteLevelTokenizer, createEngine, loadTokenizer } from '../engine/index.ts';
 import type { Tokenizer } from '../engine/tokenizer.ts';
+import type { EvalRunnerConfig } from '../eval/eval-run-config.ts';
 import { runEval } from '../eval/eval-runner.ts';
 import { readRunTrajectories } from '../eval/run-folder.ts';
 import { gradeTrajectory, readGrade } from '../eval/trajectory-grade.ts';
@@ -26,6 +27,7 @@ import { getDialect } from '../protocol/index.ts';
 import { createLocalSandbox } from '../sandbox/index.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import type { TrajectoryFinishReason } from '../trajectory/trajectory.ts';
+import type { HeldOutEvalConfig } from './held-out-eval-config.ts';
 
 /** Accuracy of one difficulty level (or of all of them). */
 export type LevelAccuracy = { level: number | 'all'; problems: number; correct: number; accuracy: number };
@@ -125,7 +127,12 @@ export async function evaluateHeldOut(options: HeldOutEvalOptions): Promise<Held
       concurrency,
       outDir: options.outDir,
       resume: true,
-      config: { engine: { api: 'sglang', url: options.engineUrl }, budgets, sampling, dialect: dialect.name },
+      config: {
+        engine: { api: 'sglang', url: options.engineUrl },
+        budgets,
+        sampling,
+        dialect: dialect.name,
+      } satisfies Omit<HeldOutEvalConfig, keyof EvalRunnerConfig>,
       solve: (problem, sample, signal) =>
         runAgent(
           { id: problem.id, text: problem.problem },

@@ -45,10 +45,18 @@ export {
   type RlConfigInput,
   resolveRlConfig,
   rlConfigSchema,
-  rlDefiningConfig,
 } from './rl-config.ts';
+export {
+  levelAccuracySchema,
+  type RlEvalsLine,
+  type RlMissingEvalRecord,
+  rlEvalRecordSchema,
+  rlEvalsLineSchema,
+  rlMissingEvalRecordSchema,
+} from './rl-eval-record.ts';
 export { defaultRlLearningRate, safetensorsParameterCount } from './rl-learning-rate.ts';
 export { type RlMetrics, type RlMetricsInput, rlMetrics, selfCorrected } from './rl-metrics.ts';
+export { rlMetricsSchema } from './rl-metrics-record.ts';
 export type { RlParts, RlWeightSync } from './rl-parts.ts';
 export { presetValues, RL_PRESET_NAMES, RL_PRESETS, type RlPresetName } from './rl-presets.ts';
 export {
@@ -78,10 +86,11 @@ export {
   type RlRunOptions,
   runRl,
 } from './rl-run.ts';
+export { type RlRunConfig, rlDefiningConfig, rlRunConfigSchema } from './rl-run-config.ts';
 export { startRlParts } from './rl-start-parts.ts';
 export { type RlSummaryOptions, rlSummaryTables } from './rl-summary-table.ts';
+export { rlWeightSyncSchema } from './rl-weight-sync-record.ts';
 export { type OffPolicyWeightOptions, rolloutCorrectionOptions } from './rollout-correction.ts';
-export { buildSftExample, type SftExample } from './sft-example.ts';
 export {
   FINE_TUNING_LEARNING_RATE,
   FROM_SCRATCH_LEARNING_RATE,
@@ -94,6 +103,8 @@ export {
   type SftConfigInput,
   sftConfigSchema,
 } from './sft-config.ts';
+export { buildSftExample, type SftExample } from './sft-example.ts';
+export { type SftMetrics, sftMetricsSchema } from './sft-metrics.ts';
 export { formatDuration, formatSftEvent, formatStepBar } from './sft-progress.ts';
 export {
   batchOfStep,
@@ -104,23 +115,12 @@ export {
   SFT_EVAL_DIR,
   SFT_MODEL_FOLDER,
   type SftEvent,
-  type SftMetrics,
   type SftResult,
   SftRunError,
   type SftRunOptions,
   savedRunSteps,
 } from './sft-run.ts';
-export {
-  type LossPoint,
-  readTrainingReport,
-  renderComparison,
-  renderTrainingReport,
-  TRAINING_REPORT_FILE,
-  TRAINING_REPORT_MARKDOWN,
-  type TrainingReport,
-  TrainingReportMissingError,
-  writeTrainingReport,
-} from './training-report.ts';
+export { type SftRunConfig, sftRunConfigSchema } from './sft-run-config.ts';
 export { type BatchSequence, encodeTrainerBatch } from './trainer-batch.ts';
 export {
   type MachineCapacity,
@@ -137,6 +137,17 @@ export {
   TrainerStartError,
   TrainerStartStoppedError,
 } from './trainer-service.ts';
+export {
+  type LossPoint,
+  readTrainingReport,
+  renderComparison,
+  renderTrainingReport,
+  TRAINING_REPORT_FILE,
+  TRAINING_REPORT_MARKDOWN,
+  type TrainingReport,
+  TrainingReportMissingError,
+  writeTrainingReport,
+} from './training-report.ts';
 export type {
   GrpoObjectiveOptions,
   GrpoSequence,

@@ -251,7 +251,9 @@ async function startTrainer(
       service: null,
     };
   }
-  log(`starting the trainer: ${options.trainerProcesses} process(es)${options.trainerProcesses > 1 ? " under torchrun" : ""} …`);
+  log(
+    `starting the trainer: ${options.trainerProcesses} process(es)${options.trainerProcesses > 1 ? ' under torchrun' : ''} …`,
+  );
   const service = await startTrainerService({
     model: options.model,
     // The KL reference is the initial policy, also after a resume. Named, the trainer loads it

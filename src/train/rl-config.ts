@@ -154,29 +154,3 @@ export function resolveRlConfig(input: unknown): RlConfig {
   const field = issue?.path.join('.') || '(root)';
   throw new RlConfigError(`RL config field "${field}": ${issue?.message ?? 'invalid'}`);
 }
-
-/** What defines a run: a resume with anything else different is refused (steps may grow). */
-export function rlDefiningConfig(config: RlConfig): Record<string, unknown> {
-  // Where things run may change between a stop and a resume; what is trained may not.
-  const {
-    steps: _steps,
-    engines: _engines,
-    replicas: _replicas,
-    maxInFlight: _maxInFlight,
-    trainerUrl: _trainerUrl,
-    trainerProcs: _trainerProcs,
-    sandboxes: _sandboxes,
-    sandboxWorkers: _sandboxWorkers,
-    trainThreads: _trainThreads,
-    // How the trainer holds a step in memory changes nothing it computes.
-    activationCheckpointing: _activationCheckpointing,
-    logitsChunkTokens: _logitsChunkTokens,
-    memoryLimitGb: _memoryLimitGb,
-    sequenceParallel: _sequenceParallel,
-    cpuOffload: _cpuOffload,
-    checkpointEvery: _checkpointEvery,
-    keepCheckpoints: _keepCheckpoints,
-    ...defining
-  } = config;
-  return { command: 'train rl', ...defining };
-}

@@ -10,19 +10,10 @@ import type { Engine } from '../engine/types.ts';
 import type { Dialect } from '../protocol/index.ts';
 import type { ReplicaStatsSource } from '../rollout/types.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
+import type { RlWeightSync } from './rl-weight-sync-record.ts';
 import type { Trainer } from './types.ts';
 
-/**
- * One weight sync's timings (export, engines paused, in all) and, per engine, the weight version
- * it reported after loading (null: unreachable, skipped); one line of `syncs.jsonl`.
- */
-export type RlWeightSync = {
-  policyVersion: number;
-  exportMs: number;
-  pausedMs: number;
-  totalMs: number;
-  engines?: { name: string; weightVersion: string | null }[];
-};
+export type { RlWeightSync };
 
 export type RlParts = {
   /** Generation: one engine, or the router over the replicas. */

@@ -55,13 +55,14 @@ import {
   rewindToCheckpoint,
   savesCheckpointAfter,
 } from './rl-checkpoints.ts';
-import { type RlConfig, rlDefiningConfig } from './rl-config.ts';
-import { type RlMetrics, rlMetrics } from './rl-metrics.ts';
+import type { RlConfig } from './rl-config.ts';
 import { defaultRlLearningRate, SMALL_MODEL_PARAMETERS } from './rl-learning-rate.ts';
+import { type RlMetrics, rlMetrics } from './rl-metrics.ts';
 import type { RlParts, RlWeightSync } from './rl-parts.ts';
 import { loadRlProblems, rlProblemOrder, writeDecontaminationRecord } from './rl-problems.ts';
 import { RL_FILES, type RlEvalRecord } from './rl-records.ts';
 import { writeRlReport } from './rl-report.ts';
+import { rlDefiningConfig } from './rl-run-config.ts';
 import { startRlParts } from './rl-start-parts.ts';
 import { rolloutCorrectionOptions } from './rollout-correction.ts';
 import type { GrpoStepResult } from './types.ts';
@@ -142,7 +143,8 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
   // A small model's checkpoint takes no time: every step, so a resume redoes none.
   const small = (parts.parameters ?? Number.POSITIVE_INFINITY) < SMALL_MODEL_PARAMETERS;
   const checkpointEvery = config.checkpointEvery ?? (small ? 1 : CHECKPOINT_EVERY);
-  const learningRate = config.learningRate ?? defaultRlLearningRate(parts.parameters ?? Number.POSITIVE_INFINITY);
+  const learningRate =
+    config.learningRate ?? defaultRlLearningRate(parts.parameters ?? Number.POSITIVE_INFINITY);
   for (const name of [RL_FILES.metrics, RL_FILES.evals]) await truncateStepFile(join(folder, name), nextStep);
   const { trainer } = parts;
   // The trainer starts from the committed step; a step 0 killed mid-way restarts from the

@@ -18,7 +18,9 @@ function memoryDefaults(): RlConfig {
 }
 
 /** The prompt builder and dialect a run uses: given, else the model's declaration, else instructed in tags. */
-export async function rlPromptOf(config: RlConfig): Promise<{ prompt: NonNullable<RlConfig['prompt']>; dialect: 'tags' | 'markdown' }> {
+export async function rlPromptOf(
+  config: RlConfig,
+): Promise<{ prompt: NonNullable<RlConfig['prompt']>; dialect: 'tags' | 'markdown' }> {
   const declared = await readTrainingPrompt(config.init);
   return {
     prompt: config.prompt ?? declared?.prompt ?? 'instructed',

@@ -147,7 +147,8 @@ export function resolveSftDefaults(config: SftConfig, facts: ModelFacts): Resolv
     model: facts.folder,
     dialect: config.dialect ?? facts.declared?.dialect ?? 'tags',
     prompt: config.prompt ?? facts.declared?.prompt ?? 'instructed',
-    learningRate: config.learningRate ?? (facts.fromScratch ? FROM_SCRATCH_LEARNING_RATE : FINE_TUNING_LEARNING_RATE),
+    learningRate:
+      config.learningRate ?? (facts.fromScratch ? FROM_SCRATCH_LEARNING_RATE : FINE_TUNING_LEARNING_RATE),
     warmupSteps: config.warmupSteps ?? (facts.fromScratch ? 30 : Math.min(30, Math.ceil(config.steps / 10))),
     maxSequenceTokens: config.maxSequenceTokens ?? facts.contextTokens,
   };

@@ -19,7 +19,7 @@ export function formatStepBar(event: Extract<SftEvent, { type: 'train-step' }>):
   const filled = Math.round((WIDTH * event.step) / event.totalSteps);
   const bar = `${'#'.repeat(filled)}${'.'.repeat(WIDTH - filled)}`;
   return (
-    `[${bar}] ${event.step}/${event.totalSteps} loss ${event.loss.toFixed(4)} ` +
+    `[${bar}] ${event.step}/${event.totalSteps} loss ${event.loss?.toFixed(4) ?? 'not finite'} ` +
     `lr ${event.learningRate.toExponential(1)} ${Math.round(event.tokensPerSecond)} tok/s ` +
     `elapsed ${formatDuration(event.trainWallMs)} ETA ${formatDuration(event.etaMs)}`
   );
@@ -41,7 +41,9 @@ export function formatSftEvent(event: SftEvent): string | null {
     case 'resumed':
       return `resumed from step ${event.step} (${event.checkpoint})`;
     case 'schedule':
-      return event.reason === 'minutes' ? `schedule: ${event.totalSteps} steps fit --minutes` : `schedule: ${event.totalSteps} steps`;
+      return event.reason === 'minutes'
+        ? `schedule: ${event.totalSteps} steps fit --minutes`
+        : `schedule: ${event.totalSteps} steps`;
     case 'checkpoint-saved':
       return `checkpoint step ${event.step} → ${event.path}`;
     case 'model-exported':

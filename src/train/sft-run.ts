@@ -38,7 +38,12 @@ import { readRunConfigFile } from '../shared/run-config-file.ts';
 import { RUN_FOLDER_REFUSED } from '../shared/run-folder-check.ts';
 import { acquireRunFolderLock, RUN_LOCK_FILE } from '../shared/run-folder-lock.ts';
 import { assertSameRun, type RunIdentity } from '../shared/run-identity.ts';
-import { arithEvalProblems, solutionDialectIssue, taskSolutionSchema, writeArithSftDataset } from '../tasks/index.ts';
+import {
+  arithEvalProblems,
+  solutionDialectIssue,
+  taskSolutionSchema,
+  writeArithSftDataset,
+} from '../tasks/index.ts';
 import { createSeededRandom } from '../tasks/seeded-random.ts';
 import type { TaskSolution } from '../tasks/types.ts';
 import { fitStepsToBudget } from './fit-steps-to-budget.ts';
@@ -48,31 +53,9 @@ import { safetensorsParameterCount } from './rl-learning-rate.ts';
 import { type ResolvedSftConfig, resolveSftDefaults, type SftConfig } from './sft-config.ts';
 import { readSftDataFile } from './sft-data-file.ts';
 import { buildSftExample, type SftExample } from './sft-example.ts';
+import type { SftMetrics } from './sft-metrics.ts';
 import { startTrainerService, type TrainerService } from './trainer-service.ts';
 import { type TrainingReport, writeTrainingReport } from './training-report.ts';
-
-/**
- * One line of `metrics.jsonl` (names fixed: reports and other tools read them). `tokens` is the
- * step's trained tokens (mask 1 with a previous token) and `tokensPerSecond` those per second of
- * the step's wall time; `tokensTrained` is `tokens` again, `tokensTotal` every token of the
- * batch (prompt, model text, interpreter output) and `tokensTotalPerSecond` those per second.
- * `stepMs` is the step's wall time seen by the run (batch transfer, forward, backward,
- * optimizer), `computeMs` the trainer's own time for it.
- */
-export type SftMetrics = {
-  step: number;
-  loss: number;
-  tokens: number;
-  tokensPerSecond: number;
-  tokensTrained: number;
-  tokensTotal: number;
-  learningRate: number;
-  gradNorm: number;
-  stepMs: number;
-  computeMs: number;
-  tokensTotalPerSecond: number;
-  skipped: boolean;
-};
 
 export type SftEvent =
   | { type: 'sft-start'; dir: string; config: ResolvedSftConfig; resumed: boolean }
@@ -152,7 +135,15 @@ export async function runSft({
     const solutions = await dataStage(dir, resolved, onEvent);
     const examples = await tokenize(resolved, solutions, onEvent);
     const dataWallMs = Date.now() - dataStarted;
-    const trained = await train({ dir, config: resolved, examples: examples.kept, resume, onEvent, onTrainerLog, signal });
+    const trained = await train({
+      dir,
+      config: resolved,
+      examples: examples.kept,
+      resume,
+      onEvent,
+      onTrainerLog,
+      signal,
+    });
     if (trained.status === 'stopped') return trained;
     const modelDir = join(dir, SFT_MODEL_FOLDER);
     await writeTrainingPrompt(modelDir, { prompt: resolved.prompt, dialect: resolved.dialect });
@@ -189,18 +180,31 @@ export async function runSft({
     };
     await writeTrainingReport(dir, report);
     onEvent({ type: 'sft-finish', report });
-    return { status: 'finished', steps: history.length, finalLoss: report.training.finalLoss, model: modelDir, report };
+    return {
+      status: 'finished',
+      steps: history.length,
+      finalLoss: report.training.finalLoss,
+      model: modelDir,
+      report,
+    };
   } finally {
     await releaseLock();
   }
 }
 
 /** The model trained from: the one given, or a new byte model in `DIR/init-model` (made once). */
-async function modelStage(dir: string, config: SftConfig, onEvent: (event: SftEvent) => void): Promise<string> {
+async function modelStage(
+  dir: string,
+  config: SftConfig,
+  onEvent: (event: SftEvent) => void,
+): Promise<string> {
   if (config.model !== null) {
     const model = resolve(config.model);
     if (!existsSync(join(model, 'config.json'))) {
-      throw new SftRunError(RUN_FOLDER_REFUSED, `--model ${config.model}: not a model folder (no config.json)`);
+      throw new SftRunError(
+        RUN_FOLDER_REFUSED,
+        `--model ${config.model}: not a model folder (no config.json)`,
+      );
     }
     return model;
   }
@@ -215,14 +219,25 @@ async function modelStage(dir: string, config: SftConfig, onEvent: (event: SftEv
 async function modelFacts(folder: string) {
   const contextTokens = modelContextLength(folder);
   if (contextTokens === null) {
-    throw new SftRunError(RUN_FOLDER_REFUSED, `${join(folder, 'config.json')}: no max_position_embeddings (the context length)`);
+    throw new SftRunError(
+      RUN_FOLDER_REFUSED,
+      `${join(folder, 'config.json')}: no max_position_embeddings (the context length)`,
+    );
   }
-  return { folder, fromScratch: isModelInitFolder(folder), contextTokens, declared: await readTrainingPrompt(folder) };
+  return {
+    folder,
+    fromScratch: isModelInitFolder(folder),
+    contextTokens,
+    declared: await readTrainingPrompt(folder),
+  };
 }
 
 /** The configuration a resume must match: everything but the sizing and placement fields. */
 function runIdentity(config: ResolvedSftConfig): RunIdentity {
-  const identity: Record<string, unknown> = { ...config, data: config.data === null ? null : resolve(config.data) };
+  const identity: Record<string, unknown> = {
+    ...config,
+    data: config.data === null ? null : resolve(config.data),
+  };
   for (const field of SIZING_FIELDS) delete identity[field];
   return identity as RunIdentity;
 }
@@ -264,7 +279,8 @@ async function checkRunFolder(dir: string, resume: boolean): Promise<void> {
   }
   const entries = existsSync(dir)
     ? (await readdir(dir)).filter(
-        (name) => name !== RUN_LOCK_FILE && name !== INIT_MODEL_FOLDER && !name.startsWith(`.${INIT_MODEL_FOLDER}.`),
+        (name) =>
+          name !== RUN_LOCK_FILE && name !== INIT_MODEL_FOLDER && !name.startsWith(`.${INIT_MODEL_FOLDER}.`),
       )
     : [];
   if (resume && entries.length === 0) {
@@ -291,11 +307,27 @@ async function dataStage(
     onEvent({ type: 'data-progress', done: solutions.length, total: solutions.length });
     return solutions;
   }
-  const onProgress = ({ resumed, written, skipped, total }: { resumed: number; written: number; skipped: number; total: number }) => {
+  const onProgress = ({
+    resumed,
+    written,
+    skipped,
+    total,
+  }: {
+    resumed: number;
+    written: number;
+    skipped: number;
+    total: number;
+  }) => {
     const done = resumed + written + skipped;
     if (done % 500 === 0 || done === total) onEvent({ type: 'data-progress', done, total });
   };
-  const common = { count: config.trainProblems, seed: config.seed, levels: config.levels, dialect, onProgress };
+  const common = {
+    count: config.trainProblems,
+    seed: config.seed,
+    levels: config.levels,
+    dialect,
+    onProgress,
+  };
   const writeTool = async (path: string) => {
     const sandbox = createLocalSandbox({ maxWorkers: 2, warmWorkers: 0, preload: [] });
     try {
@@ -313,7 +345,9 @@ async function dataStage(
     await writeTool(toolPath);
     const tool = new Map((await readSolutions(toolPath)).map((solution) => [solution.problem.id, solution]));
     solutions = solutions.map((solution) =>
-      shareHash(solution.problem.id) < config.toolShare ? (tool.get(solution.problem.id) ?? solution) : solution,
+      shareHash(solution.problem.id) < config.toolShare
+        ? (tool.get(solution.problem.id) ?? solution)
+        : solution,
     );
   }
   // Concurrent sessions append in completion order; the data order must not depend on it.
@@ -400,7 +434,8 @@ async function train({
   const modelDir = join(dir, SFT_MODEL_FOLDER);
   const done = await readMetrics(dir);
   let totalSteps = await initialTotalSteps(dir, config, resume);
-  if (resume && existsSync(join(modelDir, 'config.json')) && done.length >= totalSteps) return { status: 'trained' };
+  if (resume && existsSync(join(modelDir, 'config.json')) && done.length >= totalSteps)
+    return { status: 'trained' };
   const checkpoint = resume ? await newestCheckpoint(dir) : null;
   const startStep = checkpoint?.step ?? 0;
   if (resume) await keepMetricsUpTo(dir, startStep);
@@ -443,7 +478,10 @@ async function train({
       };
       const batch = batchOfStep(examples, step, config.batchSize, config.seed);
       const started = performance.now();
-      const result = await service.client.sftStep({ sequences: batch, learningRate: learningRateAt(step, schedule) });
+      const result = await service.client.sftStep({
+        sequences: batch,
+        learningRate: learningRateAt(step, schedule),
+      });
       const stepMs = performance.now() - started;
       sessionMs += stepMs;
       if (config.maxMinutes !== null) {

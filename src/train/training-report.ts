@@ -14,7 +14,7 @@ export const TRAINING_REPORT_FILE = 'training-report.json';
 export const TRAINING_REPORT_MARKDOWN = 'training-report.md';
 
 /** One step of the loss curve (from `metrics.jsonl`). */
-export type LossPoint = { step: number; loss: number; learningRate: number };
+export type LossPoint = { step: number; loss: number | null; learningRate: number };
 
 export type TrainingReport = {
   version: 2;
@@ -121,7 +121,9 @@ export async function readTrainingReport(dir: string): Promise<TrainingReport> {
 /** Side-by-side accuracy by level of the tool model and the text-only baseline. */
 export function renderComparison(tool: TrainingReport, text: TrainingReport): string {
   const levels = [
-    ...new Set([...(tool.eval?.byLevel ?? []), ...(text.eval?.byLevel ?? [])].map((row) => row.level as number)),
+    ...new Set(
+      [...(tool.eval?.byLevel ?? []), ...(text.eval?.byLevel ?? [])].map((row) => row.level as number),
+    ),
   ].sort((a, b) => a - b);
   const cell = (report: TrainingReport, level: number | 'all'): string => {
     if (report.eval === null) return '—';

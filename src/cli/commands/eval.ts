@@ -18,7 +18,9 @@ import { modelContextLength } from '../../engine/local/index.ts';
 import {
   BUILTIN_BENCHMARKS,
   createProgressReporter,
+  type EvalCommandConfig,
   EvalOutputExistsError,
+  type EvalRunnerConfig,
   type FieldMapping,
   folderHasEntries,
   gradeTrajectory,
@@ -230,7 +232,7 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     sampling: { temperature: options.temperature, topP: options.topP },
     tool: { timeoutMs: options.toolTimeoutMs },
   };
-  const config: Record<string, unknown> = {
+  const config = {
     command: 'eval',
     benchmarkSource: benchmark.source,
     limit: options.limit ?? null,
@@ -244,7 +246,7 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
               options.engine === undefined
                 ? null
                 : options.engine.length === 1
-                  ? options.engine[0]
+                  ? (options.engine[0] ?? null)
                   : options.engine,
             model: options.model ?? null,
           },
@@ -260,6 +262,8 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     seed: options.seed ?? null,
     sandbox: options.sandbox ?? 'local',
     grader: options.grader,
+  } satisfies Omit<EvalCommandConfig, 'engine' | 'identity' | keyof EvalRunnerConfig> & {
+    engine: Omit<EvalCommandConfig['engine'], 'name'>;
   };
   const identity = evalIdentity({ ...config, benchmark: benchmark.name, k: options.samples });
   await checkOutFolder(outDir, options.resume === true, {
@@ -321,7 +325,11 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
       concurrency: options.concurrency,
       outDir,
       resume: options.resume === true,
-      config: { ...config, engine: { ...(config.engine as object), name: engine.name }, identity },
+      config: {
+        ...config,
+        engine: { ...config.engine, name: engine.name },
+        identity,
+      } satisfies Omit<EvalCommandConfig, keyof EvalRunnerConfig>,
       signal: interrupt,
       onProgress: (progress) => reporter.update(progress),
       solve: (problem, sample, signal) =>

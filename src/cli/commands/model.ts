@@ -7,8 +7,8 @@
 import { Argument, type Command, Option } from 'commander';
 import {
   BYTE_GPT_SHAPES,
-  convertByteModel,
   type ByteGptShape,
+  convertByteModel,
   IMPORT_DTYPES,
   type ImportDtype,
   type ImportGgufResult,
@@ -71,11 +71,16 @@ export function registerModel(program: Command): void {
       'the model folder to write: new, empty, or a model this command wrote (then replaced)',
     )
     .addOption(
-      new Option('--shape <name>', 'byte-gpt only: the named shape the shape flags change (default tiny)').choices(
-        BYTE_GPT_SHAPES,
-      ),
+      new Option(
+        '--shape <name>',
+        'byte-gpt only: the named shape the shape flags change (default tiny)',
+      ).choices(BYTE_GPT_SHAPES),
     )
-    .option('--layers <n>', 'decoder layers (default 2; byte-gpt: its shape’s)', integerOption({ min: 1, max: 64 }))
+    .option(
+      '--layers <n>',
+      'decoder layers (default 2; byte-gpt: its shape’s)',
+      integerOption({ min: 1, max: 64 }),
+    )
     .option(
       '--hidden <h>',
       'hidden size, a multiple of 16 (default 64; byte-gpt: its shape’s)',
@@ -117,10 +122,13 @@ export function registerModel(program: Command): void {
     .action(async (folder: string, flags: { out: string }) => {
       const result = await convertByteModel({ from: folder, out: flags.out }).catch((error: unknown) => {
         // Nothing was written: the folder is not an old byte model.
-        if ((error as { code?: unknown }).code === 'MODEL_CONVERT_REFUSED') throw usageError((error as Error).message);
+        if ((error as { code?: unknown }).code === 'MODEL_CONVERT_REFUSED')
+          throw usageError((error as Error).message);
         throw error;
       });
-      process.stdout.write(`byte-gpt: ${result.parameters.toLocaleString('en-US')} parameters → ${result.out}\n`);
+      process.stdout.write(
+        `byte-gpt: ${result.parameters.toLocaleString('en-US')} parameters → ${result.out}\n`,
+      );
     });
   model
     .command('import')

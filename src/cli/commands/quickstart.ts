@@ -82,7 +82,10 @@ export function registerQuickstart(program: Command): void {
 }
 
 /** The plan and output folder the flags ask for; a `--model` that is no model is a usage error. */
-export function quickstartPlanOf(flags: QuickstartFlags, root: string): { plan: QuickstartPlan; outDir: string } {
+export function quickstartPlanOf(
+  flags: QuickstartFlags,
+  root: string,
+): { plan: QuickstartPlan; outDir: string } {
   const sizes = {
     ...(flags.count === undefined ? {} : { count: flags.count }),
     ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
@@ -104,7 +107,9 @@ async function quickstartCommand(flags: QuickstartFlags): Promise<number> {
   const release = holdSignals();
   const signal = interruptSignal();
   const onSignal = () =>
-    process.stderr.write('\nstopping: training saves a checkpoint and resumes next time (Ctrl-C again to quit now)\n');
+    process.stderr.write(
+      '\nstopping: training saves a checkpoint and resumes next time (Ctrl-C again to quit now)\n',
+    );
   signal.addEventListener('abort', onSignal, { once: true });
   const progress = createQuickstartProgress(process.stderr);
   try {
@@ -132,7 +137,9 @@ async function quickstartCommand(flags: QuickstartFlags): Promise<number> {
   } catch (error) {
     progress.finish();
     if (signal.aborted) {
-      process.stderr.write('quickstart interrupted; run the same command again to continue where it stopped\n');
+      process.stderr.write(
+        'quickstart interrupted; run the same command again to continue where it stopped\n',
+      );
       return 130;
     }
     throw error;
@@ -147,7 +154,13 @@ export function renderQuickstartTable(evaluations: readonly QuickstartEvaluation
   const levels = [...new Set(evaluations.flatMap((entry) => entry.levels.map((level) => level.level)))].sort(
     (left, right) => left - right,
   );
-  const header = ['model', 'accuracy', ...levels.map((level) => `level ${level}`), 'code/traj', 'tokens/traj'];
+  const header = [
+    'model',
+    'accuracy',
+    ...levels.map((level) => `level ${level}`),
+    'code/traj',
+    'tokens/traj',
+  ];
   const rows = evaluations.map((entry) => [
     QUICKSTART_MODEL_LABELS[entry.model],
     percent(entry.summary.avgAtK),
@@ -158,8 +171,11 @@ export function renderQuickstartTable(evaluations: readonly QuickstartEvaluation
     entry.summary.toolUse.codeCallsPerTrajectory.toFixed(2),
     entry.summary.length.mean.toFixed(0),
   ]);
-  const widths = header.map((cell, column) => Math.max(cell.length, ...rows.map((row) => row[column]?.length ?? 0)));
-  const line = (cells: readonly string[]) => `| ${cells.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join(' | ')} |`;
+  const widths = header.map((cell, column) =>
+    Math.max(cell.length, ...rows.map((row) => row[column]?.length ?? 0)),
+  );
+  const line = (cells: readonly string[]) =>
+    `| ${cells.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join(' | ')} |`;
   return [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join('\n');
 }
 
@@ -185,7 +201,10 @@ function createQuickstartProgress(stream: NodeJS.WriteStream): {
     switch (event.type) {
       case 'stage':
         if (event.status === 'finish' && event.stage.startsWith('eval-')) return;
-        progress.log(event.stage, `${event.status === 'reused' ? 'reusing' : event.status === 'resume' ? 'resuming' : event.status === 'start' ? 'starting' : 'finished'}${event.detail === undefined ? '' : `: ${event.detail}`}`);
+        progress.log(
+          event.stage,
+          `${event.status === 'reused' ? 'reusing' : event.status === 'resume' ? 'resuming' : event.status === 'start' ? 'starting' : 'finished'}${event.detail === undefined ? '' : `: ${event.detail}`}`,
+        );
         return;
       case 'rl-event':
         for (const line of formatRlEvent(event.event).split('\n')) {
@@ -201,12 +220,15 @@ function createQuickstartProgress(stream: NodeJS.WriteStream): {
         if (sft.type === 'train-step') {
           progress.status(
             label,
-            `training ${sft.step}/${sft.totalSteps} loss ${sft.loss.toFixed(3)} ${Math.round(sft.tokensTotalPerSecond)} tok/s ETA ${formatDuration(sft.etaMs)}`,
+            `training ${sft.step}/${sft.totalSteps} loss ${sft.loss?.toFixed(3) ?? 'not finite'} ${Math.round(sft.tokensTotalPerSecond)} tok/s ETA ${formatDuration(sft.etaMs)}`,
             sft.step,
             sft.totalSteps,
           );
         } else if (sft.type === 'data-ready') {
-          progress.log(label, `data: ${sft.examples} examples (mean ${Math.round(sft.meanTokens)} tokens), ${sft.droppedTooLong} longer than the context left out`);
+          progress.log(
+            label,
+            `data: ${sft.examples} examples (mean ${Math.round(sft.meanTokens)} tokens), ${sft.droppedTooLong} longer than the context left out`,
+          );
         } else if (sft.type === 'model-exported') {
           progress.clear(label);
           progress.log(label, `trained → ${sft.path}`);
@@ -214,11 +236,19 @@ function createQuickstartProgress(stream: NodeJS.WriteStream): {
         return;
       }
       case 'eval-progress':
-        progress.status(event.evaluation, evalStatus(event.progress), event.progress.done, event.progress.total);
+        progress.status(
+          event.evaluation,
+          evalStatus(event.progress),
+          event.progress.done,
+          event.progress.total,
+        );
         return;
       case 'eval-finish':
         progress.clear(event.evaluation);
-        progress.log(event.evaluation, `accuracy ${percent(event.summary.avgAtK)} on ${event.summary.problems} problems`);
+        progress.log(
+          event.evaluation,
+          `accuracy ${percent(event.summary.avgAtK)} on ${event.summary.problems} problems`,
+        );
         return;
     }
   };

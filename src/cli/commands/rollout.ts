@@ -28,6 +28,7 @@ import {
   assertRunIdentity,
   PAPER_BUDGET_STAGES,
   ROLLOUT_FILES,
+  type RolloutRunConfig,
   rolloutConfigSchema,
   runRollout,
   type StepStats,
@@ -309,7 +310,7 @@ async function rolloutCommand(options: RolloutCommandOptions): Promise<number> {
   const config = parsedConfig.data;
   const promptName: PromptBuilderName = plan.kind === 'urls' ? 'instructed' : 'problem-only';
   const agent = { sampling: { temperature: options.temperature, topP: 1, seed: options.seed } };
-  const definingConfig = {
+  const definingConfig: RolloutRunConfig = {
     command: 'rollout',
     benchmarkSource: benchmark.source,
     limit: options.limit ?? null,

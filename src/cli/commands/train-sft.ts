@@ -28,7 +28,11 @@ import { defaultOf, integerOption, listOption, numberOption, usageError } from '
 import { CPU_OFFLOAD_HELP } from '../cpu-offload-option.ts';
 import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
 import { resumeCommand } from '../resume-command.ts';
-import { assertTrainerCapacity, CAPACITY_OVERRIDE, CAPACITY_OVERRIDE_HELP } from '../trainer-capacity-check.ts';
+import {
+  assertTrainerCapacity,
+  CAPACITY_OVERRIDE,
+  CAPACITY_OVERRIDE_HELP,
+} from '../trainer-capacity-check.ts';
 
 /** A default of the SFT config schema, for `--help`. */
 const d = <K extends keyof SftConfigInput & string>(key: K) => defaultOf(sftConfigSchema, key);
@@ -108,7 +112,11 @@ function progressWriter(): { onEvent: (event: SftEvent) => void; end: () => void
         if (tty) {
           process.stderr.write(`\r\x1b[2K${line}`);
           barShown = true;
-        } else if (Date.now() - lastLine >= LOG_EVERY_MS || event.step === event.totalSteps || event.step === 1) {
+        } else if (
+          Date.now() - lastLine >= LOG_EVERY_MS ||
+          event.step === event.totalSteps ||
+          event.step === 1
+        ) {
           process.stderr.write(`${line}\n`);
           lastLine = Date.now();
         }
@@ -132,7 +140,10 @@ export function registerTrainSft(train: Command): void {
         'model folder (e.g. from `model pull`), on arith solutions it writes or on --data; then held-out ' +
         'evaluation through the agent loop and a training report; the model is exported to OUT/model',
     )
-    .option('--model <dir>', 'the model folder to train (default: a new byte model, `model init --arch byte-gpt`)')
+    .option(
+      '--model <dir>',
+      'the model folder to train (default: a new byte model, `model init --arch byte-gpt`)',
+    )
     .option(
       '--data <file>',
       'train on trajectories.jsonl, sharegpt.json, verl.parquet or a `tasks write-arith` JSONL instead of generated solutions',
@@ -145,7 +156,11 @@ export function registerTrainSft(train: Command): void {
       `with --text-only: this share of problems gets its tool-augmented solution (a base model that rarely calls code; default ${d('toolShare')})`,
       numberOption({ min: 0, max: 1 }),
     )
-    .option('--problems <n>', `training problems generated (default ${d('trainProblems')})`, integerOption({ min: 1 }))
+    .option(
+      '--problems <n>',
+      `training problems generated (default ${d('trainProblems')})`,
+      integerOption({ min: 1 }),
+    )
     .option(
       '--levels <list>',
       `levels of generated problems, e.g. 1,2,3,4 (0: small operands; 5: numbers in digit groups, first programs fail; default ${String(d('levels'))})`,
@@ -164,7 +179,11 @@ export function registerTrainSft(train: Command): void {
       ).choices(Object.keys(promptBuilders)),
     )
     .option('--steps <n>', `optimizer steps (default ${d('steps')})`, integerOption({ min: 1 }))
-    .option('--batch-size <n>', `sequences per step (default ${d('batchSize')})`, integerOption({ min: 1, max: 4096 }))
+    .option(
+      '--batch-size <n>',
+      `sequences per step (default ${d('batchSize')})`,
+      integerOption({ min: 1, max: 4096 }),
+    )
     .option(
       '--learning-rate <lr>',
       `peak learning rate (warmup then cosine); default ${FROM_SCRATCH_LEARNING_RATE} for a model \`model init\` wrote ` +
@@ -181,10 +200,26 @@ export function registerTrainSft(train: Command): void {
       'wall-clock budget for the training steps; the schedule is shortened to fit it (with --resume: this session’s)',
       numberOption({ min: 0, minExclusive: true }),
     )
-    .option('--seed <n>', `seed of a new model's weights and of the data (default ${d('seed')})`, integerOption())
-    .option('--checkpoint-every <n>', `steps between checkpoints (default ${d('checkpointEvery')})`, integerOption({ min: 1 }))
-    .option('--nproc <p>', 'trainer processes (torchrun from 2; gloo on CPU)', integerOption({ min: 1, max: 1024 }))
-    .option('--threads <n>', 'torch threads of each CPU rank (default 0: its share of the cores)', integerOption({ max: 1024 }))
+    .option(
+      '--seed <n>',
+      `seed of a new model's weights and of the data (default ${d('seed')})`,
+      integerOption(),
+    )
+    .option(
+      '--checkpoint-every <n>',
+      `steps between checkpoints (default ${d('checkpointEvery')})`,
+      integerOption({ min: 1 }),
+    )
+    .option(
+      '--nproc <p>',
+      'trainer processes (torchrun from 2; gloo on CPU)',
+      integerOption({ min: 1, max: 1024 }),
+    )
+    .option(
+      '--threads <n>',
+      'torch threads of each CPU rank (default 0: its share of the cores)',
+      integerOption({ max: 1024 }),
+    )
     .option(
       '--micro-batch-tokens <n>',
       `token budget of a packed micro-batch (default ${d('microBatchTokens')})`,
@@ -217,7 +252,9 @@ export function registerTrainSft(train: Command): void {
     .action(async (flags: SftFlags, command: Command) => {
       const named = flags.model !== undefined || flags.data !== undefined;
       if (flags.out === undefined && named) {
-        throw usageError('--model and --data need --out: a run on a given model or data file has no default folder');
+        throw usageError(
+          '--model and --data need --out: a run on a given model or data file has no default folder',
+        );
       }
       const paths = embeddedModelPaths();
       const dir = resolve(flags.out ?? (flags.textOnly ? paths.text : paths.tool));
@@ -225,7 +262,12 @@ export function registerTrainSft(train: Command): void {
       const config = resolveSftConfig(await configOf(flags, command, dir), 'train sft');
       if (config.model !== null) {
         assertHuggingFaceTokenizerFiles(config.model);
-        assertTrainerCapacity({ processes: config.processes, model: config.model, flag: '--nproc', check: flags.capacityCheck });
+        assertTrainerCapacity({
+          processes: config.processes,
+          model: config.model,
+          flag: '--nproc',
+          check: flags.capacityCheck,
+        });
       }
       const progress = progressWriter();
       const release = holdSignals();
@@ -246,7 +288,9 @@ export function registerTrainSft(train: Command): void {
           );
           return;
         }
-        process.stdout.write(flags.json ? `${JSON.stringify(result.report, null, 2)}\n` : renderTrainingReport(result.report));
+        process.stdout.write(
+          flags.json ? `${JSON.stringify(result.report, null, 2)}\n` : renderTrainingReport(result.report),
+        );
       } finally {
         progress.end();
         release();

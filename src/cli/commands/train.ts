@@ -21,7 +21,9 @@ export function registerTrain(program: Command): void {
       const paths = embeddedModelPaths();
       const tool = await readTrainingReport(flags.tool ?? paths.tool);
       const text = await readTrainingReport(flags.text ?? paths.text);
-      process.stdout.write(flags.json ? `${JSON.stringify({ tool, text }, null, 2)}\n` : renderComparison(tool, text));
+      process.stdout.write(
+        flags.json ? `${JSON.stringify({ tool, text }, null, 2)}\n` : renderComparison(tool, text),
+      );
     });
   registerTrainRl(train);
 }
