@@ -5,6 +5,7 @@ http_server.py, io_struct.py, tokenizer_manager.py and the scheduler's weight_up
 docs/engines.md lists every route with the line it follows):
   GET  /health                  200 when the engine thread is alive
   GET  /model_info, /get_model_info  model_path, tokenizer_path, is_generation, weight_version, …
+  GET  /server_info, /get_server_info  configuration and internal_states[0]: the queue (num_running_reqs, …)
   POST /generate                input_ids (or text), sampling_params, return_logprob, rid
   GET|POST /flush_cache         200 text when flushed; 400 text while a request holds its cache
   POST /update_weights_from_disk {model_path, load_format?, abort_all_requests?, weight_version?,
@@ -101,6 +102,24 @@ class Worker:
             "decode_threads": self.engine.threads,
             "backend": self.backend.kind,
             "model": self.backend.describe(),
+        }
+
+    def server_info(self) -> Dict[str, Any]:
+        """SGLang's /server_info: the configuration and, per data-parallel rank (one here), the
+        scheduler's live state; ours holds the queue (running and waiting requests, decode steps)."""
+        stats = self.engine.stats()
+        return {
+            "model_path": self.backend.model_path,
+            "max_running_requests": self.engine.max_running,
+            "internal_states": [
+                {
+                    "effective_max_running_requests_per_dp": self.engine.max_running,
+                    "num_running_reqs": stats["running"],
+                    "num_waiting_reqs": stats["waiting"],
+                    "decode_steps": stats["decode_steps"],
+                }
+            ],
+            "version": "agentmath",
         }
 
     def update_weights_from_disk(self, body: Any) -> Reply:
@@ -210,6 +229,8 @@ def make_handler(worker: Worker, api_key: Optional[str] = None):
         "/health": lambda: None,
         "/model_info": worker.model_info,
         "/get_model_info": worker.model_info,
+        "/server_info": worker.server_info,
+        "/get_server_info": worker.server_info,
         "/flush_cache": worker.flush_cache,
     }
 

@@ -231,11 +231,10 @@ class ByteGptPreTrainedModel(PreTrainedModel):
     base_model_prefix = "model"
     supports_gradient_checkpointing = True
     _no_split_modules = ["ByteGptLayer"]
-    # The attention is the model's own (digit match is an additive score), whatever
-    # `attn_implementation` says; the trainer's packed rows reach it through the sequence bounds.
-    _supports_attention_backend = True
-    _supports_sdpa = True
-    _supports_flash_attn = True
+    # The attention is the model's own (digit match is an additive score): transformers' dispatch
+    # is not used, so no attention function (the trainer's varlen, Ulysses) can replace it; the
+    # trainer's packed rows reach it through the sequence bounds.
+    _supports_attention_backend = False
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:

@@ -11,6 +11,7 @@ export {
   embeddedModelPaths,
   findEmbeddedModel,
   isModelFolder,
+  servedModelOf,
 } from './embedded-model-paths.ts';
 export { assertHuggingFaceTokenizerFiles, isHuggingFaceModelFolder } from './hf-model-folder.ts';
 export {

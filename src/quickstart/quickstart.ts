@@ -174,7 +174,7 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
     return value;
   };
 
-  const base = await timed('model', () => startingModel(options));
+  const base = await timed(plan.source.type === 'pullable' ? 'pull' : 'model', () => startingModel(options));
   signal?.throwIfAborted();
 
   const heldOut = arithBenchmark(plan.evaluation.count === null ? {} : { count: plan.evaluation.count });
@@ -352,7 +352,7 @@ async function startingModel(
     options.onEvent?.({ type: 'stage', stage: 'model', status: 'reused', detail: dir });
     return { value: { dir, made: dir }, status: 'reused' };
   }
-  options.onEvent?.({ type: 'stage', stage: 'model', status: 'start', detail: source.name });
+  options.onEvent?.({ type: 'stage', stage: 'pull', status: 'start', detail: source.name });
   const pulled = await pullModel({ name: source.name, out: pulledModelFolder(source.name, options.root) });
   options.onEvent?.({
     type: 'stage',
