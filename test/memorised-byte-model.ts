@@ -6,9 +6,9 @@
  * what it must (greedy). The model is left in `out` (Hugging Face layout), for tests that need
  * a model whose answers they know.
  */
-import { mkdtemp, rename, rm } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { createEngine, type HttpEngine } from '../src/engine/index.ts';
 import { startEmbeddedWorker } from '../src/engine/local/index.ts';
 import { initHfModel } from '../src/model/index.ts';
@@ -55,7 +55,10 @@ export async function memoriseByteModel({
         if (!answer.ok)
           throw new Error(`the engine refused the weights of round ${round}: ${await answer.text()}`);
         mismatch = await learned(engine);
-        if (mismatch === null) await rename(exported, out);
+        if (mismatch === null) {
+          await mkdir(dirname(out), { recursive: true });
+          await cp(exported, out, { recursive: true });
+        }
       }
       if (mismatch !== null) {
         throw new Error(
