@@ -224,7 +224,7 @@ class ClientGoneTest(unittest.TestCase):
         from agentmath_engine.server import make_handler
 
         worker = SimpleNamespace(
-            generate=None, update_weights_from_disk=None, engine=None, model_info=None, flush_cache=None,
+            generate=None, update_weights_from_disk=None, engine=None, model_info=None, server_info=None, flush_cache=None,
         )
         handler_class = make_handler(worker)
         handler = handler_class.__new__(handler_class)
