@@ -67,6 +67,8 @@ const trainArgs = (out: string) => [
   '1',
   '--micro-batch-tokens',
   '512',
+  '--eval-problems',
+  '0',
 ];
 
 beforeAll(async () => {
@@ -92,7 +94,7 @@ afterAll(async () => {
   await rm(folder, { recursive: true, force: true });
 });
 
-describe('train sft --model (distributed trainer)', () => {
+describe('train sft --model (a Qwen3 from model init)', () => {
   it('learns, and kill -9 then --resume ends with the weights of an uninterrupted run', async () => {
     const straight = join(folder, 'straight');
     const first = await startCli(trainArgs(straight), { cwd: folder, limitMs: 400_000 }).done;
@@ -115,7 +117,7 @@ describe('train sft --model (distributed trainer)', () => {
             tokensPerSecond: number;
           },
       );
-    expectRecordFiles(straight, ['sft-model/metrics.jsonl', 'sft-model/config.json']);
+    expectRecordFiles(straight, ['sft/metrics.jsonl', 'sft/config.json']);
     expect(losses.map((row) => row.step)).toEqual([1, 2, 3, 4, 5, 6]);
     for (const row of losses) {
       expect(row.tokensTrained).toBeGreaterThan(0);

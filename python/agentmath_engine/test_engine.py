@@ -9,7 +9,7 @@ import torch
 
 from agentmath_engine.byte_backend import ByteBackend
 from agentmath_engine.engine import Engine, RequestError, SamplingParams
-from agentmath_engine.tokenizer_files import decode, encode
+from agentmath_models.byte_tokenizer import decode, encode
 
 
 class ScriptedBackend:

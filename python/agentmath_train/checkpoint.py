@@ -20,6 +20,8 @@ import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 import transformers
+
+import agentmath_models  # noqa: F401  (registers our own architectures with transformers)
 from torch.distributed.checkpoint.state_dict import (
     StateDictOptions,
     get_model_state_dict,
@@ -36,6 +38,8 @@ TOKENIZER_FILES = (
     "vocab.json",
     "merges.txt",
     "generation_config.json",
+    # How the model is prompted (the project's declaration, src/model/training-prompt.ts).
+    "training-prompt.json",
 )
 
 

@@ -24,7 +24,7 @@ from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_
 
 from agentmath_train.batch_io import decode_batch, encode_batch  # noqa: E402
 from agentmath_train.equivalence_probe import fixed_batch  # noqa: E402
-from agentmath_train.init_model import init_model  # noqa: E402
+from agentmath_models.init_model import init_model  # noqa: E402
 from agentmath_train.options import parse_step_options  # noqa: E402
 from agentmath_train.test_distributed import CORPUS, start_single_process_group, stop_process_group  # noqa: E402
 from agentmath_train.weight_broadcast import plan_buckets  # noqa: E402

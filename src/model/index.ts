@@ -5,11 +5,13 @@
  * models (`.agentmath/models/`). Nothing downstream knows where a folder came from.
  */
 
+export { type ConvertByteModelResult, convertByteModel } from './convert-byte-model.ts';
 export {
   type EmbeddedModelPaths,
   embeddedModelPaths,
   findEmbeddedModel,
   isModelFolder,
+  servedModelOf,
 } from './embedded-model-paths.ts';
 export { assertHuggingFaceTokenizerFiles, isHuggingFaceModelFolder } from './hf-model-folder.ts';
 export {
@@ -22,10 +24,14 @@ export {
   ModelImportRefused,
 } from './import-gguf-model.ts';
 export {
+  BYTE_GPT_SHAPES,
+  type ByteGptShape,
   type InitHfModelOptions,
   type InitHfModelResult,
   initHfModel,
+  isModelInitFolder,
   MODEL_ARCHITECTURES,
+  MODEL_INIT_MARKER,
   type ModelArchitecture,
   tokenizerCorpus,
 } from './init-hf-model.ts';
@@ -41,3 +47,9 @@ export {
   pulledModelFolder,
   pullModel,
 } from './pull-model.ts';
+export {
+  readTrainingPrompt,
+  TRAINING_PROMPT_FILE,
+  type TrainingPrompt,
+  writeTrainingPrompt,
+} from './training-prompt.ts';

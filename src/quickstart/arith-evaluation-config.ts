@@ -7,19 +7,23 @@
 import { z } from 'zod';
 import { evalRunnerConfigShape, recordedBudgetsSchema, recordedSamplingSchema } from '../eval/index.ts';
 
+const evaluationStage = z.enum(['baseline', 'sft', 'sft-text', 'rl', 'sft@rl-split', 'rl@rl-split']);
+/** A quickstart evaluation's name. */
+export type EvaluationStage = z.infer<typeof evaluationStage>;
+
 export const arithEvaluationConfigSchema = z
   .object({
     command: z
       .enum(['quickstart', 'quickstart --model'])
       .meta({ description: 'the command that wrote the run' }),
-    stage: z
-      .enum(['baseline', 'sft', 'rl'])
-      .optional()
-      .meta({ description: 'quickstart --model: the model evaluated' }),
+    stage: evaluationStage.optional().meta({
+      description:
+        'the evaluation: the model (baseline, sft, sft-text, rl) on held-out arith, or @rl-split on the RL problems’ held-out split',
+    }),
     style: z
       .enum(['tool', 'text', 'tool-rl'])
       .optional()
-      .meta({ description: 'quickstart: the byte model evaluated' }),
+      .meta({ description: 'older quickstarts of the byte model: the model evaluated (now `stage`)' }),
     model: z.string().meta({ description: 'the model folder evaluated' }),
     dialect: z
       .enum(['tags', 'markdown'])

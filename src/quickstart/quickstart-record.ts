@@ -1,54 +1,92 @@
 /**
- * `quickstart.json` of `quickstart --model`: every evaluated model's figures, each stage's
- * effect as a paired difference on the same problems, every stage's wall time, and the
+ * `quickstart.json` of `quickstart` (every model): every evaluated model's figures, each
+ * stage's effect as a paired difference on the same problems, every stage's wall time, and the
  * settings (docs/records.md). Written once the report is.
  */
 import { z } from 'zod';
 
-const stageName = z.enum(['pull', 'data', 'eval-baseline', 'sft', 'eval-sft', 'rl', 'eval-rl']);
-const modelName = z.enum(['baseline', 'sft', 'rl']);
+const stageName = z.enum([
+  'model',
+  'pull',
+  'data',
+  'eval-baseline',
+  'sft',
+  'sft-text',
+  'eval-sft',
+  'eval-sft-text',
+  'rl',
+  'eval-rl',
+  'eval-sft@rl-split',
+  'eval-rl@rl-split',
+]);
+const modelName = z.enum(['baseline', 'sft', 'sft-text', 'rl']);
 const milliseconds = (description: string) => z.number().nonnegative().meta({ description, unit: 'ms' });
 
-export const quickstartRecordSchema = z
+const evaluation = z
   .object({
-    label: z.string().meta({ description: 'the model name or folder name the run is labelled by' }),
-    baseModel: z.string().meta({ description: 'the base model folder' }),
-    outDir: z.string().meta({ description: 'the quickstart folder' }),
-    evaluations: z
+    name: z.string().meta({
+      description: 'the evaluation: the model on held-out arith, or MODEL@rl-split on the RL problems’ split',
+    }),
+    model: modelName.meta({ description: 'which model' }),
+    modelDir: z.string().meta({ description: 'its folder' }),
+    runDir: z.string().meta({ description: 'its evaluation run folder' }),
+    problems: z
+      .number()
+      .int()
+      .nonnegative()
+      .meta({ description: 'held-out problems evaluated', unit: 'problems' }),
+    accuracy: z.number().min(0).max(1).meta({ description: 'avg@1 over them, greedy', unit: 'fraction 0–1' }),
+    codeCallsPerTrajectory: z.number().nonnegative().meta({ description: 'mean code calls', unit: 'calls' }),
+    meanResponseLength: z.number().nonnegative().meta({
+      description: "mean response length, in the unit of the evaluation's summary.json length.unit",
+      unit: 'tokens or chars',
+    }),
+    levels: z
       .array(
         z
           .object({
-            model: modelName.meta({ description: 'which model' }),
-            modelDir: z.string().meta({ description: 'its folder' }),
-            runDir: z.string().meta({ description: 'its evaluation run folder' }),
+            level: z.number().int().nonnegative().meta({ description: 'arith level' }),
             problems: z
               .number()
               .int()
               .nonnegative()
-              .meta({ description: 'held-out problems evaluated', unit: 'problems' }),
+              .meta({ description: 'problems of it', unit: 'problems' }),
+            correct: z.number().int().nonnegative().meta({ description: 'right answers', unit: 'problems' }),
             accuracy: z
               .number()
               .min(0)
               .max(1)
-              .meta({ description: 'avg@1 over them, greedy', unit: 'fraction 0–1' }),
-            codeCallsPerTrajectory: z
-              .number()
-              .nonnegative()
-              .meta({ description: 'mean code calls', unit: 'calls' }),
-            meanResponseLength: z.number().nonnegative().meta({
-              description: "mean response length, in the unit of the evaluation's summary.json length.unit",
-              unit: 'tokens or chars',
-            }),
+              .meta({ description: 'correct / problems', unit: 'fraction 0–1' }),
           })
           .strict(),
       )
-      .meta({ description: 'one per evaluated model, in order' }),
+      .meta({ description: 'accuracy by level' }),
+  })
+  .strict();
+
+export const quickstartRecordSchema = z
+  .object({
+    label: z.string().meta({ description: 'the model name or folder name the run is labelled by' }),
+    baseModel: z.string().meta({
+      description: 'the model folder SFT started from (a new byte model: the tool run’s init-model)',
+    }),
+    outDir: z.string().meta({ description: 'the quickstart folder' }),
+    evaluations: z
+      .array(evaluation)
+      .meta({ description: 'one per evaluated model on held-out arith, in order' }),
+    rlSplit: z.array(evaluation).meta({
+      description:
+        'the tool SFT model and the RL model on the RL problems’ held-out split (empty without RL)',
+    }),
     effects: z
       .array(
         z
           .object({
             before: modelName.meta({ description: 'the model compared against' }),
             after: modelName.meta({ description: 'the model compared' }),
+            on: z.enum(['held-out', 'rl-split']).meta({
+              description: 'the problems compared on: held-out arith, or the RL problems’ held-out split',
+            }),
             effect: z
               .object({
                 problems: z
@@ -84,7 +122,10 @@ export const quickstartRecordSchema = z
           })
           .strict(),
       )
-      .meta({ description: "each stage's effect: SFT against base, RL against SFT, both against base" }),
+      .meta({
+        description:
+          "each stage's effect: SFT against base, RL against SFT (on the RL problems' split and on held-out arith), both against base",
+      }),
     stages: z
       .array(
         z
@@ -115,7 +156,11 @@ export const quickstartRecordSchema = z
           .int()
           .positive()
           .meta({ description: 'trajectories in flight', unit: 'trajectories' }),
-        trainMinutes: z.number().nonnegative().meta({ description: 'SFT time budget', unit: 'minutes' }),
+        trainMinutes: z
+          .number()
+          .nonnegative()
+          .nullable()
+          .meta({ description: 'SFT time budget (null: its step count)', unit: 'minutes' }),
         rlMinutes: z
           .number()
           .nonnegative()
@@ -124,7 +169,8 @@ export const quickstartRecordSchema = z
           .number()
           .int()
           .positive()
-          .meta({ description: 'prompt + response budget', unit: 'tokens' }),
+          .nullable()
+          .meta({ description: "prompt + response budget (null: the model's context)", unit: 'tokens' }),
         maxToolCalls: z
           .number()
           .int()
@@ -134,10 +180,11 @@ export const quickstartRecordSchema = z
           .number()
           .int()
           .positive()
-          .meta({ description: 'tool solutions written for SFT', unit: 'problems' }),
-        levels: z
+          .meta({ description: 'solutions written for each SFT arm', unit: 'problems' }),
+        levels: z.array(z.number().int().nonnegative()).meta({ description: 'arith levels of the SFT data' }),
+        rlLevels: z
           .array(z.number().int().nonnegative())
-          .meta({ description: 'arith levels of the data and RL problems' }),
+          .meta({ description: 'arith levels of the RL problems' }),
       })
       .strict()
       .meta({ description: 'the settings of the call' }),

@@ -16,12 +16,12 @@ import {
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { heldOutEvalConfigSchema } from '../train/held-out-eval-config.ts';
 import {
-  hfSftMetricsSchema,
-  hfSftRunConfigSchema,
   rlEvalsLineSchema,
   rlMetricsSchema,
   rlRunConfigSchema,
   rlWeightSyncSchema,
+  sftMetricsSchema,
+  sftRunConfigSchema,
 } from '../train/index.ts';
 import type { RecordFile } from './record-file.ts';
 
@@ -34,22 +34,22 @@ const EVALUATIONS = [
 
 export const RECORD_FILES: readonly RecordFile[] = [
   {
-    id: 'sft-model/config.json',
+    id: 'sft/config.json',
     path: 'DIR/config.json',
     format: 'json',
-    writtenBy: ['agentmath train sft --model'],
+    writtenBy: ['agentmath train sft', 'agentmath quickstart (each SFT arm)'],
     summary:
-      'What defines the run, written once after the data was read; `--resume` refuses a command line that differs in any of it (`--steps`, `--minutes`, `--sp`, `--cpu-offload` may change and are not in it).',
-    schema: hfSftRunConfigSchema,
+      'The resolved configuration, written once before the data stage; `--resume` refuses a command line that differs in any of it but `steps`, `maxMinutes`, `threads`, `sequenceParallel` and `cpuOffload`, which a resume may change.',
+    schema: sftRunConfigSchema,
   },
   {
-    id: 'sft-model/metrics.jsonl',
+    id: 'sft/metrics.jsonl',
     path: 'DIR/metrics.jsonl',
     format: 'jsonl',
-    writtenBy: ['agentmath train sft --model'],
+    writtenBy: ['agentmath train sft', 'agentmath quickstart (each SFT arm)'],
     summary:
       'One line per optimizer step, appended as the step ends; a resume drops the lines of steps after its checkpoint (they are redone).',
-    schema: hfSftMetricsSchema,
+    schema: sftMetricsSchema,
   },
   {
     id: 'rl/config.json',

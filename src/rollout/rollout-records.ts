@@ -75,7 +75,10 @@ export class RolloutRecords {
   }
 
   appendTrajectory(trajectory: Trajectory, step: number): void {
-    const record: RolloutTrajectoryRecord = { ...trajectory, meta: { ...trajectory.meta, rolloutStep: step } };
+    const record: RolloutTrajectoryRecord = {
+      ...trajectory,
+      meta: { ...trajectory.meta, rolloutStep: step },
+    };
     this.#append(ROLLOUT_FILES.trajectories, record);
   }
 

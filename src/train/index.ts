@@ -1,7 +1,7 @@
 /**
- * The train module: the trainer client for the PyTorch worker's training routes, and SFT of
- * the embedded model (data, batches, schedule, checkpoints and resume, held-out evaluation
- * through the agent loop, training reports).
+ * The train module: the trainer service and its client (every model, the byte model too), SFT
+ * (data, schedule, checkpoints and resume, export, held-out evaluation through the agent loop,
+ * training reports) and agentic RL (the rollout loop, GRPO steps, weight syncs to the engines).
  */
 
 export {
@@ -28,20 +28,6 @@ export {
   type HeldOutEvalResult,
   type LevelAccuracy,
 } from './held-out-eval.ts';
-export { type HfSftMetrics, hfSftMetricsSchema } from './hf-sft-metrics.ts';
-export {
-  batchOfStep,
-  CALIBRATION_STEPS,
-  HF_SFT_LEARNING_RATE,
-  type HfSftConfig,
-  HfSftError,
-  type HfSftEvent,
-  type HfSftResult,
-  hfSftWarmupSteps,
-  runHfSft,
-  savedRunSteps,
-} from './hf-sft-run.ts';
-export { type HfSftRunConfig, hfSftRunConfigSchema } from './hf-sft-run-config.ts';
 export { type LearningRateSchedule, learningRateAt } from './learning-rate-schedule.ts';
 export {
   METRICS_LOGGER_KINDS,
@@ -53,7 +39,6 @@ export {
 } from './metrics-logger.ts';
 export { checkpointPath } from './rl-checkpoints.ts';
 export { type ClusterPartsOptions, RlPartsError, startClusterParts } from './rl-cluster-parts.ts';
-export { type ColocatedPartsOptions, startColocatedParts } from './rl-colocated-parts.ts';
 export {
   type RlConfig,
   RlConfigError,
@@ -106,31 +91,36 @@ export { startRlParts } from './rl-start-parts.ts';
 export { type RlSummaryOptions, rlSummaryTables } from './rl-summary-table.ts';
 export { rlWeightSyncSchema } from './rl-weight-sync-record.ts';
 export { type OffPolicyWeightOptions, rolloutCorrectionOptions } from './rollout-correction.ts';
-export { planSftBatches, type SftBatchPlan, type SftBatchPlanOptions } from './sft-batch-plan.ts';
 export {
+  FINE_TUNING_LEARNING_RATE,
+  FROM_SCRATCH_LEARNING_RATE,
+  type ModelFacts,
+  type ResolvedSftConfig,
   resolveSftConfig,
+  resolveSftDefaults,
   type SftConfig,
   SftConfigError,
   type SftConfigInput,
   sftConfigSchema,
 } from './sft-config.ts';
 export { buildSftExample, type SftExample } from './sft-example.ts';
+export { type SftMetrics, sftMetricsSchema } from './sft-metrics.ts';
 export { formatDuration, formatSftEvent, formatStepBar } from './sft-progress.ts';
 export {
+  batchOfStep,
+  CALIBRATION_STEPS,
+  INIT_MODEL_FOLDER,
+  readMetrics,
   runSft,
+  SFT_EVAL_DIR,
+  SFT_MODEL_FOLDER,
   type SftEvent,
-  SftInterruptedError,
-  SftRunFolderError,
+  type SftResult,
+  SftRunError,
   type SftRunOptions,
+  savedRunSteps,
 } from './sft-run.ts';
-export {
-  readSftState,
-  SFT_STATE_FILE,
-  type SftState,
-  SftStateError,
-  sftStateSchema,
-  writeSftState,
-} from './sft-state.ts';
+export { type SftRunConfig, sftRunConfigSchema } from './sft-run-config.ts';
 export { type BatchSequence, encodeTrainerBatch } from './trainer-batch.ts';
 export {
   type MachineCapacity,
@@ -141,18 +131,6 @@ export {
   trainerMemoryBytes,
 } from './trainer-capacity.ts';
 export {
-  type GrpoSequence,
-  type GrpoStepRequest,
-  type GrpoStepResult,
-  type ServedModelInfo,
-  type SftSequence,
-  type SftStepRequest,
-  type SftStepResult,
-  TrainerClient,
-  TrainerRequestError,
-  type TrainerState,
-} from './trainer-client.ts';
-export {
   startTrainerService,
   type TrainerService,
   type TrainerServiceOptions,
@@ -160,6 +138,7 @@ export {
   TrainerStartStoppedError,
 } from './trainer-service.ts';
 export {
+  type LossPoint,
   readTrainingReport,
   renderComparison,
   renderTrainingReport,
@@ -169,7 +148,18 @@ export {
   TrainingReportMissingError,
   writeTrainingReport,
 } from './training-report.ts';
-export type { MetricsLogger, Trainer } from './types.ts';
+export type {
+  GrpoObjectiveOptions,
+  GrpoSequence,
+  GrpoStepRequest,
+  GrpoStepResult,
+  MetricsLogger,
+  SftSequence,
+  SftStepRequest,
+  SftStepResult,
+  Trainer,
+  TrainerState,
+} from './types.ts';
 export { WandbLoggerError, WandbUnavailableError } from './wandb-logger.ts';
 export {
   type PausableEngine,

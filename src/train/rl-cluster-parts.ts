@@ -1,8 +1,9 @@
 /**
- * `train rl`'s parts for a Hugging Face model, laid out as on a GPU cluster: engine replicas
- * behind the router (SGLang servers by URL, or `replicas` embedded workers started here on the
- * model, which speak the same routes), the distributed trainer (by URL, or started here under
- * torchrun with `trainerProcesses` ranks), sandbox nodes by URL or a local jailed sandbox.
+ * `train rl`'s parts, for every model, laid out as on a GPU cluster: engine replicas behind the
+ * router (SGLang servers by URL, or `replicas` local engines started here on the model, which
+ * speak the same routes), the trainer (by URL, or started here with `trainerProcesses` ranks:
+ * torchrun from two up), sandbox nodes by URL or a local jailed sandbox. On one machine: one
+ * local engine, one trainer rank, a disk sync.
  * After each trainer step the weights go to every engine from disk (`weight-sync.ts`): the
  * trainer exports the policy to `<run>/policy/v<N>`; each engine is paused (`abort`: requests
  * answer their tokens so far and are resubmitted), flushed, loads it with `weight_version` N
@@ -51,6 +52,8 @@ export type ClusterPartsOptions = {
   /** The trainer's URL (`--trainer`); null: start it here with `trainerProcesses` ranks. */
   trainerUrl: string | null;
   trainerProcesses: number;
+  /** Torch threads of each trainer rank started here (0: its share of the cores). */
+  trainerThreads?: number;
   /** The memory options of a trainer started here (--micro-batch-tokens, --activation-checkpointing, …). */
   trainerMemory: TrainerMemoryOptions;
   /** Whether steps take a KL term (klCoef > 0): a trainer started here then loads its reference at the start. */
@@ -127,7 +130,6 @@ export async function startClusterParts(options: ClusterPartsOptions): Promise<R
     if (distributed !== null)
       log(`weight sync: a process group of the trainer and ${replicas.length} engine(s)`);
     return {
-      kind: 'cluster',
       engine: router,
       routerName: options.router,
       evalUrl: replicas[0]!.url,
@@ -169,7 +171,6 @@ export async function startClusterParts(options: ClusterPartsOptions): Promise<R
         lastExport = null;
         await removeOldExports(join(folder, POLICY_FOLDER));
       },
-      canOverlap: true,
       tokenizer,
       dialect: getDialect(options.dialect),
       prompt: promptBuilders[options.prompt],
@@ -250,13 +251,16 @@ async function startTrainer(
       service: null,
     };
   }
-  log(`starting the trainer: ${options.trainerProcesses} process(es) under torchrun …`);
+  log(
+    `starting the trainer: ${options.trainerProcesses} process(es)${options.trainerProcesses > 1 ? ' under torchrun' : ''} …`,
+  );
   const service = await startTrainerService({
     model: options.model,
     // The KL reference is the initial policy, also after a resume. Named, the trainer loads it
     // at its start (sharded, in the compute dtype); without KL it never holds one.
     ...(options.klReference ? { reference: options.model } : {}),
     processes: options.trainerProcesses,
+    ...(options.trainerThreads === undefined ? {} : { threads: options.trainerThreads }),
     ...options.trainerMemory,
     seed: options.seed,
     onLog: (line) => {

@@ -56,6 +56,7 @@ import {
   savesCheckpointAfter,
 } from './rl-checkpoints.ts';
 import type { RlConfig } from './rl-config.ts';
+import { defaultRlLearningRate, SMALL_MODEL_PARAMETERS } from './rl-learning-rate.ts';
 import { type RlMetrics, rlMetrics } from './rl-metrics.ts';
 import type { RlParts, RlWeightSync } from './rl-parts.ts';
 import { loadRlProblems, rlProblemOrder, writeDecontaminationRecord } from './rl-problems.ts';
@@ -73,7 +74,8 @@ export type RlEvent =
       config: RlConfig;
       resumedFromStep: number;
       parameters: number | null;
-      parts: RlParts['kind'];
+      /** The peak learning rate used (given, or the model size's default). */
+      learningRate: number;
     }
   | { type: 'rl-step'; metrics: RlMetrics; rollout: StepStats; skipped: Record<string, number> }
   | { type: 'rl-eval'; record: RlEvalRecord }
@@ -88,7 +90,7 @@ export type RlEvent =
     };
 
 /** `--checkpoint-every` for a Hugging Face model when not given (12 bytes a parameter each). */
-const CLUSTER_CHECKPOINT_EVERY = 10;
+const CHECKPOINT_EVERY = 10;
 
 export type RlRunOptions = {
   folder: string;
@@ -133,17 +135,16 @@ export async function runRl(options: RlRunOptions): Promise<RlMetrics[]> {
 
 async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics[]> {
   const { folder, config } = options;
-  if (config.maxStaleness > 0 && !parts.canOverlap) {
-    throw new RlRunError(
-      `--max-staleness ${config.maxStaleness}: the ${parts.kind} engine generates with the weights it trains, so rollout cannot run beside training; use 0`,
-    );
-  }
   // Refused before any file is touched: another run's folder, or a resume that changes it.
   await assertRunIdentity(folder, rlDefiningConfig(config), options.resume);
   const checkpoint = options.resume ? await readCheckpoint(folder) : null;
   // The steps since the newest trainer checkpoint are redone (the rollout rewound to it).
   const nextStep = checkpoint === null ? 0 : await rewindToCheckpoint(folder, checkpoint.nextStep);
-  const checkpointEvery = config.checkpointEvery ?? (parts.kind === 'cluster' ? CLUSTER_CHECKPOINT_EVERY : 1);
+  // A small model's checkpoint takes no time: every step, so a resume redoes none.
+  const small = (parts.parameters ?? Number.POSITIVE_INFINITY) < SMALL_MODEL_PARAMETERS;
+  const checkpointEvery = config.checkpointEvery ?? (small ? 1 : CHECKPOINT_EVERY);
+  const learningRate =
+    config.learningRate ?? defaultRlLearningRate(parts.parameters ?? Number.POSITIVE_INFINITY);
   for (const name of [RL_FILES.metrics, RL_FILES.evals]) await truncateStepFile(join(folder, name), nextStep);
   const { trainer } = parts;
   // The trainer starts from the committed step; a step 0 killed mid-way restarts from the
@@ -159,18 +160,16 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
   }
   // The engines generate with the committed weights before anything else (after a resume too).
   const initialSync = await parts.syncWeights(policyVersion);
-  if (initialSync !== null) {
-    await appendLine(join(folder, RL_FILES.syncs), initialSync);
-    options.onEvent?.({ type: 'rl-sync', sync: initialSync });
-    await parts.publishModel(folder, { final: false });
-  }
+  await appendLine(join(folder, RL_FILES.syncs), initialSync);
+  options.onEvent?.({ type: 'rl-sync', sync: initialSync });
+  await parts.publishModel(folder, { final: false });
   options.onEvent?.({
     type: 'rl-start',
     folder,
     config,
     resumedFromStep: nextStep,
     parameters: parts.parameters,
-    parts: parts.kind,
+    learningRate,
   });
   if (nextStep === 0 && !startSaved) await trainer.saveCheckpoint(start);
   const maxTokens = Math.min(config.maxTokens ?? parts.contextTokens, parts.contextTokens);
@@ -272,7 +271,7 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
         if (batch.sequences.length > 0) {
           train = await trainer.grpoStep({
             sequences: batch.sequences,
-            learningRate: config.learningRate,
+            learningRate,
             clipEpsilonLow: config.clipEpsilonLow,
             clipEpsilonHigh: config.clipEpsilonHigh,
             klCoef: config.klCoef,

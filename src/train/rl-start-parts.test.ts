@@ -7,7 +7,7 @@ import { startRlParts } from './rl-start-parts.ts';
 
 const folder = mkdtempSync(join(tmpdir(), 'rl-start-parts-'));
 
-/** A model folder as `startRlParts` tells them apart: by config.json's model_type alone. */
+/** A model folder (config.json with a model_type): every model takes the same parts. */
 function modelFolder(name: string, modelType: string): string {
   const dir = join(folder, name);
   mkdirSync(dir);
@@ -16,7 +16,6 @@ function modelFolder(name: string, modelType: string): string {
 }
 
 const huggingFace = modelFolder('qwen3', 'qwen3');
-const byte = modelFolder('byte', 'agentmath-byte-gpt');
 
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
@@ -26,8 +25,4 @@ describe('train rl refuses --sp before anything starts', () => {
     await expect(startRlParts(config, folder)).rejects.toThrow('--sp 2: must divide --trainer-procs 3');
   });
 
-  it('for the embedded byte model, which trains colocated', async () => {
-    const config = resolveRlConfig({ init: byte, sequenceParallel: 2 });
-    await expect(startRlParts(config, folder)).rejects.toThrow('--sp: for a Hugging Face model');
-  });
 });

@@ -74,7 +74,6 @@ export function registerEngine(program: Command): void {
       integerOption({ min: 1, max: 4096 }),
     )
     .option('--decode-threads <n>', 'torch threads while generating (0 = all cores)', threads)
-    .option('--train-threads <n>', 'torch threads while training (0 = all cores)', threads)
     .option(
       '--decode-dtype <dtype>',
       "Hugging Face models: the dtype generation reads the weights in: float32 (default: the master weights, logprobs equal to the trainer's), bfloat16, or auto (bf16 on a CPU with native bf16)",
@@ -157,9 +156,7 @@ export function registerEngineBench(bench: Command): void {
       integerOption({ min: 1 }),
     )
     .option('--rounds <n>', 'repetitions per batch size', integerOption({ min: 1 }), 3)
-    .option('--sft-steps <n>', 'SFT steps to time (0 skips)', integerOption(), 5)
     .option('--decode-threads <n>', 'torch threads while generating (0 = all cores)', threads)
-    .option('--train-threads <n>', 'torch threads while training (0 = all cores)', threads)
     .option(
       '--decode-dtype <dtype>',
       'Hugging Face models: float32 (default: the master weights), bfloat16, or auto (bf16 on a CPU with native bf16)',
@@ -168,7 +165,7 @@ export function registerEngineBench(bench: Command): void {
     .option('--decode-linear <kind>', DECODE_LINEAR_HELP, decodeLinearOption)
     .option('--json', 'print the figures as JSON')
     .action(async (options: EngineBenchOptions) => {
-      const { decodeThreads, trainThreads } = options;
+      const { decodeThreads } = options;
       const apiKey = process.env[ENGINE_API_KEY_VARIABLE] || undefined;
       const huggingFace = options.url === undefined && isHuggingFaceModelFolder(options.model);
       const worker = options.url
@@ -180,7 +177,6 @@ export function registerEngineBench(bench: Command): void {
             // A real model on a shared machine can take minutes to load.
             startupTimeoutMs: 600_000,
             ...(decodeThreads === undefined ? {} : { decodeThreads }),
-            ...(trainThreads === undefined ? {} : { trainThreads }),
             extraArgs: decodeArgs(options),
           });
       const unregister = onShutdown(async () => worker?.stop());
@@ -209,7 +205,6 @@ export function registerEngineBench(bench: Command): void {
           newTokens: options.newTokens ?? 256,
           promptTokens: options.promptTokens ?? 100,
           rounds: options.rounds,
-          sftSteps: options.sftSteps,
           onProgress: options.json ? () => {} : (message) => process.stderr.write(`${message}\n`),
         });
         if (options.json) {
@@ -222,13 +217,6 @@ export function registerEngineBench(bench: Command): void {
             `request p50 ${figures.requestSecondsP50.toFixed(2)} s / p99 ${figures.requestSecondsP99.toFixed(2)} s` +
             (figures.ratioToBatch1 === null ? '' : `, ×${figures.ratioToBatch1.toFixed(1)} vs batch 1`),
         ]);
-        if (report.sft) {
-          rows.push([
-            `sft step · ${report.sft.sequences} × ${report.sft.tokensPerStep / report.sft.sequences} tokens`,
-            `p50 ${report.sft.stepMsP50.toFixed(0)} ms / p99 ${report.sft.stepMsP99.toFixed(0)} ms, ` +
-              `${report.sft.tokensPerSecondP50.toFixed(0)} tok/s`,
-          ]);
-        }
         const width = Math.max(...rows.map((row) => row[0].length));
         for (const [name, value] of rows) process.stdout.write(`${name.padEnd(width)}  ${value}\n`);
         process.stdout.write(

@@ -6,6 +6,9 @@
  */
 import { Argument, type Command, Option } from 'commander';
 import {
+  BYTE_GPT_SHAPES,
+  type ByteGptShape,
+  convertByteModel,
   IMPORT_DTYPES,
   type ImportDtype,
   type ImportGgufResult,
@@ -23,8 +26,9 @@ import { integerOption, usageError } from '../cli-options.ts';
 type ModelInitFlags = {
   arch: ModelArchitecture;
   out: string;
-  layers: number;
-  hidden: number;
+  shape?: ByteGptShape;
+  layers?: number;
+  hidden?: number;
   vocabSize: number;
   seed: number;
   force?: boolean;
@@ -58,20 +62,36 @@ export function registerModel(program: Command): void {
   const model = program.command('model').description('Hugging Face models for the real training path');
   model
     .command('init')
-    .description('a random-init model (real architecture, small size) with a BPE tokenizer and chat template')
+    .description(
+      'a random-init model: a real architecture at a small size with a BPE tokenizer and chat template, or the embedded byte model (byte-gpt)',
+    )
     .addOption(new Option('--arch <name>', 'architecture').choices(MODEL_ARCHITECTURES).makeOptionMandatory())
     .requiredOption(
       '--out <dir>',
       'the model folder to write: new, empty, or a model this command wrote (then replaced)',
     )
-    .option('--layers <n>', 'decoder layers', integerOption({ min: 1, max: 64 }), 2)
+    .addOption(
+      new Option(
+        '--shape <name>',
+        'byte-gpt only: the named shape the shape flags change (default tiny)',
+      ).choices(BYTE_GPT_SHAPES),
+    )
+    .option(
+      '--layers <n>',
+      'decoder layers (default 2; byte-gpt: its shape’s)',
+      integerOption({ min: 1, max: 64 }),
+    )
     .option(
       '--hidden <h>',
-      'hidden size (a multiple of 16)',
+      'hidden size, a multiple of 16 (default 64; byte-gpt: its shape’s)',
       integerOption({ min: 32, max: 8192, multipleOf: 16 }),
-      64,
     )
-    .option('--vocab-size <n>', 'BPE vocabulary size', integerOption({ min: 300, max: 200_000 }), 1024)
+    .option(
+      '--vocab-size <n>',
+      'BPE vocabulary size (not byte-gpt: its tokens are the 256 bytes)',
+      integerOption({ min: 300, max: 200_000 }),
+      1024,
+    )
     .option('--seed <s>', 'seed of the initial weights', integerOption(), 0)
     .option('--force', 'replace --out even when it holds files this command did not write')
     .option('--heads <n>', 'attention heads (default hidden / 16)', integerOption({ min: 1 }))
@@ -83,10 +103,31 @@ export function registerModel(program: Command): void {
       integerOption({ min: 1 }),
     )
     .action(async (flags: ModelInitFlags) => {
+      if (flags.shape !== undefined && flags.arch !== 'byte-gpt') {
+        throw usageError(`--shape ${flags.shape}: for --arch byte-gpt only`);
+      }
       const result = await initHfModel(flags);
       process.stdout.write(
         `${result.arch}: ${result.parameters.toLocaleString('en-US')} parameters, vocabulary ${result.vocabSize}, ` +
           `${result.layers} layers × ${result.hidden} → ${result.out}\n`,
+      );
+    });
+  model
+    .command('convert')
+    .description(
+      'a byte model folder of an older AgentMath (pytorch_model.bin) rewritten once in the Hugging Face layout the engine and trainer read',
+    )
+    .argument('<folder>', 'the old folder (only read)')
+    .requiredOption('--out <dir>', 'the new model folder (new or empty)')
+    .action(async (folder: string, flags: { out: string }) => {
+      const result = await convertByteModel({ from: folder, out: flags.out }).catch((error: unknown) => {
+        // Nothing was written: the folder is not an old byte model.
+        if ((error as { code?: unknown }).code === 'MODEL_CONVERT_REFUSED')
+          throw usageError((error as Error).message);
+        throw error;
+      });
+      process.stdout.write(
+        `byte-gpt: ${result.parameters.toLocaleString('en-US')} parameters → ${result.out}\n`,
       );
     });
   model

@@ -674,8 +674,8 @@ export function formatRlEvent(event: RlEvent): string {
   switch (event.type) {
     case 'rl-start':
       return (
-        `train rl (${event.parts}): ${event.config.textOnly ? 'text-only' : 'with tools'} from ${event.config.init}` +
-        ` (${event.parameters ?? '?'} parameters) → ${event.folder}` +
+        `train rl: ${event.config.textOnly ? 'text-only' : 'with tools'} from ${event.config.init}` +
+        ` (${event.parameters ?? '?'} parameters, learning rate ${event.learningRate}) → ${event.folder}` +
         (event.resumedFromStep > 0 ? `, resuming at step ${event.resumedFromStep}` : '') +
         `\nconfig: ${JSON.stringify(event.config)}\n`
       );

@@ -31,7 +31,7 @@ export type WorkerEvent =
   | { type: 'worker-gave-up'; restarts: number };
 
 export type EmbeddedWorkerOptions = {
-  /** `tiny` (default), `test`, a saved model folder, or a Hugging Face folder. */
+  /** A model folder (the byte model or any Hugging Face causal LM), or a byte-model shape (`tiny`, the default; `test`) for a random-init model. */
   model?: string;
   /** Default 127.0.0.1; any other address needs `apiKey` or `noAuth`. */
   host?: string;
@@ -45,8 +45,7 @@ export type EmbeddedWorkerOptions = {
   python?: string;
   maxRunningRequests?: number;
   decodeThreads?: number;
-  trainThreads?: number;
-  learningRate?: number;
+  /** The initial weights' seed of a byte-model shape. */
   seed?: number;
   /** More worker arguments, passed through verbatim. */
   extraArgs?: string[];
@@ -220,8 +219,6 @@ function workerArguments(options: EmbeddedWorkerOptions, host: string, port: num
   const numeric: Array<[string, number | undefined]> = [
     ['--max-running-requests', options.maxRunningRequests],
     ['--decode-threads', options.decodeThreads],
-    ['--train-threads', options.trainThreads],
-    ['--learning-rate', options.learningRate],
     ['--seed', options.seed],
   ];
   for (const [flag, value] of numeric) if (value !== undefined) args.push(flag, String(value));

@@ -21,9 +21,9 @@ from unittest import mock  # noqa: E402
 
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
-from agentmath_engine import lm_head_logprobs  # noqa: E402
-from agentmath_engine.lm_head_logprobs import chunked_logprobs_entropy, model_token_logprobs  # noqa: E402
-from agentmath_engine.losses import token_entropy, token_logprobs  # noqa: E402
+from agentmath_train import lm_head_logprobs  # noqa: E402
+from agentmath_train.lm_head_logprobs import chunked_logprobs_entropy, model_token_logprobs  # noqa: E402
+from agentmath_train.losses import token_entropy, token_logprobs  # noqa: E402
 
 TOLERANCES = {torch.float32: (1e-5, 1e-5), torch.bfloat16: (1e-4, 2e-2)}  # (values absolute, gradient share of max)
 

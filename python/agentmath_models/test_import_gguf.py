@@ -17,7 +17,7 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("TQDM_DISABLE", "1")
 
-from agentmath_train.import_gguf import MARKER_FILE, ImportRefused, import_gguf  # noqa: E402
+from agentmath_models.import_gguf import MARKER_FILE, ImportRefused, import_gguf  # noqa: E402
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PULLED = os.path.join(PROJECT_ROOT, ".agentmath", "models", "smollm2-135m-instruct")

@@ -12,7 +12,7 @@ import json
 import os
 from typing import Dict, Iterable, List
 
-from .config import EOS_TOKEN_ID, PAD_TOKEN_ID
+from .byte_gpt import EOS_TOKEN_ID, PAD_TOKEN_ID
 
 EOS_TOKEN = "<|endoftext|>"
 PAD_TOKEN = "<|pad|>"

@@ -1,5 +1,5 @@
 /**
- * One line of `train sft --model`'s `metrics.jsonl`, one per optimizer step: the schema is the
+ * One line of `train sft`'s `metrics.jsonl` (every model), one per optimizer step: the schema is the
  * contract other tools read (docs/records.md); the writer's type comes from it. Counts are of
  * the step's batch; times are of the step as the run saw it unless they say otherwise. A figure
  * that is not finite is written as null (JSON has no NaN).
@@ -9,7 +9,7 @@ import { z } from 'zod';
 const TOKENS_TRAINED =
   'tokens the loss is taken over in the step: loss mask 1 with a previous token (prompt and interpreter output excluded)';
 
-export const hfSftMetricsSchema = z
+export const sftMetricsSchema = z
   .object({
     step: z.number().int().positive().meta({ description: 'the step just taken, from 1', unit: 'steps' }),
     loss: z.number().nullable().meta({
@@ -57,5 +57,5 @@ export const hfSftMetricsSchema = z
   })
   .strict();
 
-/** One line of `metrics.jsonl` of `train sft --model`. */
-export type HfSftMetrics = z.infer<typeof hfSftMetricsSchema>;
+/** One line of `metrics.jsonl` of `train sft`. */
+export type SftMetrics = z.infer<typeof sftMetricsSchema>;

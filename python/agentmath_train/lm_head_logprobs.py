@@ -31,6 +31,15 @@ from torch.distributed.tensor import DTensor
 
 # Tokens per chunk: at V = 151,936 one fp32 chunk of logits is 311 MB.
 DEFAULT_CHUNK_TOKENS = 512
+# A small vocabulary takes longer chunks, up to this many logits (64 MB in fp32): the byte model
+# (V = 258) scores a whole micro-batch in one chunk, kept for backward instead of recomputed;
+# any vocabulary of 32,768 or more keeps the 512-token default.
+CHUNK_LOGITS = 512 * 32_768
+
+
+def default_chunk_tokens(vocab_size: int) -> int:
+    """Tokens per LM-head chunk for a vocabulary: 512, or more when 512 rows are under CHUNK_LOGITS."""
+    return max(DEFAULT_CHUNK_TOKENS, CHUNK_LOGITS // max(1, vocab_size))
 
 
 def _chunk_logits(hidden: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], temperature: float) -> torch.Tensor:
