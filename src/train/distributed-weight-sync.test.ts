@@ -84,6 +84,9 @@ function scriptedTrainer(log: string[], policyVersion = 3): WeightGroupTrainer {
       log.push('trainer broadcast');
       return { tensors: 3, bytes: 136, broadcastMs: 1, policyVersion };
     },
+    destroyWeightsUpdateGroup: async (name) => {
+      log.push(`trainer destroy ${name}`);
+    },
   };
 }
 

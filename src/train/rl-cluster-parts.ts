@@ -29,6 +29,7 @@ import { AgentMathError } from '../shared/agentmath-error.ts';
 import { systemClock } from '../shared/clock.ts';
 import { DistributedTrainerClient } from './distributed-trainer-client.ts';
 import { startDistributedWeightSync } from './distributed-weight-sync.ts';
+import { LOAD_BASE_MS, modelBytes, modelCallTimeoutMs } from './model-call-timeout.ts';
 import type { RlParts } from './rl-parts.ts';
 import type { TrainerMemoryOptions } from './trainer-memory-options.ts';
 import { startTrainerService, type TrainerService } from './trainer-service.ts';
@@ -63,6 +64,8 @@ export type ClusterPartsOptions = {
   seed: number;
   /** How weights reach the engines: an export loaded from disk, or broadcast over a process group. */
   weightSync?: 'disk' | 'distributed';
+  /** `distributed`: the trainer's rank-0 address as the engines reach it (`weight-sync-address.ts`). */
+  weightSyncAddress?: string | null;
   engineTimeoutMs?: number;
   log?: (line: string) => void;
 };
@@ -115,17 +118,23 @@ export async function startClusterParts(options: ClusterPartsOptions): Promise<R
     const distributed =
       options.weightSync === 'distributed'
         ? await startDistributedWeightSync({
+            folder: options.folder,
             trainer: trainer.client,
             engines: replicas,
-            trainerUrl: options.trainerUrl,
+            masterAddress: options.weightSyncAddress ?? '127.0.0.1',
             device: state.device,
+            log,
             ...(options.engines.length > 0 && engineApiKey() !== undefined
               ? { apiKey: engineApiKey() as string }
               : {}),
           })
         : null;
-    if (distributed !== null)
+    if (distributed !== null) {
+      closers.push(() => distributed.close());
       log(`weight sync: a process group of the trainer and ${replicas.length} engine(s)`);
+    }
+    // A load of the whole model may take as long as the rule of `model-call-timeout.ts` says.
+    const loadTimeoutMs = modelCallTimeoutMs(modelBytes(state.parameters, state.computeDtype), LOAD_BASE_MS);
     return {
       kind: 'cluster',
       engine: router,
@@ -144,6 +153,7 @@ export async function startClusterParts(options: ClusterPartsOptions): Promise<R
           engines: replicas.map(({ engine }) => engine),
           path,
           tolerateUnreachable: true,
+          loadTimeoutMs,
         });
         if (result.unreachable.length > 0) {
           log(`weight sync v${result.policyVersion}: ${result.unreachable.join(', ')} unreachable, skipped`);

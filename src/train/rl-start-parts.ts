@@ -10,6 +10,7 @@ import { startColocatedParts } from './rl-colocated-parts.ts';
 import { type RlConfig, RlConfigError, resolveRlConfig } from './rl-config.ts';
 import type { RlParts } from './rl-parts.ts';
 import { startedTrainerFlags, trainerMemoryOptions } from './trainer-memory-options.ts';
+import { weightSyncMasterAddress } from './weight-sync-address.ts';
 
 function memoryDefaults(): RlConfig {
   return resolveRlConfig({ init: 'defaults' });
@@ -29,6 +30,7 @@ export async function startRlParts(
       ['--trainer-procs', config.trainerProcs > 1],
       ['--sandbox', config.sandboxes.length > 0],
       ['--weight-sync distributed', config.weightSync === 'distributed'],
+      ['--weight-sync-address', config.weightSyncAddress !== null],
     ];
     if (config.maxStaleness > 0) clusterOnly.push(['--max-staleness above 0', true]);
     for (const flag of startedTrainerFlags(config, memoryDefaults())) clusterOnly.push([flag, true]);
@@ -64,6 +66,18 @@ export async function startRlParts(
       `--weight-sync distributed with --api ${config.api}: the process-group update follows SGLang's routes (/init_weights_update_group, /update_weights_from_distributed); use --api sglang or --weight-sync disk`,
     );
   }
+  let weightSyncAddress: string | null = null;
+  if (config.weightSync === 'distributed') {
+    const master = await weightSyncMasterAddress({
+      given: config.weightSyncAddress,
+      trainerUrl: config.trainerUrl,
+      engineUrls: config.engines,
+    });
+    if ('refusal' in master) throw new RlConfigError(master.refusal);
+    weightSyncAddress = master.address;
+  } else if (config.weightSyncAddress !== null) {
+    throw new RlConfigError('--weight-sync-address: for --weight-sync distributed (the disk sync forms no group)');
+  }
   return startClusterParts({
     folder,
     model: config.init,
@@ -82,6 +96,7 @@ export async function startRlParts(
     dialect: config.dialect,
     seed: config.seed,
     weightSync: config.weightSync,
+    weightSyncAddress,
     log,
     ...(signal === undefined ? {} : { signal }),
   });
