@@ -44,7 +44,9 @@ export async function startScriptedSglang({
       const line = /\{"event": "listening", "port": (\d+)\}/.exec(stdout);
       if (line !== null) resolve(Number(line[1]));
     });
-    child.on('exit', (code) => reject(new Error(`scripted SGLang exited ${code} before serving:\n${stderr}`)));
+    child.on('exit', (code) =>
+      reject(new Error(`scripted SGLang exited ${code} before serving:\n${stderr}`)),
+    );
   });
   const url = `http://127.0.0.1:${port}`;
   return {

@@ -44,10 +44,13 @@ afterAll(async () => {
 
 async function initModel(arch: 'qwen3' | 'qwen3-moe'): Promise<string> {
   const out = join(root, arch);
-  const init = await startCli(['model', 'init', '--arch', arch, '--out', out, '--hidden', '32', '--seed', '1'], {
-    cwd: root,
-    limitMs: 300_000,
-  }).done;
+  const init = await startCli(
+    ['model', 'init', '--arch', arch, '--out', out, '--hidden', '32', '--seed', '1'],
+    {
+      cwd: root,
+      limitMs: 300_000,
+    },
+  ).done;
   expect(init.code, init.stderr).toBe(0);
   return out;
 }
@@ -110,7 +113,9 @@ async function trainAgainst(model: string, out: string, engines: ScriptedSglang[
   // The engines hold the trained weights: exactly OUT/model's greedy tokens, and the weights moved.
   const trained = await greedy((await scripted(join(run, 'model'))).url);
   const initial = await greedy((await scripted(model)).url);
-  const moved = Math.max(...trained.logprobs.map((value, index) => Math.abs(value - (initial.logprobs[index] ?? value))));
+  const moved = Math.max(
+    ...trained.logprobs.map((value, index) => Math.abs(value - (initial.logprobs[index] ?? value))),
+  );
   expect(moved).toBeGreaterThan(1e-4);
   for (const engine of engines) {
     const served = await greedy(engine.url);

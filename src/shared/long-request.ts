@@ -60,7 +60,11 @@ export function longRequest({
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
       response.on('error', (error) => settle({ kind: 'unreachable', error }));
       response.on('end', () =>
-        settle({ kind: 'answer', status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+        settle({
+          kind: 'answer',
+          status: response.statusCode ?? 0,
+          text: Buffer.concat(chunks).toString('utf8'),
+        }),
       );
     });
     request.end(payload);

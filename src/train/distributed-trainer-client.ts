@@ -350,7 +350,12 @@ export class DistributedTrainerClient implements Trainer {
     return this.#timeoutMs;
   }
 
-  async #request(method: 'GET' | 'POST', route: string, body?: Buffer, contentType?: string): Promise<unknown> {
+  async #request(
+    method: 'GET' | 'POST',
+    route: string,
+    body?: Buffer,
+    contentType?: string,
+  ): Promise<unknown> {
     const outcome = await longRequest({
       url: `${this.baseUrl}${route}`,
       method,
@@ -367,9 +372,14 @@ export class DistributedTrainerClient implements Trainer {
       );
     }
     if (outcome.kind === 'unreachable') {
-      throw new DistributedTrainerError(route, `no answer from ${this.baseUrl} (${outcome.error.message})`, null, {
-        cause: outcome.error,
-      });
+      throw new DistributedTrainerError(
+        route,
+        `no answer from ${this.baseUrl} (${outcome.error.message})`,
+        null,
+        {
+          cause: outcome.error,
+        },
+      );
     }
     const { status, text } = outcome;
     let parsed: unknown;

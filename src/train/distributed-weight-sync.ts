@@ -59,7 +59,9 @@ const DESTROY_TIMEOUT_MS = 60_000;
 
 const answerSchema = z.object({ success: z.boolean(), message: z.string() });
 /** An engine's answer: SGLang's `{success, message}` (a refusal is `success: false`), or an outage. */
-type EngineAnswer = { kind: 'answer'; success: boolean; message: string } | { kind: 'outage'; reason: string };
+type EngineAnswer =
+  | { kind: 'answer'; success: boolean; message: string }
+  | { kind: 'outage'; reason: string };
 
 /** Forms the group: the trainer's rank 0 and every engine (blocks until all have joined). */
 export async function openWeightUpdateGroup({
@@ -110,7 +112,9 @@ export async function openWeightUpdateGroup({
   ]);
   const failures = answers.flatMap((outcome, index) => {
     const answer = settledAnswer(outcome);
-    return answer.kind === 'answer' && answer.success ? [] : [`${engines[index]!.name} (${reasonOf(answer)})`];
+    return answer.kind === 'answer' && answer.success
+      ? []
+      : [`${engines[index]!.name} (${reasonOf(answer)})`];
   });
   if (trainerJoin?.status === 'rejected') failures.push(`the trainer (${describe(trainerJoin.reason)})`);
   if (failures.length > 0) {
@@ -230,7 +234,10 @@ export async function syncWeightsDistributed({
       pausedMs: finished - started,
       totalMs: finished - started,
       bytes: sent.bytes,
-      engines: engines.map((member, index) => ({ name: member.name, weightVersion: versions[index] ?? null })),
+      engines: engines.map((member, index) => ({
+        name: member.name,
+        weightVersion: versions[index] ?? null,
+      })),
     };
   } catch (error) {
     failure = error;
@@ -255,7 +262,8 @@ async function endSessions(
   const refused = answers.flatMap((answer, index) =>
     answer.kind === 'answer' && answer.success ? [] : [`${members[index]!.name} (${reasonOf(answer)})`],
   );
-  if (refused.length > 0) throw new WeightSyncError(`weight sync: the session could not be ended on ${refused.join(', ')}`);
+  if (refused.length > 0)
+    throw new WeightSyncError(`weight sync: the session could not be ended on ${refused.join(', ')}`);
 }
 
 /** Destroys the group on every engine and the trainer; what does not answer is left as it is. */
@@ -272,7 +280,9 @@ export async function destroyWeightUpdateGroup({
 }): Promise<string[]> {
   const answers = await Promise.all(
     engines.map((member) =>
-      postEngine(member, '/destroy_weights_update_group', apiKey, DESTROY_TIMEOUT_MS, { group_name: groupName }),
+      postEngine(member, '/destroy_weights_update_group', apiKey, DESTROY_TIMEOUT_MS, {
+        group_name: groupName,
+      }),
     ),
   );
   if (trainer !== null) {
@@ -308,7 +318,7 @@ async function postEngine(
     timeoutMs,
   });
   if (outcome.kind === 'timeout') {
-    return { kind: 'outage', reason: `${route} did not answer within ${Math.round(outcome.timeoutMs / 1000)} s` };
+    return { kind: 'outage', reason: `${route} did not answer within ${seconds(outcome.timeoutMs)}` };
   }
   if (outcome.kind === 'unreachable') return { kind: 'outage', reason: `${route}: ${outcome.error.message}` };
   let parsed: unknown;
@@ -320,11 +330,17 @@ async function postEngine(
   const answer = answerSchema.safeParse(parsed);
   // SGLang answers a failed update 400 with { success: false, message }: a refusal, not an outage.
   if (answer.success) return { kind: 'answer', ...answer.data };
-  return { kind: 'answer', success: false, message: `${route} answered ${outcome.status}: ${outcome.text.slice(0, 300)}` };
+  return {
+    kind: 'answer',
+    success: false,
+    message: `${route} answered ${outcome.status}: ${outcome.text.slice(0, 300)}`,
+  };
 }
 
 function settledAnswer(outcome: PromiseSettledResult<EngineAnswer>): EngineAnswer {
-  return outcome.status === 'fulfilled' ? outcome.value : { kind: 'outage', reason: describe(outcome.reason) };
+  return outcome.status === 'fulfilled'
+    ? outcome.value
+    : { kind: 'outage', reason: describe(outcome.reason) };
 }
 
 function reasonOf(answer: EngineAnswer): string {
@@ -333,7 +349,12 @@ function reasonOf(answer: EngineAnswer): string {
 
 function bucketBytes(bucket: WeightBucket): number {
   return bucket.shapes.reduce(
-    (total, shape, index) => total + modelBytes(shape.reduce((count, size) => count * size, 1), bucket.dtypes[index]!),
+    (total, shape, index) =>
+      total +
+      modelBytes(
+        shape.reduce((count, size) => count * size, 1),
+        bucket.dtypes[index]!,
+      ),
     0,
   );
 }
@@ -357,6 +378,10 @@ function safeJson(text: string): unknown {
   } catch {
     return null;
   }
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
 }
 
 function describe(error: unknown): string {
@@ -431,7 +456,12 @@ export async function startDistributedWeightSync({
     close: async () => {
       if (closed) return;
       closed = true;
-      await destroyWeightUpdateGroup({ trainer, groupName, engines, ...(apiKey === undefined ? {} : { apiKey }) });
+      await destroyWeightUpdateGroup({
+        trainer,
+        groupName,
+        engines,
+        ...(apiKey === undefined ? {} : { apiKey }),
+      });
       await rm(record, { force: true });
     },
   };

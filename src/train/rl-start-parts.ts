@@ -76,7 +76,9 @@ export async function startRlParts(
     if ('refusal' in master) throw new RlConfigError(master.refusal);
     weightSyncAddress = master.address;
   } else if (config.weightSyncAddress !== null) {
-    throw new RlConfigError('--weight-sync-address: for --weight-sync distributed (the disk sync forms no group)');
+    throw new RlConfigError(
+      '--weight-sync-address: for --weight-sync distributed (the disk sync forms no group)',
+    );
   }
   return startClusterParts({
     folder,
