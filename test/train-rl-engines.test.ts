@@ -186,5 +186,33 @@ describe('train rl against SGLang-faithful and vLLM-faithful engines', () => {
     for (const scripted of [a!, b!]) {
       expect(updatesFollowTheProtocol(scripted.log, /^reload 200$/, /^reset_prefix_cache true$/)).toBe(3);
     }
+    // The held-out evaluation at the end speaks the run's API.
+    expect(
+      readFileSync(join(root, 'vllm', 'evals.jsonl'), 'utf8')
+        .trim()
+        .split('\n'),
+    ).toHaveLength(1);
+  }, 600_000);
+
+  it('vLLM at --temperature ≠ 1 returning logprobs before temperature (its default) is refused at the start', async () => {
+    const raw = await engine({ api: 'vllm' });
+    const run = await trainRl(
+      'vllm-raw',
+      [raw.url],
+      ['--api', 'vllm', '--temperature', '0.7', '--steps', '1'],
+    );
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      `${raw.url}: vLLM returns logprobs before temperature (its default --logprobs-mode raw_logprobs)`,
+    );
+    expect(run.stderr).toContain('restart it with --logprobs-mode processed_logprobs');
+    expect(raw.log).toEqual([]);
+    const scaled = await engine({ api: 'vllm', logprobsMode: 'processed_logprobs' });
+    const accepted = await trainRl(
+      'vllm-scaled',
+      [scaled.url],
+      ['--api', 'vllm', '--temperature', '0.7', '--steps', '1'],
+    );
+    expect(accepted.code, accepted.stderr).toBe(0);
   }, 600_000);
 });

@@ -33,6 +33,7 @@ import { LOAD_BASE_MS, modelBytes, modelCallTimeoutMs } from './model-call-timeo
 import type { RlParts } from './rl-parts.ts';
 import type { TrainerMemoryOptions } from './trainer-memory-options.ts';
 import { startTrainerService, type TrainerService } from './trainer-service.ts';
+import { vllmLogprobsMode } from './vllm-logprobs-probe.ts';
 import { type PausableEngine, syncWeightsFromDisk } from './weight-sync.ts';
 
 export type ClusterPartsOptions = {
@@ -67,6 +68,8 @@ export type ClusterPartsOptions = {
   /** `distributed`: the trainer's rank-0 address as the engines reach it (`weight-sync-address.ts`). */
   weightSyncAddress?: string | null;
   engineTimeoutMs?: number;
+  /** The rollout's sampling temperature: vLLM engines are checked to return logprobs after it. */
+  temperature?: number;
   log?: (line: string) => void;
 };
 
@@ -96,6 +99,7 @@ export async function startClusterParts(options: ClusterPartsOptions): Promise<R
   try {
     const tokenizer = await loadTokenizer(options.model);
     const replicas = await startReplicas(options, closers, log);
+    if (options.api === 'vllm') await assertScaledLogprobs(options, tokenizer.encode('The answer is'), log);
     const trainer = await startTrainer(options, closers, log);
     const router = new Router({
       replicas: replicas.map(({ name, engine }) => ({ name, engine })),
@@ -276,6 +280,38 @@ async function startTrainer(
   });
   closers.push(() => service.stop());
   return { client: service.client, service };
+}
+
+/**
+ * vLLM engines must return logprobs after temperature (`--logprobs-mode processed_logprobs`) when
+ * the rollout samples at T ≠ 1: refused at the start otherwise (`vllm-logprobs-probe.ts`).
+ */
+async function assertScaledLogprobs(
+  options: ClusterPartsOptions,
+  promptTokenIds: number[],
+  log: (line: string) => void,
+): Promise<void> {
+  const temperature = options.temperature ?? 1;
+  if (temperature === 1 || temperature <= 0) return;
+  const apiKey = engineApiKey();
+  for (const url of options.engines) {
+    const mode = await vllmLogprobsMode({
+      url,
+      promptTokenIds,
+      temperature,
+      ...(apiKey === undefined ? {} : { apiKey }),
+    });
+    if (mode === 'raw') {
+      throw new RlPartsError(
+        `${url}: vLLM returns logprobs before temperature (its default --logprobs-mode raw_logprobs), so the importance weight at --temperature ${temperature} would be biased: restart it with --logprobs-mode processed_logprobs`,
+      );
+    }
+    if (mode === 'unknown') {
+      log(
+        `${url}: could not tell whether its logprobs are taken after temperature (start vLLM with --logprobs-mode processed_logprobs)`,
+      );
+    }
+  }
 }
 
 /** The engines' bearer token (`AGENTMATH_ENGINE_API_KEY`), for engines given by URL. */

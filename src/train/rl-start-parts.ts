@@ -99,6 +99,7 @@ export async function startRlParts(
     seed: config.seed,
     weightSync: config.weightSync,
     weightSyncAddress,
+    temperature: config.temperature,
     log,
     ...(signal === undefined ? {} : { signal }),
   });
