@@ -86,6 +86,8 @@ try {
   say(`killed with steps 0–${committedAtKill - 1} committed; resuming`);
   const resumed = await cli([...rlArgs(6), '--replicas', '2', '--resume']);
   assert.match(resumed, /weight sync: a process group of the trainer and 2 engine\(s\)/);
+  // The killed run's group (recorded in OUT/weight-group.json) is destroyed before a new one forms.
+  assert.match(resumed, /weight sync: destroyed the group agentmath-weights-\S+ of the stopped run/);
   assert.match(resumed, /resuming at step 3/);
   const metrics = lines(join(run, 'metrics.jsonl'));
   assert.deepEqual(

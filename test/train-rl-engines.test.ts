@@ -9,7 +9,7 @@
  *   SGLang's message; an engine that cannot be connected to is skipped and said so.
  * - vLLM: the same run through its RL routes.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -21,6 +21,7 @@ import {
   type ScriptedRlEngineOptions,
   startScriptedRlEngine,
 } from './scripted-rl-engine.ts';
+import { writeSumProblems } from './sum-problems.ts';
 
 let root: string;
 let model: string;
@@ -42,12 +43,7 @@ beforeAll(async () => {
   expect(init.code, init.stderr).toBe(0);
   tokenizer = await loadTokenizer(model);
   data = join(root, 'sums.jsonl');
-  const rows = Array.from({ length: 12 }, (_, index) => ({
-    id: `sum-${index}`,
-    problem: `Add ${index + 3} and ${2 * index + 5}.`,
-    answer: String(3 * index + 8),
-  }));
-  writeFileSync(data, rows.map((row) => JSON.stringify(row)).join('\n'));
+  writeSumProblems(data);
 }, 400_000);
 
 beforeEach(() => {

@@ -11,13 +11,14 @@
  *   run's `model/`, whose logprobs differ from the initial model's (the weights moved).
  * Assertions are on records and outputs, never on time.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, type HttpEngine } from '../src/engine/create-engine.ts';
 import { killAllClis, startCli } from './cli-process.ts';
 import { type ScriptedSglang, startScriptedSglang } from './scripted-sglang.ts';
+import { writeSumProblems } from './sum-problems.ts';
 
 let root: string;
 let data: string;
@@ -27,12 +28,7 @@ const clients: HttpEngine[] = [];
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'agentmath-rl-sglang-group-'));
   data = join(root, 'sums.jsonl');
-  const rows = Array.from({ length: 12 }, (_, index) => ({
-    id: `sum-${index}`,
-    problem: `Add ${index + 3} and ${2 * index + 5}.`,
-    answer: String(3 * index + 8),
-  }));
-  writeFileSync(data, rows.map((row) => JSON.stringify(row)).join('\n'));
+  writeSumProblems(data);
 }, 60_000);
 
 afterAll(async () => {

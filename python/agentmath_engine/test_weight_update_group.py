@@ -1,7 +1,7 @@
 """The engine's side of SGLang's process-group weight update, on CPU (gloo), against a sender in
 another process that forms its side and broadcasts as a trainer does (verl's and slime's copy of
-SGLang's `init_custom_process_group`, rank 0 hosting the store; written here, nothing imported
-from the trainer):
+SGLang's `init_custom_process_group`, rank 0 hosting the store: test/scripted_sglang.py's copy,
+nothing imported from the trainer):
 - the weight-update session as SGLang 0.5.23 keeps it: an update outside one is refused before
   anything is received, a second begin and an end without a begin are refused;
 - a Qwen3-MoE (experts fused in memory) takes the checkpoint's per-expert names, a bucket holding
@@ -32,26 +32,21 @@ from agentmath_engine.hf_fixtures import make_models  # noqa: E402
 from agentmath_engine.weight_update_group import NO_SESSION, SESSION_OPEN, SESSION_REQUIRED, WeightUpdateReceiver  # noqa: E402
 
 
-def send_as_trainer(port: int, group_name: str, tensors_path: str, rounds: list) -> None:
-    """Rank 0 of a 2-member group: hosts the store on `port`, then broadcasts each round's tensors
-    in order (one synchronous broadcast per tensor, as verl's and slime's trainers send)."""
-    import torch.distributed as dist
-    from torch.distributed.distributed_c10d import (
-        Backend,
-        PrefixStore,
-        _new_process_group_helper,
-        _world,
-        default_pg_timeout,
-        rendezvous,
-    )
+SCRIPTED_SGLANG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "test", "scripted_sglang.py")
 
-    store, rank, world_size = next(rendezvous(f"tcp://127.0.0.1:{port}", 0, 2, timeout=default_pg_timeout))
-    store.set_timeout(default_pg_timeout)
-    group, _ = _new_process_group_helper(
-        world_size, rank, [], Backend("gloo"), PrefixStore(group_name, store), group_name=group_name,
-        backend_options=None, timeout=default_pg_timeout,
-    )
-    _world.pg_group_ranks[group] = {i: i for i in range(world_size)}
+
+def send_as_trainer(port: int, group_name: str, tensors_path: str, rounds: list) -> None:
+    """Rank 0 of a 2-member group, as verl's and slime's trainers join (their copy of SGLang's
+    `init_custom_process_group`; here test/scripted_sglang.py's): hosts the store on `port`, then
+    broadcasts each round's tensors in order, one synchronous broadcast per tensor."""
+    import importlib.util
+
+    import torch.distributed as dist
+
+    spec = importlib.util.spec_from_file_location("scripted_sglang", SCRIPTED_SGLANG)
+    scripted = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scripted)
+    group = scripted.init_custom_process_group("gloo", f"tcp://127.0.0.1:{port}", 2, 0, group_name)
     tensors = load_file(tensors_path)
     for names in rounds:
         for name in names:

@@ -3,9 +3,9 @@
   safetensors' (dense Qwen3 with tied embeddings, and Qwen3-MoE, whose experts transformers 5
   fuses in memory);
 - what is pushed is the export: a receiver in another process, which forms its side of the group
-  and receives as SGLang 0.5.23 does (`init_custom_process_group`, one async broadcast per name;
-  written here from SGLang's source, nothing imported from the trainer), gets exactly the tensors
-  of the safetensors exported at the same step;
+  and receives as SGLang 0.5.23 does (test/scripted_sglang.py's `init_custom_process_group`, one
+  async broadcast per name; nothing imported from the trainer), gets exactly the tensors of the
+  safetensors exported at the same step;
 - the group is destroyed on request, and the export is in the training compute dtype.
 The trainer is one process (world size 1); the long real-process check is scripts/weight-sync-e2e.ts."""
 
@@ -34,27 +34,21 @@ from agentmath_train.test_distributed import CORPUS, start_single_process_group,
 from agentmath_train.weight_broadcast import plan_buckets  # noqa: E402
 
 
-def receive_as_sglang(port: int, group_name: str, buckets: list, out: str) -> None:
-    """SGLang 0.5.23's engine side, in a process of its own: `init_custom_process_group`
-    (srt/utils/common.py) at rank 1, then per bucket one `broadcast(src=0, async_op=True)` per
-    name and a wait on each (`receive_weights_from_distributed`); what arrived is saved to `out`."""
-    import torch.distributed as dist
-    from torch.distributed.distributed_c10d import (
-        Backend,
-        PrefixStore,
-        _new_process_group_helper,
-        _world,
-        default_pg_timeout,
-        rendezvous,
-    )
+SCRIPTED_SGLANG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "test", "scripted_sglang.py")
 
-    store, rank, world_size = next(rendezvous(f"tcp://127.0.0.1:{port}", 1, 2, timeout=default_pg_timeout))
-    store.set_timeout(default_pg_timeout)
-    store = PrefixStore(group_name, store)
-    group, _ = _new_process_group_helper(
-        world_size, rank, [], Backend("gloo"), store, group_name=group_name, backend_options=None, timeout=default_pg_timeout
-    )
-    _world.pg_group_ranks[group] = {i: i for i in range(world_size)}
+
+def receive_as_sglang(port: int, group_name: str, buckets: list, out: str) -> None:
+    """SGLang 0.5.23's engine side, in a process of its own: test/scripted_sglang.py's copy of
+    `init_custom_process_group` at rank 1, then per bucket one `broadcast(src=0, async_op=True)`
+    per name and a wait on each (`receive_weights_from_distributed`); what arrived is saved to `out`."""
+    import importlib.util
+
+    import torch.distributed as dist
+
+    spec = importlib.util.spec_from_file_location("scripted_sglang", SCRIPTED_SGLANG)
+    scripted = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scripted)
+    group = scripted.init_custom_process_group("gloo", f"tcp://127.0.0.1:{port}", 2, 1, group_name)
     received = {}
     for bucket in buckets:
         handles = []
