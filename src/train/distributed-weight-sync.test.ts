@@ -274,6 +274,22 @@ describe('weight sync over a process group (SGLang 0.5.23 routes)', () => {
     );
   });
 
+  it("a failed trainer broadcast stops the sync at once, not when the engines' receives time out", async () => {
+    const log: string[] = [];
+    const waiting = await scriptedEngine('waiting', log, { hangOnLoad: true });
+    const trainer = {
+      ...scriptedTrainer(log),
+      broadcastWeights: async () => {
+        throw new Error('trainer /broadcast_weights: answered 500: RuntimeError: Connection closed by peer');
+      },
+    };
+    const group = await formGroup(trainer, [waiting]);
+    await expect(syncWeightsDistributed({ trainer, group, policyVersion: 3 })).rejects.toThrow(
+      /the trainer's broadcast failed \(.*Connection closed by peer\); the group is broken/,
+    );
+    expect(log.slice(-2)).toEqual(['waiting end', 'waiting continue']);
+  });
+
   it('destroys the group on every engine and the trainer', async () => {
     const log: string[] = [];
     const engines = [await scriptedEngine('a', log), await scriptedEngine('b', log)];

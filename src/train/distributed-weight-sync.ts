@@ -177,29 +177,42 @@ export async function syncWeightsDistributed({
       );
     }
     const sending = trainer.broadcastWeights(group.groupName);
-    // A failed broadcast must not leave the receiving calls waiting unobserved.
-    sending.catch(() => {});
+    // A broadcast that fails ends the wait for the engines' answers at once (they would answer
+    // only when their receive times out); it never settles otherwise.
+    const broadcastFailed = sending.then(
+      () => new Promise<never>(() => {}),
+      (error: unknown) => {
+        throw new WeightSyncError(
+          `weight sync v${policyVersion}: the trainer's broadcast failed (${describe(error)}); the group is broken, resume the run to form a new one`,
+          { cause: error },
+        );
+      },
+    );
+    broadcastFailed.catch(() => {});
     const refused = new Map<string, string>();
     for (const [index, bucket] of group.buckets.entries()) {
       const last = index === group.buckets.length - 1;
       const loadTimeoutMs = modelCallTimeoutMs(bucketBytes(bucket), timeouts.loadBaseMs);
-      const answers = await Promise.all(
-        engines.map((member) =>
-          post(
-            member,
-            '/update_weights_from_distributed',
-            {
-              ...bucket,
-              group_name: group.groupName,
-              // SGLang flushes after the update and fails it when requests still run, which an
-              // in-place pause leaves; abort and retract leave nothing running.
-              flush_cache: pauseMode !== 'in_place',
-              ...(last ? { weight_version: String(policyVersion) } : {}),
-            },
-            loadTimeoutMs,
+      const answers = await Promise.race([
+        broadcastFailed,
+        Promise.all(
+          engines.map((member) =>
+            post(
+              member,
+              '/update_weights_from_distributed',
+              {
+                ...bucket,
+                group_name: group.groupName,
+                // SGLang flushes after the update and fails it when requests still run, which an
+                // in-place pause leaves; abort and retract leave nothing running.
+                flush_cache: pauseMode !== 'in_place',
+                ...(last ? { weight_version: String(policyVersion) } : {}),
+              },
+              loadTimeoutMs,
+            ),
           ),
         ),
-      );
+      ]);
       answers.forEach((answer, member) => {
         const name = engines[member]!.name;
         if (answer.kind === 'outage') {
