@@ -106,7 +106,11 @@ class WeightUpdateGroupTest(unittest.TestCase):
         def call(method, body):
             return pool.submit(method, body).result(timeout=120)
 
-        joined = call(receiver.init_group, {"master_address": "127.0.0.1", "master_port": port, "rank_offset": 1, "world_size": 2, "group_name": "g", "backend": "gloo"})
+        joined = call(
+            receiver.init_group,
+            {"master_address": "127.0.0.1", "master_port": port, "rank_offset": 1, "world_size": 2,
+             "group_name": "g", "backend": "gloo"},
+        )
         self.assertEqual(joined, (200, {"success": True, "message": "Succeeded to initialize custom process group."}))
         # Outside a session: refused at once, nothing received (a receive would wait for round 1).
         self.assertEqual(call(receiver.update, bucket(sent, rounds[0])), (400, {"success": False, "message": SESSION_REQUIRED}))
@@ -146,8 +150,10 @@ class WeightUpdateGroupTest(unittest.TestCase):
         for name, tensor in reference.items():
             torch.testing.assert_close(served[name], tensor, atol=0, rtol=0, msg=name)
 
-        self.assertEqual(call(receiver.destroy_group, {"group_name": "g"}), (200, {"success": True, "message": "Succeeded to destroy custom process group."}))
-        self.assertEqual(call(receiver.destroy_group, {"group_name": "g"}), (400, {"success": False, "message": "The group to be destroyed does not exist."}))
+        destroyed = {"success": True, "message": "Succeeded to destroy custom process group."}
+        self.assertEqual(call(receiver.destroy_group, {"group_name": "g"}), (200, destroyed))
+        missing = {"success": False, "message": "The group to be destroyed does not exist."}
+        self.assertEqual(call(receiver.destroy_group, {"group_name": "g"}), (400, missing))
 
     def test_a_disk_load_of_a_moe_export_takes_the_per_expert_names(self):
         worker = build_worker(WorkerOptions(model=self.model, device="cpu", max_running_requests=2))
