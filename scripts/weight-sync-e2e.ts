@@ -66,7 +66,8 @@ try {
   const rlArgs = (steps: number) => [
     ...['train', 'rl', '--model', sft as string, '--out', run, '--steps', String(steps)],
     ...['--levels', '0', '--problems', '64', '--batch-size', '2', '--group-size', '4'],
-    ...['--max-tokens', '192', '--max-tool-calls', '2', '--partial-rollouts', '1', '--temperature', '0.8'],
+    // 320: the instructed prompt alone is ~190 tokens (its system message names the interpreter's libraries).
+    ...['--max-tokens', '320', '--max-tool-calls', '2', '--partial-rollouts', '1', '--temperature', '0.8'],
     ...['--eval-every', '0', '--eval-problems', '4', '--seed', '0', '--learning-rate', '2e-3'],
     ...['--trainer-procs', '2', '--micro-batch-tokens', '1024', '--max-staleness', '1'],
     ...['--weight-sync', 'distributed', '--checkpoint-every', '3'],
