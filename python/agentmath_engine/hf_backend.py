@@ -249,24 +249,15 @@ class HuggingFaceBackend:
         self.model_path = folder
 
     def load_tensors(self, state: Dict[str, torch.Tensor], origin: str, complete: bool = False) -> None:
-        """Copies named tensors (Hugging Face names) into the served model in place, cast to its
-        dtype. A name the model does not have, or another shape, is refused before any is copied;
-        `complete`: every parameter must be given (a tied one through its twin)."""
-        own = self.model.state_dict()
-        unknown = sorted(set(state) - set(own))
-        if unknown:
-            raise ValueError(f"{origin}: tensors the served model does not have: {', '.join(unknown[:5])}")
-        wrong = [name for name, tensor in state.items() if tuple(tensor.shape) != tuple(own[name].shape)]
-        if wrong:
-            raise ValueError(f"{origin}: tensors of another shape than the served model's: {', '.join(wrong[:5])}")
-        if complete:
-            storage = {own[name].data_ptr() for name in state}
-            missing = [name for name in own if name not in state and own[name].data_ptr() not in storage]
-            if missing:
-                raise ValueError(f"{origin}: tensors missing from the folder: {', '.join(missing[:5])}")
-        with torch.no_grad():
-            for name, tensor in state.items():
-                own[name].copy_(tensor.to(own[name].device, own[name].dtype))
+        """Copies named tensors (the checkpoint's names, as `save_pretrained` writes them) into
+        the served model in place, cast to its dtype (`checkpoint_layout.py`). A name the model
+        does not have, or another shape, is refused before any is copied; `complete`: every
+        parameter must be given (a tied one through its twin)."""
+        if getattr(self, "_checkpoint_layout", None) is None:
+            from .checkpoint_layout import CheckpointLayout
+
+            self._checkpoint_layout = CheckpointLayout(self.model)
+        self._checkpoint_layout.load(state, origin, complete)
         self._decode_stale = True
 
     def describe(self) -> Dict[str, Any]:

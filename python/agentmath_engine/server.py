@@ -15,7 +15,8 @@ docs/engines.md lists every route with the line it follows):
                                 fails (weights loaded, weight_version not moved), as SGLang does
   POST /pause_generation        {mode: abort | in_place | retract} (default abort)
   POST /continue_generation     {}
-  POST /init_weights_update_group, /update_weights_from_distributed   weight_update_group.py
+  POST /init_weights_update_group, /destroy_weights_update_group, /begin_weight_update,
+       /end_weight_update, /update_weights_from_distributed   weight_update_group.py
   POST /abort_request           {rid} or {abort_all: true}; an aborted request answers its
                                 partial output with finish_reason {type: abort}
 Authentication (SGLang's --api-key rule): when the worker has an API key (from the
@@ -145,8 +146,9 @@ class Worker:
                 return False, f"Failed to update weights: {error}.\nRolling back to original weights."
             # The new weights are served from here on; the reported version moves only when the
             # whole update succeeds (SGLang's tokenizer manager sets it after a successful answer).
-            if flush and not self.engine.flush_cache(ignore_waiting=True):
-                return False, FLUSH_FAILED_AFTER_UPDATE
+            refused = self.flush_after_update(flush)
+            if refused is not None:
+                return False, refused
             self.engine.policy_version = given_version if given_version is not None else self.engine.policy_version + 1
             suffix = "" if given_version is None else f" Weight version updated to {given_version}."
             return True, UPDATE_SUCCEEDED + suffix
@@ -154,6 +156,13 @@ class Worker:
         success, message = self.engine.exclusive(load)
         return Reply(HTTPStatus.OK if success else HTTPStatus.BAD_REQUEST,
                      {"success": success, "message": message, "num_paused_requests": 0})
+
+    def flush_after_update(self, flush: bool) -> Optional[str]:
+        """SGLang's flush after a load (the engine runs nothing else meanwhile): None when done or
+        not asked for, else SGLang's message (it fails while requests still run)."""
+        if flush and not self.engine.flush_cache(ignore_waiting=True):
+            return FLUSH_FAILED_AFTER_UPDATE
+        return None
 
     def flush_cache(self, body: Any = None) -> Reply:
         """SGLang's /flush_cache: a text answer, 200 or 400."""
@@ -219,8 +228,11 @@ def make_handler(worker: Worker, api_key: Optional[str] = None):
         "/generate": worker.generate,
         "/update_weights_from_disk": worker.update_weights_from_disk,
         "/flush_cache": worker.flush_cache,
-        "/init_weights_update_group": receiver.init_group,
-        "/update_weights_from_distributed": receiver.update,
+        "/init_weights_update_group": lambda body: Reply(*receiver.init_group(body)),
+        "/destroy_weights_update_group": lambda body: Reply(*receiver.destroy_group(body)),
+        "/begin_weight_update": lambda body: Reply(*receiver.begin(body)),
+        "/end_weight_update": lambda body: Reply(*receiver.end(body)),
+        "/update_weights_from_distributed": lambda body: Reply(*receiver.update(body)),
         "/abort_request": lambda body: worker.abort_request(body),
         "/pause_generation": lambda body: worker.pause_generation(body),
         "/continue_generation": lambda body: worker.continue_generation(body),

@@ -13,6 +13,7 @@ Routes (JSON unless noted; a binary batch is `batch_io`'s format):
                             {master_port, buckets}: rank 0 hosts the group's store (weight_broadcast.py)
   POST /join_weights_update_group  {group_name}: rank 0 joins (blocks until every engine did)
   POST /broadcast_weights   {group_name}: every parameter, bucket by bucket, into the group
+  POST /destroy_weights_update_group  {group_name}: rank 0 leaves and destroys its side of the group
   POST /transfer_probe      binary batch → every rank decodes it, nothing else (bench trainer)
   POST /shutdown            stops every rank
 HTTP runs in a thread; the main thread owns every collective: it takes one command at a time
@@ -250,10 +251,14 @@ class TrainerCore:
             return self.broadcaster.join(payload)
         if route == "/broadcast_weights":
             return {**self.broadcaster.broadcast(payload), "policy_version": self.runner.policy_version}
+        if route == "/destroy_weights_update_group":
+            return self.broadcaster.destroy(payload)
         raise KeyError(route)
 
 
-WEIGHT_GROUP_ROUTES = {"/open_weights_update_group", "/join_weights_update_group", "/broadcast_weights"}
+WEIGHT_GROUP_ROUTES = {
+    "/open_weights_update_group", "/join_weights_update_group", "/broadcast_weights", "/destroy_weights_update_group",
+}
 ROUTES = {
     "/state", "/sft_step", "/grpo_step", "/score", "/save_checkpoint", "/load_checkpoint", "/export", "/transfer_probe",
     "/shutdown", *WEIGHT_GROUP_ROUTES,

@@ -11,7 +11,9 @@ export const heldOutEvalConfigSchema = z
   .object({
     engine: z
       .object({
-        api: z.literal('sglang').meta({ description: 'the API spoken (the engines serve SGLang routes)' }),
+        api: z
+          .enum(['sglang', 'vllm'])
+          .meta({ description: "the API spoken: the run's (SGLang's routes, or vLLM's with token ids)" }),
         url: z.string().meta({ description: 'the engine that served the policy evaluated' }),
       })
       .strict()

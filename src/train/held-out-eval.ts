@@ -60,8 +60,10 @@ export type HeldOutEvalResult = {
 };
 
 export type HeldOutEvalOptions = {
-  /** Base URL of a worker serving the model (SGLang `/generate`). */
+  /** Base URL of a worker serving the model (SGLang `/generate`, or vLLM's completions). */
   engineUrl: string;
+  /** The API it speaks (default sglang): a run's held-out evaluation speaks the run's. */
+  api?: 'sglang' | 'vllm';
   /** Its bearer token, when it requires one. */
   apiKey?: string;
   problems: readonly HeldOutProblem[];
@@ -97,8 +99,9 @@ export async function evaluateHeldOut(options: HeldOutEvalOptions): Promise<Held
   const { problems, contextTokens, concurrency = 32, maxToolCalls = 4, temperature = 0 } = options;
   const started = Date.now();
   if (options.fresh === true) await rm(options.outDir, { recursive: true, force: true });
+  const api = options.api ?? 'sglang';
   const engine = createEngine({
-    api: 'sglang',
+    api,
     url: options.engineUrl,
     name: 'embedded',
     maxConcurrency: concurrency,
@@ -128,7 +131,7 @@ export async function evaluateHeldOut(options: HeldOutEvalOptions): Promise<Held
       outDir: options.outDir,
       resume: true,
       config: {
-        engine: { api: 'sglang', url: options.engineUrl },
+        engine: { api, url: options.engineUrl },
         budgets,
         sampling,
         dialect: dialect.name,

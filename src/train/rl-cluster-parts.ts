@@ -30,9 +30,11 @@ import { AgentMathError } from '../shared/agentmath-error.ts';
 import { systemClock } from '../shared/clock.ts';
 import { DistributedTrainerClient } from './distributed-trainer-client.ts';
 import { startDistributedWeightSync } from './distributed-weight-sync.ts';
+import { LOAD_BASE_MS, modelBytes, modelCallTimeoutMs } from './model-call-timeout.ts';
 import type { RlParts } from './rl-parts.ts';
 import type { TrainerMemoryOptions } from './trainer-memory-options.ts';
 import { startTrainerService, type TrainerService } from './trainer-service.ts';
+import { vllmLogprobsMode } from './vllm-logprobs-probe.ts';
 import { type PausableEngine, syncWeightsFromDisk } from './weight-sync.ts';
 
 export type ClusterPartsOptions = {
@@ -66,7 +68,11 @@ export type ClusterPartsOptions = {
   seed: number;
   /** How weights reach the engines: an export loaded from disk, or broadcast over a process group. */
   weightSync?: 'disk' | 'distributed';
+  /** `distributed`: the trainer's rank-0 address as the engines reach it (`weight-sync-address.ts`). */
+  weightSyncAddress?: string | null;
   engineTimeoutMs?: number;
+  /** The rollout's sampling temperature: vLLM engines are checked to return logprobs after it. */
+  temperature?: number;
   log?: (line: string) => void;
 };
 
@@ -96,6 +102,7 @@ export async function startClusterParts(options: ClusterPartsOptions): Promise<R
   try {
     const tokenizer = await loadTokenizer(options.model);
     const replicas = await startReplicas(options, closers, log);
+    if (options.api === 'vllm') await assertScaledLogprobs(options, tokenizer.encode('The answer is'), log);
     const trainer = await startTrainer(options, closers, log);
     const router = new Router({
       replicas: replicas.map(({ name, engine }) => ({ name, engine })),
@@ -118,17 +125,23 @@ export async function startClusterParts(options: ClusterPartsOptions): Promise<R
     const distributed =
       options.weightSync === 'distributed'
         ? await startDistributedWeightSync({
+            folder: options.folder,
             trainer: trainer.client,
             engines: replicas,
-            trainerUrl: options.trainerUrl,
+            masterAddress: options.weightSyncAddress ?? '127.0.0.1',
             device: state.device,
+            log,
             ...(options.engines.length > 0 && engineApiKey() !== undefined
               ? { apiKey: engineApiKey() as string }
               : {}),
           })
         : null;
-    if (distributed !== null)
+    if (distributed !== null) {
+      closers.push(() => distributed.close());
       log(`weight sync: a process group of the trainer and ${replicas.length} engine(s)`);
+    }
+    // A load of the whole model may take as long as the rule of `model-call-timeout.ts` says.
+    const loadTimeoutMs = modelCallTimeoutMs(modelBytes(state.parameters, state.computeDtype), LOAD_BASE_MS);
     return {
       engine: router,
       routerName: options.router,
@@ -146,6 +159,7 @@ export async function startClusterParts(options: ClusterPartsOptions): Promise<R
           engines: replicas.map(({ engine }) => engine),
           path,
           tolerateUnreachable: true,
+          loadTimeoutMs,
         });
         if (result.unreachable.length > 0) {
           log(`weight sync v${result.policyVersion}: ${result.unreachable.join(', ')} unreachable, skipped`);
@@ -270,6 +284,38 @@ async function startTrainer(
   });
   closers.push(() => service.stop());
   return { client: service.client, service };
+}
+
+/**
+ * vLLM engines must return logprobs after temperature (`--logprobs-mode processed_logprobs`) when
+ * the rollout samples at T ≠ 1: refused at the start otherwise (`vllm-logprobs-probe.ts`).
+ */
+async function assertScaledLogprobs(
+  options: ClusterPartsOptions,
+  promptTokenIds: number[],
+  log: (line: string) => void,
+): Promise<void> {
+  const temperature = options.temperature ?? 1;
+  if (temperature === 1 || temperature <= 0) return;
+  const apiKey = engineApiKey();
+  for (const url of options.engines) {
+    const mode = await vllmLogprobsMode({
+      url,
+      promptTokenIds,
+      temperature,
+      ...(apiKey === undefined ? {} : { apiKey }),
+    });
+    if (mode === 'raw') {
+      throw new RlPartsError(
+        `${url}: vLLM returns logprobs before temperature (its default --logprobs-mode raw_logprobs), so the importance weight at --temperature ${temperature} would be biased: restart it with --logprobs-mode processed_logprobs`,
+      );
+    }
+    if (mode === 'unknown') {
+      log(
+        `${url}: could not tell whether its logprobs are taken after temperature (start vLLM with --logprobs-mode processed_logprobs)`,
+      );
+    }
+  }
 }
 
 /** The engines' bearer token (`AGENTMATH_ENGINE_API_KEY`), for engines given by URL. */

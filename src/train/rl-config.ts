@@ -57,6 +57,8 @@ export const rlConfigSchema = z
     maxStaleness: z.number().int().nonnegative().default(0),
     /** How new weights reach the engines. */
     weightSync: z.enum(['disk', 'distributed']).default('disk'),
+    /** `distributed`: the trainer's address as the engines reach it (null: found, `weight-sync-address.ts`). */
+    weightSyncAddress: z.string().min(1).nullable().default(null),
     /** Text RL: the policy cannot run code (tool-call budget 0; a code block ends the trajectory). */
     textOnly: z.boolean().default(false),
     steps: positive.default(40),

@@ -15,6 +15,7 @@ const PLACEMENT_FIELDS = {
   replicas: true,
   maxInFlight: true,
   trainerUrl: true,
+  weightSyncAddress: true,
   trainerProcs: true,
   sandboxes: true,
   sandboxWorkers: true,

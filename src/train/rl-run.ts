@@ -187,6 +187,8 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
     maxNewTokensPerTurn: maxTokens,
     // S versions from the overlap, one more for a trajectory continued across a step boundary.
     maxPolicyLag: config.maxStaleness + 1,
+    // The weights change: a segment whose engine gave no numeric version was made by unknown ones.
+    unversioned: 'stale',
     advantageScale: config.advantage,
     resampleOnCorrect: config.resampleOnCorrect,
     rewardKind: config.reward,
@@ -377,6 +379,7 @@ async function heldOutEval(
   if (problems.length === 0) return null;
   const result = await evaluateHeldOut({
     engineUrl: parts.evalUrl,
+    api: config.api,
     ...(parts.evalApiKey === undefined ? {} : { apiKey: parts.evalApiKey }),
     problems,
     contextTokens: Math.min(config.maxTokens ?? parts.contextTokens, parts.contextTokens),

@@ -26,3 +26,24 @@ describe('train rl refuses --sp before anything starts', () => {
   });
 
 });
+
+describe('train rl refuses a weight-sync address the engines cannot use before anything starts', () => {
+  it('a loopback master (a trainer by a loopback URL) with an engine on another machine', async () => {
+    const config = resolveRlConfig({
+      init: huggingFace,
+      weightSync: 'distributed',
+      trainerUrl: 'http://127.0.0.1:31000',
+      engines: ['http://10.1.2.3:30000'],
+    });
+    await expect(startRlParts(config, folder)).rejects.toThrow(
+      /master would be 127\.0\.0\.1, which http:\/\/10\.1\.2\.3:30000 cannot reach .* give --weight-sync-address HOST/,
+    );
+  });
+
+  it('--weight-sync-address without --weight-sync distributed', async () => {
+    const config = resolveRlConfig({ init: huggingFace, weightSyncAddress: '10.0.0.9' });
+    await expect(startRlParts(config, folder)).rejects.toThrow(
+      '--weight-sync-address: for --weight-sync distributed',
+    );
+  });
+});

@@ -12,6 +12,7 @@ import { startClusterParts } from './rl-cluster-parts.ts';
 import { type RlConfig, RlConfigError, resolveRlConfig } from './rl-config.ts';
 import type { RlParts } from './rl-parts.ts';
 import { startedTrainerFlags, trainerMemoryOptions } from './trainer-memory-options.ts';
+import { weightSyncMasterAddress } from './weight-sync-address.ts';
 
 function memoryDefaults(): RlConfig {
   return resolveRlConfig({ init: 'defaults' });
@@ -51,6 +52,20 @@ export async function startRlParts(
     );
   }
   const { prompt, dialect } = await rlPromptOf(config);
+  let weightSyncAddress: string | null = null;
+  if (config.weightSync === 'distributed') {
+    const master = await weightSyncMasterAddress({
+      given: config.weightSyncAddress,
+      trainerUrl: config.trainerUrl,
+      engineUrls: config.engines,
+    });
+    if ('refusal' in master) throw new RlConfigError(master.refusal);
+    weightSyncAddress = master.address;
+  } else if (config.weightSyncAddress !== null) {
+    throw new RlConfigError(
+      '--weight-sync-address: for --weight-sync distributed (the disk sync forms no group)',
+    );
+  }
   return startClusterParts({
     folder,
     model: config.init,
@@ -70,6 +85,8 @@ export async function startRlParts(
     dialect,
     seed: config.seed,
     weightSync: config.weightSync,
+    weightSyncAddress,
+    temperature: config.temperature,
     log,
     ...(signal === undefined ? {} : { signal }),
   });

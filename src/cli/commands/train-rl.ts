@@ -85,6 +85,7 @@ type RlFlags = {
   sandbox: string[];
   maxStaleness: number;
   weightSync: 'disk' | 'distributed';
+  weightSyncAddress?: string;
   logger?: 'tensorboard' | 'wandb';
   textOnly?: boolean;
   steps: number;
@@ -288,6 +289,10 @@ export function registerTrainRl(train: Command): void {
       'how weights reach the engines',
       choiceOption(['disk', 'distributed'] as const),
       d('weightSync'),
+    )
+    .option(
+      '--weight-sync-address <host>',
+      "distributed: the trainer's address as the engines reach it (default: this host's address on the route to the first engine)",
     )
     .option(
       '--logger <kind>',
@@ -529,6 +534,7 @@ export function registerTrainRl(train: Command): void {
         sandboxes: flags.sandbox,
         maxStaleness: flags.maxStaleness,
         weightSync: flags.weightSync,
+        weightSyncAddress: flags.weightSyncAddress ?? null,
         textOnly: flags.textOnly === true,
         steps: flags.steps,
         batchSize: flags.batchSize,
