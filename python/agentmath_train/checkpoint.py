@@ -27,6 +27,8 @@ from torch.distributed.checkpoint.state_dict import (
     set_state_dict,
 )
 
+from .file_modes import match_umask
+
 STATE_FILE = "trainer-state.json"
 TOKENIZER_FILES = (
     "tokenizer.json",
@@ -106,6 +108,7 @@ def export_hugging_face(folder: str, model, source: str, dtype: torch.dtype = to
             path = os.path.join(source, name)
             if os.path.isfile(path) and not os.path.exists(os.path.join(temporary, name)):
                 shutil.copy(path, os.path.join(temporary, name))
+        match_umask(temporary)
         shutil.rmtree(folder, ignore_errors=True)
         os.replace(temporary, folder)
     dist.barrier()

@@ -19,6 +19,7 @@ export {
   type ImportGgufOptions,
   type ImportGgufResult,
   importGgufModel,
+  MODEL_IMPORT_REFUSED,
   ModelImportRefused,
 } from './import-gguf-model.ts';
 export {
@@ -30,6 +31,7 @@ export {
   tokenizerCorpus,
 } from './init-hf-model.ts';
 export {
+  importedFolderProblem,
   isImportedModelFolder,
   locateWheelFile,
   PULLABLE_MODEL_NAMES,
@@ -39,5 +41,7 @@ export {
   type PullModelOptions,
   type PullModelResult,
   pulledModelFolder,
+  pulledModelSource,
   pullModel,
 } from './pull-model.ts';
+export { ModelCommandStopped } from './trainer-module-run.ts';
