@@ -49,7 +49,8 @@ def build_backend(options: WorkerOptions):
     if options.model in PRESETS or is_byte_model_folder(options.model):
         return ByteBackend.create(options.model, options.max_running_requests, options.seed)
     if not os.path.isdir(options.model):
-        raise ValueError(f"--model {options.model!r}: not a preset ({', '.join(PRESETS)}) and not a folder")
+        found = "is a file, not a folder" if os.path.exists(options.model) else "no such folder"
+        raise ValueError(f"--model {options.model}: not a preset ({', '.join(PRESETS)}) and {found}")
     if not os.path.isfile(os.path.join(options.model, "config.json")):
         raise ValueError(f"--model {options.model}: no config.json in the folder")
     # config.json decided the kind; a Hugging Face folder needs its fast tokenizer, else

@@ -119,9 +119,10 @@ class Worker:
         given_version = parse.optional_weight_version(body)
         flush = parse.optional_flag(body, "flush_cache", True)
         if not os.path.isdir(path):  # a hub-style name or a file: refused at once, never looked up on the hub
+            found = "a file, not a folder" if os.path.exists(path) else "no such folder"
             return Reply(
                 HTTPStatus.BAD_REQUEST,
-                {"success": False, "message": f"Failed to get weights iterator: no such folder: {path}.", "num_paused_requests": 0},
+                {"success": False, "message": f"Failed to get weights iterator: {found}: {path}.", "num_paused_requests": 0},
             )
         if body.get("abort_all_requests"):
             self.engine.abort()

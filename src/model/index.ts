@@ -30,6 +30,7 @@ export {
   type ModelArchitecture,
   tokenizerCorpus,
 } from './init-hf-model.ts';
+export { modelFolderIssue } from './model-folder-check.ts';
 export {
   importedFolderProblem,
   isImportedModelFolder,

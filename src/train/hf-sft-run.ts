@@ -26,11 +26,13 @@ import { appendFile, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { type PromptBuilderName, promptBuilders } from '../agent/index.ts';
 import { loadTokenizer } from '../engine/load-tokenizer.ts';
+import { modelContextLength } from '../engine/local/index.ts';
 import type { Dialect } from '../protocol/dialect.ts';
 import { getDialect } from '../protocol/index.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { readRunConfigFile } from '../shared/run-config-file.ts';
-import { acquireRunFolderLock, RUN_LOCK_FILE } from '../shared/run-folder-lock.ts';
+import { checkRunFolder as checkOutFolder } from '../shared/run-folder-check.ts';
+import { acquireRunFolderLock } from '../shared/run-folder-lock.ts';
 import { assertSameRun, type RunIdentity } from '../shared/run-identity.ts';
 import { solutionDialectIssue } from '../tasks/index.ts';
 import { createSeededRandom } from '../tasks/seeded-random.ts';
@@ -87,7 +89,14 @@ export type HfSftMetrics = {
 };
 
 export type HfSftEvent =
-  | { type: 'data-ready'; examples: number; droppedTooLong: number; meanTokens: number }
+  | {
+      type: 'data-ready';
+      examples: number;
+      droppedTooLong: number;
+      /** What "too long" was measured against (`--max-sequence-tokens N`, or the model's context). */
+      limit: string;
+      meanTokens: number;
+    }
   | { type: 'trainer-ready'; url: string; worldSize: number; parameters: number; device: string }
   | { type: 'resumed'; step: number; checkpoint: string }
   | { type: 'schedule'; totalSteps: number; reason: 'steps' | 'minutes' | 'resume' }
@@ -326,30 +335,20 @@ export async function savedRunSteps(dir: string): Promise<number | null> {
   return null;
 }
 
-/** Refuses, without writing, a folder that is not this run: another run, no run to resume, other files. */
+/**
+ * Refuses, without writing, a folder that is not this run: another run, no run to resume, other
+ * files (`RUN_FOLDER_REFUSED`, the shared rule), a resume that changes the run.
+ */
 async function checkRunFolder(dir: string, identity: RunIdentity, resume: boolean): Promise<void> {
-  const configPath = join(dir, CONFIG_FILE);
-  if (existsSync(configPath)) {
-    const saved = (await readRunConfigFile(configPath)) as RunIdentity;
-    for (const field of [...SIZING_FIELDS, ...PLACEMENT_FIELDS]) delete saved[field];
-    if (!resume) {
-      throw new HfSftError(
-        `${dir} already holds a training run; continue it with --resume or choose another --out`,
-      );
-    }
-    assertSameRun({
-      run: dir,
-      saved,
-      current: identity,
-      fresh: 'start a new run with another --out (without --resume)',
-    });
-    return;
-  }
-  if (resume) throw new HfSftError(`${dir} holds no training run to resume (no ${CONFIG_FILE})`);
-  const entries = existsSync(dir) ? (await readdir(dir)).filter((name) => name !== RUN_LOCK_FILE) : [];
-  if (entries.length > 0) {
-    throw new HfSftError(`${dir} is not empty and holds no training run; choose an empty or new --out`);
-  }
+  if (!checkOutFolder({ folder: dir, marker: CONFIG_FILE, resume, command: 'train sft --model' })) return;
+  const saved = (await readRunConfigFile(join(dir, CONFIG_FILE))) as RunIdentity;
+  for (const field of [...SIZING_FIELDS, ...PLACEMENT_FIELDS]) delete saved[field];
+  assertSameRun({
+    run: dir,
+    saved,
+    current: identity,
+    fresh: 'start a new run with another --out (without --resume)',
+  });
 }
 
 async function loadExamples(
@@ -362,21 +361,36 @@ async function loadExamples(
   const prompt = promptBuilders[config.prompt];
   const solutions = await readSftDataFile(config.data);
   assertDialect(config.data, solutions, dialect);
+  const limit = sequenceLimit(config.maxSequenceTokens, modelContextLength(model));
   const examples: SftExample[] = [];
   let dropped = 0;
   for (const solution of solutions) {
     const example = buildSftExample(solution, tokenizer, dialect, prompt);
-    if (example.inputIds.length > config.maxSequenceTokens) dropped++;
+    if (example.inputIds.length > limit.tokens) dropped++;
     else examples.push(example);
   }
   if (examples.length === 0) {
-    throw new HfSftError(
-      `${config.data}: no example fits --max-sequence-tokens ${config.maxSequenceTokens} (${solutions.length} records read)`,
-    );
+    throw new HfSftError(`${config.data}: no example fits ${limit.name} (${solutions.length} records read)`);
   }
   const meanTokens = examples.reduce((sum, example) => sum + example.inputIds.length, 0) / examples.length;
-  onEvent({ type: 'data-ready', examples: examples.length, droppedTooLong: dropped, meanTokens });
+  onEvent({
+    type: 'data-ready',
+    examples: examples.length,
+    droppedTooLong: dropped,
+    limit: limit.name,
+    meanTokens,
+  });
   return examples;
+}
+
+/** The longest sequence a run trains: `--max-sequence-tokens`, or the model's context when shorter. */
+export function sequenceLimit(
+  maxSequenceTokens: number,
+  contextTokens: number | null,
+): { tokens: number; name: string } {
+  return contextTokens !== null && contextTokens < maxSequenceTokens
+    ? { tokens: contextTokens, name: `the model's context of ${contextTokens} tokens` }
+    : { tokens: maxSequenceTokens, name: `--max-sequence-tokens ${maxSequenceTokens}` };
 }
 
 /** Refuses data whose code blocks are in another dialect's markup, naming the first such record. */

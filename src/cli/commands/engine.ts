@@ -1,9 +1,18 @@
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { benchEngine } from '../../bench/engine-bench.ts';
 import { renderEngineModelBench, runEngineModelBench } from '../../bench/engine-model-bench.ts';
 import { ENGINE_API_KEY_VARIABLE, startEmbeddedWorker, type WorkerEvent } from '../../engine/local/index.ts';
-import { isHuggingFaceModelFolder } from '../../model/index.ts';
-import { choiceOption, hostOption, integerOption, listOption, portOption } from '../cli-options.ts';
+import { isHuggingFaceModelFolder, modelFolderIssue } from '../../model/index.ts';
+import { countNoun } from '../../shared/count-noun.ts';
+import {
+  choiceOption,
+  hostOption,
+  integerOption,
+  listOption,
+  portOption,
+  usageError,
+} from '../cli-options.ts';
 import { onShutdown } from '../process-lifecycle.ts';
 
 type ServeOptions = {
@@ -49,6 +58,17 @@ function decodeArgs(options: { decodeDtype?: string; decodeLinear?: string }): s
   ];
 }
 
+/** The worker's own preset models (python/agentmath_engine/app.py `PRESETS`). */
+const WORKER_PRESETS = ['tiny', 'test'];
+
+/** Refuses (exit 2, before the worker starts) a `--model` that is neither a preset nor a model folder. */
+function assertServableModel(model: string): void {
+  if (WORKER_PRESETS.includes(model)) return;
+  const issue = modelFolderIssue(resolve(model));
+  if (issue !== null)
+    throw usageError(`--model ${model}: ${issue}; give ${WORKER_PRESETS.join(', ')} or a model folder`);
+}
+
 /** `agentmath engine serve`: the embedded PyTorch worker behind SGLang's routes. */
 export function registerEngine(program: Command): void {
   const engine = program.command('engine').description('the embedded PyTorch engine and trainer');
@@ -83,6 +103,7 @@ export function registerEngine(program: Command): void {
     .option('--decode-linear <kind>', DECODE_LINEAR_HELP, decodeLinearOption)
     .option('--seed <n>', 'initialisation seed of a preset model', integerOption())
     .action(async (options: ServeOptions) => {
+      assertServableModel(options.model);
       const log = (line: string) => process.stderr.write(`${line}\n`);
       const { maxRunningRequests, decodeThreads, trainThreads, seed } = options;
       const apiKey = options.apiKey ?? process.env[ENGINE_API_KEY_VARIABLE];
@@ -232,7 +253,7 @@ export function registerEngineBench(bench: Command): void {
         const width = Math.max(...rows.map((row) => row[0].length));
         for (const [name, value] of rows) process.stdout.write(`${name.padEnd(width)}  ${value}\n`);
         process.stdout.write(
-          `(prompt ${report.promptTokens} tokens, ${report.newTokens} new tokens per request, ${report.rounds} rounds; shared machines make these noisy)\n`,
+          `(prompt ${report.promptTokens} tokens, ${report.newTokens} new tokens per request, ${countNoun(report.rounds, 'round')}; shared machines make these noisy)\n`,
         );
       } finally {
         unregister();

@@ -4,7 +4,6 @@
  * folder (resumable). This file only wires options to `src/eval`, `src/agent`, `src/engine`,
  * `src/sandbox` and `src/grader`.
  */
-import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import {
@@ -18,9 +17,7 @@ import { modelContextLength } from '../../engine/local/index.ts';
 import {
   BUILTIN_BENCHMARKS,
   createProgressReporter,
-  EvalOutputExistsError,
   type FieldMapping,
-  folderHasEntries,
   gradeTrajectory,
   loadBenchmark,
   RUN_FILES,
@@ -37,10 +34,11 @@ import {
 import { getDialect } from '../../protocol/index.ts';
 import { createLocalSandbox, SandboxClient } from '../../sandbox/index.ts';
 import type { SandboxProvider } from '../../sandbox/types.ts';
+import { checkRunFolder } from '../../shared/run-folder-check.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import { assertSameRun, type IdentityValue, type RunIdentity } from '../../shared/run-identity.ts';
 import { type AgentFlags, addAgentFlags } from '../agent-flags.ts';
-import { collectHttpUrls, integerOption, usageError } from '../cli-options.ts';
+import { collectHttpUrls, integerOption } from '../cli-options.ts';
 import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
 import { resumeCommand } from '../resume-command.ts';
 import { API_KEY_HELP, API_KEY_VARIABLES, withoutApiKey } from './api-key.ts';
@@ -179,19 +177,15 @@ function evalIdentity(config: Record<string, unknown>): RunIdentity {
   };
 }
 
-/** Refuses an --out that is a file, a used folder without --resume, or a resume that changes the run. */
+/** Refuses an --out that is a file, holds other files, a run without --resume or no run with it, or a resume that changes the run. */
 async function checkOutFolder(
   outDir: string,
   resume: boolean,
   current: Record<string, unknown>,
 ): Promise<void> {
-  if (existsSync(outDir) && !statSync(outDir).isDirectory()) {
-    throw usageError(`--out ${outDir} is a file; give a folder for the run (a new or empty one)`);
-  }
-  if (!resume) {
-    if (await folderHasEntries(outDir)) throw new EvalOutputExistsError(outDir);
-    return;
-  }
+  // The shared rule (exit 2, RUN_FOLDER_REFUSED): a file, another job's files, a run without
+  // --resume, --resume without a run.
+  if (!checkRunFolder({ folder: outDir, marker: RUN_FILES.config, resume, command: 'eval' })) return;
   const saved = (await readRunJson(outDir, RUN_FILES.config)) as Record<string, unknown> | null;
   if (saved === null) return;
   assertSameRun({

@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { PromptBuilderName } from '../../agent/index.ts';
 import { assertHuggingFaceTokenizerFiles } from '../../model/index.ts';
+import { countNoun } from '../../shared/count-noun.ts';
 import { readRunConfigFile } from '../../shared/run-config-file.ts';
 import { assertNotAFile } from '../../shared/run-folder-check.ts';
 import {
@@ -70,15 +71,15 @@ const FLAG_OF: Partial<Record<keyof HfSftConfig, string>> = {
 export function formatHfSftEvent(event: HfSftEvent): string | null {
   switch (event.type) {
     case 'data-ready':
-      return `data: ${event.examples} examples, mean ${event.meanTokens.toFixed(0)} tokens${event.droppedTooLong ? `, ${event.droppedTooLong} longer than --max-sequence-tokens left out` : ''}`;
+      return `data: ${event.examples} examples, mean ${event.meanTokens.toFixed(0)} tokens${event.droppedTooLong ? `, ${event.droppedTooLong} longer than ${event.limit} left out` : ''}`;
     case 'trainer-ready':
       return `trainer: ${event.parameters.toLocaleString('en-US')} parameters, ${event.worldSize} process(es) on ${event.device} (${event.url})`;
     case 'resumed':
       return `resumed from step ${event.step} (${event.checkpoint})`;
     case 'schedule':
       return event.reason === 'minutes'
-        ? `schedule: ${event.totalSteps} steps fit --minutes`
-        : `schedule: ${event.totalSteps} steps`;
+        ? `schedule: ${countNoun(event.totalSteps, 'step')} fit --minutes`
+        : `schedule: ${countNoun(event.totalSteps, 'step')}`;
     case 'train-step':
       return (
         `step ${event.step}/${event.totalSteps}  loss ${event.loss.toFixed(4)}  lr ${event.learningRate.toExponential(2)}  ` +
@@ -194,7 +195,7 @@ export async function runHfSftCommand(flags: HfSftFlags, command: Command): Prom
     process.stdout.write(
       flags.json
         ? `${JSON.stringify(result, null, 2)}\n`
-        : `trained ${result.steps} steps, final loss ${result.finalLoss?.toFixed(4) ?? 'n/a'}; model: ${result.model}\n`,
+        : `trained ${countNoun(result.steps, 'step')}, final loss ${result.finalLoss?.toFixed(4) ?? 'n/a'}; model: ${result.model}\n`,
     );
   } finally {
     release();
