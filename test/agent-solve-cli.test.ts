@@ -108,6 +108,30 @@ describe('agentmath solve', () => {
     expect(result.stderr).toMatch(/--tokenizer DIR/);
   });
 
+  it('refuses an --engine without a scheme and a --tokenizer that is a file, naming the option', async () => {
+    const url = await run([
+      'solve',
+      'What is 1+1?',
+      '--engine',
+      'localhost:31599',
+      '--api',
+      'openai',
+      '--model',
+      'm',
+    ]);
+    expect(url.code).toBe(2);
+    expect(url.stderr).toContain(
+      "option '--engine <url>' argument 'localhost:31599' is invalid. expected an http:// or https:// URL, e.g. http://localhost:31599",
+    );
+    const file = join(folder, 'tokenizer', 'tokenizer.json');
+    const tokenizer = await run(['solve', 'What is 1+1?', '--engine', server.url, '--tokenizer', file]);
+    expect(tokenizer.code).toBe(2);
+    expect(tokenizer.stderr).toContain(
+      `option '--tokenizer <dir>' argument '${file}' is invalid. it is a file`,
+    );
+    expect(tokenizer.stderr).not.toContain('ENOTDIR');
+  });
+
   it('refuses an empty problem with status 2', async () => {
     const result = await run(['solve', '  ', ...engineFlags()]);
     expect(result.code).toBe(2);

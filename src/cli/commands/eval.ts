@@ -38,7 +38,7 @@ import { checkRunFolder } from '../../shared/run-folder-check.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import { assertSameRun, type IdentityValue, type RunIdentity } from '../../shared/run-identity.ts';
 import { type AgentFlags, addAgentFlags } from '../agent-flags.ts';
-import { collectHttpUrls, integerOption } from '../cli-options.ts';
+import { collectHttpUrls, existingFolderOption, integerOption } from '../cli-options.ts';
 import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
 import { resumeCommand } from '../resume-command.ts';
 import { API_KEY_HELP, API_KEY_VARIABLES, withoutApiKey } from './api-key.ts';
@@ -112,7 +112,11 @@ export function registerEval(program: Command): void {
     )
     .option('--model <name>', 'served model name (required for openai and openai-chat)')
     .option('--api-key <key>', API_KEY_HELP)
-    .option('--tokenizer <dir>', 'Hugging Face tokenizer folder (token-level engines: sglang, vllm)')
+    .option(
+      '--tokenizer <dir>',
+      'Hugging Face tokenizer folder (token-level engines: sglang, vllm)',
+      existingFolderOption,
+    )
     .addOption(
       new Option('--dialect <name>', 'code-block markup').choices(['tags', 'markdown']).default('tags'),
     )
