@@ -77,7 +77,13 @@ export {
   rlProblemOrder,
   writeDecontaminationRecord,
 } from './rl-problems.ts';
-export { RL_FILES, type RlEvalRecord } from './rl-records.ts';
+export {
+  isMeasuredEval,
+  RL_FILES,
+  type RlEvalMeasured,
+  type RlEvalMissing,
+  type RlEvalRecord,
+} from './rl-records.ts';
 export {
   isRlRunFolder,
   type RlReportRun,

@@ -14,8 +14,8 @@ export const RL_FILES = {
   evalRuns: 'eval-runs',
 } as const;
 
-/** One line of `evals.jsonl`: held-out figures after `step` steps. */
-export type RlEvalRecord = {
+/** One line of `evals.jsonl` for an evaluation that ran: held-out figures after `step` steps. */
+export type RlEvalMeasured = {
   step: number;
   policyVersion: number;
   accuracy: number;
@@ -26,3 +26,25 @@ export type RlEvalRecord = {
   problems: number;
   wallMs: number;
 };
+
+/**
+ * One line of `evals.jsonl` for an evaluation that did not run or finish (stopped by a signal,
+ * no problem graded in an outage): no figure — `accuracy` null, `problems` 0 — and `missing`,
+ * the reason. Never read as 0%.
+ */
+export type RlEvalMissing = {
+  step: number;
+  policyVersion: number;
+  accuracy: null;
+  problems: 0;
+  missing: string;
+  wallMs: number;
+};
+
+/** One line of `evals.jsonl`. */
+export type RlEvalRecord = RlEvalMeasured | RlEvalMissing;
+
+/** Whether an `evals.jsonl` line holds figures (an older line without `missing` does). */
+export function isMeasuredEval(record: RlEvalRecord): record is RlEvalMeasured {
+  return typeof record.accuracy === 'number' && !('missing' in record);
+}
