@@ -15,7 +15,7 @@ import type { RlParts } from './rl-parts.ts';
 import { TrainerClient } from './trainer-client.ts';
 
 export type ColocatedPartsOptions = {
-  /** The byte model's folder (`--init`). */
+  /** The byte model's folder (`--model`). */
   model: string;
   seed: number;
   trainThreads: number;

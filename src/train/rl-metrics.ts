@@ -33,7 +33,7 @@ export type RlMetrics = {
    * segments); null when nothing was trained or the trainer does not report it (colocated).
    */
   rolloutLogprobGap: { mean: number; max: number } | null;
-  /** Mean KL to the reference policy (`--init`) on the trained tokens; null without `--kl-coef`. */
+  /** Mean KL to the reference policy (`--model`) on the trained tokens; null without `--kl-coef`. */
   klRef: number | null;
   /** Optimizer updates applied this step (mini-batches × epochs; 0 when skipped or untrained). */
   updates: number;

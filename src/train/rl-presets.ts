@@ -15,13 +15,3 @@ export const RL_PRESETS = {
 
 export type RlPresetName = keyof typeof RL_PRESETS;
 export const RL_PRESET_NAMES = Object.keys(RL_PRESETS) as RlPresetName[];
-
-/** The preset's values for the options not given on the command line (option name = field name). */
-export function presetValues(
-  name: RlPresetName,
-  givenOnCommandLine: (option: string) => boolean,
-): Partial<RlConfigInput> {
-  return Object.fromEntries(
-    Object.entries(RL_PRESETS[name]).filter(([option]) => !givenOnCommandLine(option)),
-  );
-}
