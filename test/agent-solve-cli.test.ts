@@ -132,6 +132,24 @@ describe('agentmath solve', () => {
     expect(tokenizer.stderr).not.toContain('ENOTDIR');
   });
 
+  it("keeps prompt + new tokens within the served model's context (/v1/models), which refuses more", async () => {
+    const small = await startScriptedSglangServer({
+      tokenizer: createByteLevelTokenizer(),
+      model: { parts: ['<think>Two.</think>\nThe answer is \\boxed{2}.'] },
+      contextLength: 600,
+    });
+    try {
+      // --max-tokens and --max-new-tokens at their defaults (16384, 4096): far past 600.
+      const tokenizer = ['--api', 'sglang', '--tokenizer', join(folder, 'tokenizer')];
+      const result = await run(['solve', 'What is 1+1?', '--engine', small.url, ...tokenizer]);
+      expect(result.stderr).not.toContain('exceeds the model');
+      expect(result.stdout).toContain('Answer: 2');
+      expect(result.code).toBe(0);
+    } finally {
+      await small.close();
+    }
+  });
+
   it('refuses an empty problem with status 2', async () => {
     const result = await run(['solve', '  ', ...engineFlags()]);
     expect(result.code).toBe(2);

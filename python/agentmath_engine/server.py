@@ -87,7 +87,9 @@ class Worker:
         return self.engine.policy_version
 
     def generate(self, body: Any) -> Any:
-        prompts, batched, sampling, return_logprob, request_ids = parse.parse_generate(body, self.vocab_size, self.backend.encode)
+        prompts, batched, sampling, return_logprob, request_ids = parse.parse_generate(
+            body, self.vocab_size, self.backend.encode, self.backend.context_length
+        )
         sequences = [
             self.engine.submit(prompt, sampling, return_logprob, request_ids[i] if request_ids else None)
             for i, prompt in enumerate(prompts)
@@ -111,6 +113,13 @@ class Worker:
             "backend": self.backend.kind,
             "model": self.backend.describe(),
         }
+
+    def models(self) -> Dict[str, Any]:
+        """SGLang's OpenAI-compatible `GET /v1/models` (a ModelList of one ModelCard), whose
+        `max_model_len` tells a client the context a request must fit in."""
+        card = {"id": self.backend.model_path, "object": "model", "created": int(time.time()), "owned_by": "agentmath",
+                "root": self.backend.model_path, "parent": None, "max_model_len": self.backend.context_length}
+        return {"object": "list", "data": [card]}
 
     def update_weights_from_disk(self, body: Any) -> Reply:
         """SGLang's update: load, then flush (unless `flush_cache: false`). The answer is SGLang's
@@ -307,6 +316,7 @@ def make_handler(worker: Worker, api_key: Optional[str] = None):
         "/health": lambda: None,
         "/model_info": worker.model_info,
         "/get_model_info": worker.model_info,
+        "/v1/models": worker.models,
         "/flush_cache": worker.flush_cache,
         "/train/state": worker.train_state,
     }

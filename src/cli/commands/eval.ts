@@ -290,8 +290,15 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     if (gradingSandbox !== sandbox) await gradingSandbox.close();
   });
   const dialect = getDialect(options.dialect);
+  // A served model reads no further than its context: prompt + new tokens kept within it.
+  const servedContext = target.contextTokens;
+  const budgets =
+    servedContext === null || servedContext >= agentConfig.budgets.maxTotalTokens
+      ? agentConfig.budgets
+      : { ...agentConfig.budgets, maxTotalTokens: servedContext };
   const agentOptions: AgentOptions = {
     ...agentConfig,
+    budgets,
     engineTimeoutMs: options.engineTimeoutMs,
     engine,
     tokenizer,
