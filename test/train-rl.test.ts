@@ -24,9 +24,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmbeddedWorker } from '../src/engine/local/index.ts';
-import { TrainerClient } from '../src/train/index.ts';
 import { killAllClis, killGroup, startCli } from './cli-process.ts';
+import { saveTestPresetModel } from './test-preset-model.ts';
 
 let folder: string;
 let init: string;
@@ -36,17 +35,7 @@ let knowing: string;
 beforeAll(async () => {
   folder = mkdtempSync(join(tmpdir(), 'agentmath-train-rl-'));
   init = join(folder, 'init');
-  const worker = await startEmbeddedWorker({
-    model: 'test',
-    decodeThreads: 1,
-    trainThreads: 1,
-    restart: false,
-  });
-  try {
-    await new TrainerClient({ baseUrl: worker.url }).saveCheckpoint(init);
-  } finally {
-    await worker.stop();
-  }
+  await saveTestPresetModel(init);
   const data = join(folder, 'pool-solutions.jsonl');
   knowing = join(folder, 'knowing');
   const commands = [
