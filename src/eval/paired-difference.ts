@@ -76,7 +76,7 @@ export function mcNemarExactPValue(gained: number, lost: number): number {
   return Math.min(1, 2 * tail);
 }
 
-/** "+1.5 points (95% interval −0.7 to +3.7; 4 gained, 1 lost of 200; McNemar p = 0.38)". */
+/** "+1.5 points (95% interval −0.9 to +3.9; 4 gained, 1 lost of 200; McNemar p = 0.38)". */
 export function formatPairedDifference(result: PairedDifference): string {
   const points = (value: number) => `${value >= 0 ? '+' : '−'}${Math.abs(100 * value).toFixed(1)}`;
   const [low, high] = result.interval95;
