@@ -187,6 +187,23 @@ export function newestCommandProbes({ work, out, bench }: NewestCommandContext):
       }),
     ),
     {
+      name: 'model import: kill -9 of the CLI while the Python importer runs',
+      item: 'newest:1',
+      setup: async () => {
+        importCommand = await importArgs(at('import-SIGKILL'))();
+      },
+      skip: noWheel,
+      args: () => importCommand,
+      during: async (child) => {
+        await importerRunning(child);
+        signal(child, 'SIGKILL');
+      },
+      expect: { signal: 'SIGKILL' },
+      // The importer watches its parent and exits within a second; the sweep then finds none left.
+      absent: () => [at('import-SIGKILL')],
+      limitMs: 120_000,
+    },
+    {
       name: 'model import --gguf a file that is not GGUF',
       item: 'newest:12',
       setup: folders,

@@ -151,7 +151,8 @@ class ServerTest(unittest.TestCase):
             status, failed = self.call("/update_weights_from_disk", {"model_path": path})
             self.assertEqual((status, failed["success"]), (400, False))
             self.assertTrue(failed["message"].startswith("Failed to get weights iterator: "), failed)
-            self.assertIn(f"no such folder: {path}", failed["message"])
+            found = "a file, not a folder" if path.endswith("config.json") else "no such folder"
+            self.assertIn(f"{found}: {path}", failed["message"])
 
     def test_served_folder_loads_in_a_fresh_worker(self):
         folder = os.path.join(self.temp, "fresh")
@@ -247,6 +248,7 @@ class ClientGoneTest(unittest.TestCase):
         worker = SimpleNamespace(
             generate=None, update_weights_from_disk=None, engine=None, train=None, score=None,
             save_checkpoint=None, load_checkpoint=None, model_info=None, train_state=None, flush_cache=None,
+            models=None,
         )
         handler_class = make_handler(worker)
         handler = handler_class.__new__(handler_class)
