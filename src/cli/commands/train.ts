@@ -229,7 +229,7 @@ export function registerTrain(program: Command): void {
     )
     .option(
       '--max-sequence-tokens <n>',
-      'with --model DIR: longer examples are left out',
+      "with --model DIR: longer examples are left out (the model's context when that is shorter)",
       integerOption({ min: 16 }),
       32768,
     )
