@@ -197,4 +197,16 @@ describe('embedded worker supervisor', () => {
       message: expect.stringContaining('not a byte-model shape'),
     });
   });
+
+  it('does not restart a worker that failed to start (here: it refused its --model, exit 2)', async () => {
+    const events: WorkerEvent[] = [];
+    await expect(
+      startEmbeddedWorker({ model: '/no/such/model', onEvent: (event) => events.push(event) }),
+    ).rejects.toMatchObject({
+      code: 'WORKER_START_FAILED',
+      message: expect.stringContaining('no such folder'),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1_000)); // a restart would be scheduled by now
+    expect(events.map((event) => event.type)).toEqual(['worker-exit']);
+  });
 });

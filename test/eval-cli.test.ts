@@ -174,8 +174,8 @@ describe('agentmath eval against a scripted OpenAI-compatible server', () => {
 
     // Rerunning into the same folder without --resume is refused.
     const again = await startCliHere(args).done;
-    expect(again.code).not.toBe(0);
-    expect(again.stderr).toMatch(/EVAL_OUT_DIR_NOT_EMPTY.*--resume/);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/RUN_FOLDER_REFUSED.*--resume/);
 
     const report = await startCliHere(['report', out]).done;
     expect(report.code).toBe(0);

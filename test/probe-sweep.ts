@@ -11,6 +11,7 @@
  *   bash scripts/probe-sweep.sh              # all probes
  *   bash scripts/probe-sweep.sh rollout      # only probes whose name contains "rollout"
  *   bash scripts/probe-sweep.sh 37/          # only the probes of issue 37 (their item says so)
+ *   bash scripts/probe-sweep.sh newest:      # only the newest commands' probes
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -30,6 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { createByteLevelTokenizer, writeByteLevelTokenizerFiles } from '../src/engine/index.ts';
 import { startScriptedSglangServer } from './agent-fixtures.ts';
 import { startScriptedTeacher } from './fixtures/scripted-teacher-server.ts';
+import { newestCommandProbes } from './probe-sweep-newest-commands.ts';
 import { realModelProbes } from './probe-sweep-real-model.ts';
 import { alive, descendantsOf } from './process-tree.ts';
 
@@ -426,9 +428,9 @@ async function main(): Promise<number> {
       check: stderrMatches(/is an `agentmath synth run` folder/),
     },
     {
-      name: 'train rl --init /missing',
+      name: 'train rl --model /missing',
       item: '14',
-      args: () => ['train', 'rl', '--init', join(work, 'missing-model'), '--out', out('rl-missing')],
+      args: () => ['train', 'rl', '--model', join(work, 'missing-model'), '--out', out('rl-missing')],
       expect: { code: 1 },
       check: stderrMatches(/does not exist/),
     },
@@ -498,6 +500,8 @@ async function main(): Promise<number> {
     ...realModelPartAProbes(),
     // Issue 37, items 4–9, 14 and 16: the real-model commands (test/probe-sweep-real-model.ts).
     ...realModelProbes({ work, out, rollout }),
+    // The newest commands as a careful user meets them (test/probe-sweep-newest-commands.ts).
+    ...newestCommandProbes({ work, out, bench }),
   ];
 
   let failed = 0;
@@ -800,7 +804,7 @@ function realModelPartAProbes(): Probe[] {
       args: () => [
         'train',
         'rl',
-        '--init',
+        '--model',
         join(work, 'byte-model'),
         '--engine',
         ...engines,

@@ -207,11 +207,11 @@ describe('train sft --model (a Qwen3 from model init)', () => {
   it('refuses a folder that holds another run, and a resume of nothing', async () => {
     const other = join(folder, 'straight');
     const again = await startCli(trainArgs(other), { cwd: folder }).done;
-    expect(again.code).not.toBe(0);
-    expect(again.stderr).toContain('already holds a training run');
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain('already holds an `agentmath train sft` run');
     const nothing = await startCli([...trainArgs(join(folder, 'nothing')), '--resume'], { cwd: folder }).done;
-    expect(nothing.code).not.toBe(0);
-    expect(nothing.stderr).toContain('no training run to resume');
+    expect(nothing.stderr).toContain('there is no `agentmath train sft` run to resume');
+    expect(nothing.code).toBe(2);
   }, 120_000);
 });
 

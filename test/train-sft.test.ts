@@ -166,7 +166,7 @@ describe('agentmath train sft (the embedded default)', () => {
     // Without --resume, the folder is refused: it holds a run.
     const again = await runCli(['train', 'sft', ...cliFlags, '--out', dir]);
     expect(again.code).toBe(2);
-    expect(again.stderr).toContain('already holds a training run');
+    expect(again.stderr).toContain('already holds an `agentmath train sft` run');
   }, 60_000);
 
   it('resumes from the last checkpoint at the same step with the same data and optimizer state', async () => {

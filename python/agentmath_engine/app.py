@@ -11,6 +11,7 @@ from typing import Optional
 
 import torch
 
+from agentmath_models import register_architectures
 from agentmath_models.byte_gpt import BYTE_GPT_SHAPES
 
 from .byte_backend import ByteBackend, is_byte_model_folder
@@ -40,10 +41,12 @@ class WorkerOptions:
 
 
 def build_backend(options: WorkerOptions):
+    register_architectures()
     if options.model in BYTE_GPT_SHAPES or is_byte_model_folder(options.model):
         return ByteBackend.create(options.model, options.max_running_requests, options.seed)
     if not os.path.isdir(options.model):
-        raise ValueError(f"--model {options.model!r}: not a byte-model shape ({', '.join(BYTE_GPT_SHAPES)}) and not a folder")
+        found = "is a file, not a folder" if os.path.exists(options.model) else "no such folder"
+        raise ValueError(f"--model {options.model}: not a byte-model shape ({', '.join(BYTE_GPT_SHAPES)}) and {found}")
     if not os.path.isfile(os.path.join(options.model, "config.json")):
         raise ValueError(f"--model {options.model}: no config.json in the folder")
     # config.json decided the kind; a Hugging Face folder needs its fast tokenizer, else

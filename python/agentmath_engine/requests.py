@@ -85,7 +85,23 @@ def parse_sampling(body: Any) -> SamplingParams:
     return params
 
 
-def parse_generate(body: Any, vocab_size: int, encode) -> Tuple[List[List[int]], bool, SamplingParams, bool, Optional[List[str]]]:
+def check_total_tokens(prompts: List[List[int]], max_new_tokens: int, context_length: int) -> None:
+    """SGLang 0.5.23's check of a request's total (TokenizerManager._validate_one_request, with
+    its default validate_total_tokens and no auto-truncate): a `max_new_tokens` that with the
+    input exceeds the context is refused (HTTP 400) with SGLang's words, instead of decoding
+    until the context is full."""
+    for prompt in prompts:
+        total = len(prompt) + max_new_tokens
+        if total > context_length:
+            raise BadRequest(
+                f"Requested token count exceeds the model's maximum context length of {context_length} tokens. "
+                f"You requested a total of {total} tokens: {len(prompt)} tokens from the input messages and "
+                f"{max_new_tokens} tokens for the completion. Please reduce the number of tokens in the input "
+                "messages or the completion to fit within the limit."
+            )
+
+
+def parse_generate(body: Any, vocab_size: int, encode, context_length: int) -> Tuple[List[List[int]], bool, SamplingParams, bool, Optional[List[str]]]:
     """Returns (prompts, batched, sampling, return_logprob, request ids)."""
     body = _object(body, "request body")
     if "input_ids" in body:
@@ -104,6 +120,9 @@ def parse_generate(body: Any, vocab_size: int, encode) -> Tuple[List[List[int]],
     if body.get("stream"):
         raise BadRequest("stream is not supported by this worker; send stream: false")
     sampling = parse_sampling(body.get("sampling_params"))
+    # As SGLang: only a max_new_tokens the client gave is checked (the default is not).
+    if isinstance(body.get("sampling_params"), dict) and body["sampling_params"].get("max_new_tokens") is not None:
+        check_total_tokens(prompts, sampling.max_new_tokens, context_length)
     rid = body.get("rid")
     request_ids: Optional[List[str]] = None
     if rid is not None:

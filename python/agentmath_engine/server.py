@@ -80,7 +80,9 @@ class Worker:
         return self.engine.policy_version
 
     def generate(self, body: Any) -> Any:
-        prompts, batched, sampling, return_logprob, request_ids = parse.parse_generate(body, self.vocab_size, self.backend.encode)
+        prompts, batched, sampling, return_logprob, request_ids = parse.parse_generate(
+            body, self.vocab_size, self.backend.encode, self.backend.context_length
+        )
         sequences = [
             self.engine.submit(prompt, sampling, return_logprob, request_ids[i] if request_ids else None)
             for i, prompt in enumerate(prompts)
@@ -123,6 +125,13 @@ class Worker:
             "version": "agentmath",
         }
 
+    def models(self) -> Dict[str, Any]:
+        """SGLang's OpenAI-compatible `GET /v1/models` (a ModelList of one ModelCard), whose
+        `max_model_len` tells a client the context a request must fit in."""
+        card = {"id": self.backend.model_path, "object": "model", "created": int(time.time()), "owned_by": "agentmath",
+                "root": self.backend.model_path, "parent": None, "max_model_len": self.backend.context_length}
+        return {"object": "list", "data": [card]}
+
     def update_weights_from_disk(self, body: Any) -> Reply:
         """SGLang's update: load, then flush (unless `flush_cache: false`). The answer is SGLang's
         {success, message, num_paused_requests} (always 0 there too), 200 or 400."""
@@ -130,9 +139,10 @@ class Worker:
         given_version = parse.optional_weight_version(body)
         flush = parse.optional_flag(body, "flush_cache", True)
         if not os.path.isdir(path):  # a hub-style name or a file: refused at once, never looked up on the hub
+            found = "a file, not a folder" if os.path.exists(path) else "no such folder"
             return Reply(
                 HTTPStatus.BAD_REQUEST,
-                {"success": False, "message": f"Failed to get weights iterator: no such folder: {path}.", "num_paused_requests": 0},
+                {"success": False, "message": f"Failed to get weights iterator: {found}: {path}.", "num_paused_requests": 0},
             )
         if body.get("abort_all_requests"):
             self.engine.abort()
@@ -243,6 +253,7 @@ def make_handler(worker: Worker, api_key: Optional[str] = None):
         "/get_model_info": worker.model_info,
         "/server_info": worker.server_info,
         "/get_server_info": worker.server_info,
+        "/v1/models": worker.models,
         "/flush_cache": worker.flush_cache,
     }
 

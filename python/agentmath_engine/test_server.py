@@ -120,7 +120,8 @@ class ServerTest(unittest.TestCase):
             status, failed = self.call("/update_weights_from_disk", {"model_path": path})
             self.assertEqual((status, failed["success"]), (400, False))
             self.assertTrue(failed["message"].startswith("Failed to get weights iterator: "), failed)
-            self.assertIn(f"no such folder: {path}", failed["message"])
+            found = "a file, not a folder" if path.endswith("config.json") else "no such folder"
+            self.assertIn(f"{found}: {path}", failed["message"])
         # A folder of another shape is refused and the served weights stay.
         other = os.path.join(self.temp, "other-shape")
         os.makedirs(other)
@@ -225,6 +226,7 @@ class ClientGoneTest(unittest.TestCase):
 
         worker = SimpleNamespace(
             generate=None, update_weights_from_disk=None, engine=None, model_info=None, server_info=None, flush_cache=None,
+            models=None,
         )
         handler_class = make_handler(worker)
         handler = handler_class.__new__(handler_class)

@@ -449,3 +449,7 @@ def register() -> None:
         transformers.AutoModelForCausalLM.register(ByteGptConfig, ByteGptForCausalLM)
     except ValueError:
         pass
+
+
+# Importing the architecture makes it loadable: a folder of it opens with the Auto classes.
+register()

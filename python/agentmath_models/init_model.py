@@ -17,6 +17,8 @@ import torch
 import transformers
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
+from .file_modes import match_umask
+
 ARCHITECTURES = ("qwen3", "qwen3-moe", "llama")
 SPECIAL_TOKENS = [
     "<|endoftext|>",
@@ -163,5 +165,6 @@ def init_model(
     tokenizer_config["chat_template"] = CHAT_TEMPLATE
     with open(config_path, "w") as handle:
         json.dump(tokenizer_config, handle, indent=2)
+    match_umask(out)
     parameters = sum(p.numel() for p in model.parameters())
     return {"arch": arch, "out": out, "parameters": parameters, "vocabSize": rows, "layers": layers, "hidden": hidden}

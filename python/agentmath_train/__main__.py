@@ -137,6 +137,12 @@ def main(argv=None) -> int:
         print(json.dumps(report) if args.json else render(report), end="\n" if args.json else "")
         return 0
 
+    if args.command in ("init-model", "convert-byte-model", "import-gguf"):
+        # Started by the CLI: gone with it (kill -9 included); stopped by a signal: its finally
+        # blocks remove what it wrote half, before torch and transformers are even imported.
+        watch_parent(f"agentmath_train {args.command}")
+        _signals_stop_the_work()
+
     if args.command == "init-model" and args.arch == "byte-gpt":
         from agentmath_models.byte_folder import init_byte_model
 
@@ -239,6 +245,26 @@ def main(argv=None) -> int:
     return 0
 
 
+class Stopped(BaseException):
+    """A signal asked a one-shot command to stop (raised where the main thread is)."""
+
+    def __init__(self, number: int):
+        super().__init__(f"stopped by signal {number}")
+        self.number = number
+
+
+def _signals_stop_the_work() -> None:
+    """TERM, INT and HUP raise `Stopped` in the main thread, so `finally` blocks run; `main`
+    then ends with 128+N, as death by the signal would."""
+    import signal
+
+    def stop(number, _frame):
+        raise Stopped(number)
+
+    for name in ("SIGTERM", "SIGINT", "SIGHUP"):
+        signal.signal(getattr(signal, name), stop)
+
+
 def _probe(args) -> int:
     for name in ("vocab_size", "hidden", "layers", "tokens", "steps", "sequences"):
         if getattr(args, name) < 1:
@@ -277,4 +303,7 @@ def _probe(args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Stopped as stopped:
+        sys.exit(128 + stopped.number)

@@ -20,14 +20,17 @@ import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 import transformers
-
-import agentmath_models  # noqa: F401  (registers our own architectures with transformers)
 from torch.distributed.checkpoint.state_dict import (
     StateDictOptions,
     get_model_state_dict,
     get_state_dict,
     set_state_dict,
 )
+
+from agentmath_models import register_architectures
+from agentmath_models.file_modes import match_umask
+
+register_architectures()
 
 STATE_FILE = "trainer-state.json"
 TOKENIZER_FILES = (
@@ -110,6 +113,7 @@ def export_hugging_face(folder: str, model, source: str, dtype: torch.dtype = to
             path = os.path.join(source, name)
             if os.path.isfile(path) and not os.path.exists(os.path.join(temporary, name)):
                 shutil.copy(path, os.path.join(temporary, name))
+        match_umask(temporary)
         shutil.rmtree(folder, ignore_errors=True)
         os.replace(temporary, folder)
     dist.barrier()

@@ -20,9 +20,11 @@ import torch
 import torch.distributed as dist
 import transformers
 
-import agentmath_models  # noqa: F401  (registers our own architectures with transformers)
+from agentmath_models import register_architectures
 
 from .attention import ATTENTION_IMPLEMENTATION
+
+register_architectures()
 
 
 @dataclasses.dataclass(frozen=True)

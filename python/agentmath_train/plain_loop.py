@@ -36,7 +36,9 @@ class PlainLoop:
     def __init__(self, model_path: str, micro_batch_tokens: int) -> None:
         import transformers
 
-        import agentmath_models  # noqa: F401  (our own architectures, the byte model)
+        from agentmath_models import register_architectures
+
+        register_architectures()
 
         # transformers' SDPA where the model lets transformers dispatch its attention; the byte
         # model computes its own.

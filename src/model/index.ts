@@ -21,6 +21,7 @@ export {
   type ImportGgufOptions,
   type ImportGgufResult,
   importGgufModel,
+  MODEL_IMPORT_REFUSED,
   ModelImportRefused,
 } from './import-gguf-model.ts';
 export {
@@ -35,7 +36,9 @@ export {
   type ModelArchitecture,
   tokenizerCorpus,
 } from './init-hf-model.ts';
+export { modelFolderIssue } from './model-folder-check.ts';
 export {
+  importedFolderProblem,
   isImportedModelFolder,
   locateWheelFile,
   PULLABLE_MODEL_NAMES,
@@ -45,8 +48,10 @@ export {
   type PullModelOptions,
   type PullModelResult,
   pulledModelFolder,
+  pulledModelSource,
   pullModel,
 } from './pull-model.ts';
+export { ModelCommandStopped } from './trainer-module-run.ts';
 export {
   readTrainingPrompt,
   TRAINING_PROMPT_FILE,

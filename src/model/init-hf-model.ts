@@ -13,21 +13,17 @@
  * `model-init.json`), which is replaced; anything else (a file, a folder of other files) is
  * refused with code `RUN_FOLDER_REFUSED` before anything is written, unless `force`.
  */
-import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { promisify } from 'node:util';
 import { instructedPrompt } from '../agent/index.ts';
 import { getDialect } from '../protocol/index.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
-import { HUB_OFFLINE_ENVIRONMENT, PROJECT_ROOT, trainerPython } from '../shared/python-environments.ts';
 import { RUN_FOLDER_REFUSED } from '../shared/run-folder-check.ts';
 import { arithToolPlan, arithTrainProblems, writeArithTextSolution } from '../tasks/index.ts';
+import { runTrainerModule } from './trainer-module-run.ts';
 import { writeTrainingPrompt } from './training-prompt.ts';
-
-const run = promisify(execFile);
 
 export const MODEL_ARCHITECTURES = ['qwen3', 'qwen3-moe', 'llama', 'byte-gpt'] as const;
 export type ModelArchitecture = (typeof MODEL_ARCHITECTURES)[number];
@@ -54,6 +50,8 @@ export type InitHfModelOptions = {
   intermediate?: number;
   /** Embedding and head rows when more than the tokenizer's vocabulary (padded, as real models). */
   embeddingRows?: number;
+  /** Aborting it stops the Python side and removes the half-written folder (`ModelCommandStopped`). */
+  signal?: AbortSignal;
 };
 
 /** The file that marks a folder as written by `model init` (so a second init may replace it). */
@@ -150,11 +148,9 @@ export async function initHfModel(options: InitHfModelOptions): Promise<InitHfMo
     // The byte model's tokens are bytes; the others learn their merges from the corpus.
     const corpus = join(folder, 'corpus.txt');
     if (!byteModel) await writeFile(corpus, tokenizerCorpus());
-    const { stdout } = await run(
-      trainerPython(),
-      [
-        '-m',
-        'agentmath_train',
+    const outcome = await runTrainerModule({
+      command: 'model init',
+      args: [
         'init-model',
         '--arch',
         arch,
@@ -167,13 +163,17 @@ export async function initHfModel(options: InitHfModelOptions): Promise<InitHfMo
         String(seed),
         ...shapeArguments(options),
       ],
-      {
-        env: { ...process.env, PYTHONPATH: join(PROJECT_ROOT, 'python'), ...HUB_OFFLINE_ENVIRONMENT },
-        timeout: 300_000,
-        maxBuffer: 16 * 1024 * 1024,
-      },
-    );
-    const last = stdout.trim().split('\n').at(-1) ?? '';
+      ...(options.signal ? { signal: options.signal } : {}),
+      timeoutMs: 300_000,
+    });
+    if (outcome.code !== 0) {
+      const stderr = outcome.stderr.trim();
+      throw new AgentMathError(
+        'MODEL_INIT_FAILED',
+        `model init --arch ${arch}: ${stderr ? stderr.split('\n').slice(-3).join(' ') : `exited with ${outcome.code ?? outcome.signal}`}`,
+      );
+    }
+    const last = outcome.stdout.trim().split('\n').at(-1) ?? '';
     const result = { ...(JSON.parse(last) as InitHfModelResult), out };
     // The byte model is prompted with the problem alone in the tags dialect (it learns no
     // instructions): declared, so every command prompts it so by default.
@@ -188,12 +188,9 @@ export async function initHfModel(options: InitHfModelOptions): Promise<InitHfMo
     return result;
   } catch (error) {
     if (error instanceof AgentMathError) throw error;
-    const stderr = (error as { stderr?: string }).stderr?.trim();
-    throw new AgentMathError(
-      'MODEL_INIT_FAILED',
-      `model init --arch ${arch}: ${stderr ? stderr.split('\n').slice(-3).join(' ') : (error as Error).message}`,
-      { cause: error },
-    );
+    throw new AgentMathError('MODEL_INIT_FAILED', `model init --arch ${arch}: ${(error as Error).message}`, {
+      cause: error,
+    });
   } finally {
     await rm(folder, { recursive: true, force: true });
     await rm(staging, { recursive: true, force: true });

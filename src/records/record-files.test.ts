@@ -50,8 +50,8 @@ describe('record files', () => {
     expect(RECORD_FILES.map((file) => file.id).filter((id) => !checked.has(id))).toEqual([]);
   });
 
-  it("keep train sft --model's first documented metrics, tokens and tokensPerSecond, beside the newer ones", () => {
-    const listed = Object.keys(documented['sft-model/metrics.jsonl'] ?? {});
+  it("keep train sft's first documented metrics, tokens and tokensPerSecond, beside the newer ones", () => {
+    const listed = Object.keys(documented['sft/metrics.jsonl'] ?? {});
     for (const field of [
       'step',
       'loss',

@@ -9,6 +9,8 @@
  * `concurrency` trajectories are in flight at once so the worker batches them. Prompts are
  * encoded with the model's own tokenizer: `tokenizer` when given, else the one in the served
  * model's folder (`/get_model_info`), the byte-level one only for a byte model's preset.
+ * An evaluation stopped by `signal`, or one in which no problem got a verdict (an outage), has
+ * no figure: `HeldOutEvalMissing` says why (never an accuracy of 0 over 0 problems).
  */
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -157,7 +159,9 @@ export async function evaluateHeldOut(options: HeldOutEvalOptions): Promise<Held
       ...(options.signal === undefined ? {} : { signal: options.signal }),
     });
     if (result.status === 'interrupted')
-      throw options.signal?.reason ?? new Error('held-out evaluation interrupted');
+      throw new HeldOutEvalMissing(
+        `stopped by ${String(options.signal?.reason ?? 'a signal')} after ${result.done} of ${result.total} problems`,
+      );
     const { summary } = result;
     const trajectories = await readRunTrajectories(options.outDir);
     const byId = new Map(problems.map((problem) => [problem.id, problem]));
@@ -173,6 +177,11 @@ export async function evaluateHeldOut(options: HeldOutEvalOptions): Promise<Held
         correct: readGrade(trajectory)?.correct === true,
       }))
       .sort((a, b) => problems.indexOf(a.problem) - problems.indexOf(b.problem));
+    // No verdict at all is no measurement (an outage): missing, never an accuracy of 0.
+    if (outcomes.length === 0)
+      throw new HeldOutEvalMissing(
+        `no problem of ${problems.length} was graded (${result.failed} ended in an engine or sandbox error, ${summary.gradeUnavailable} without a grader verdict; see ${options.outDir})`,
+      );
     const overall = accuracyOf('all', outcomes);
     return {
       problems: overall.problems,
@@ -230,6 +239,13 @@ export async function servedModelTokenizer(engineUrl: string): Promise<Tokenizer
   throw new HeldOutTokenizerError(
     `${url}: the served model (${String(folder)}) has no tokenizer.json; pass its tokenizer`,
   );
+}
+
+/** The evaluation gave no figure: stopped by a signal, or no problem was graded (an outage). */
+export class HeldOutEvalMissing extends AgentMathError {
+  constructor(reason: string) {
+    super('HELD_OUT_EVAL_MISSING', `held-out evaluation: ${reason}`);
+  }
 }
 
 export class HeldOutTokenizerError extends AgentMathError {

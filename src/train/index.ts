@@ -48,8 +48,6 @@ export {
 } from './rl-config.ts';
 export {
   levelAccuracySchema,
-  type RlEvalsLine,
-  type RlMissingEvalRecord,
   rlEvalRecordSchema,
   rlEvalsLineSchema,
   rlMissingEvalRecordSchema,
@@ -58,7 +56,7 @@ export { defaultRlLearningRate, safetensorsParameterCount } from './rl-learning-
 export { type RlMetrics, type RlMetricsInput, rlMetrics, selfCorrected } from './rl-metrics.ts';
 export { rlMetricsSchema } from './rl-metrics-record.ts';
 export type { RlParts, RlWeightSync } from './rl-parts.ts';
-export { presetValues, RL_PRESET_NAMES, RL_PRESETS, type RlPresetName } from './rl-presets.ts';
+export { RL_PRESET_NAMES, RL_PRESETS, type RlPresetName } from './rl-presets.ts';
 export {
   DECONTAMINATION_FILE,
   type LoadRlProblemsOptions,
@@ -71,7 +69,13 @@ export {
   rlProblemOrder,
   writeDecontaminationRecord,
 } from './rl-problems.ts';
-export { RL_FILES, type RlEvalRecord } from './rl-records.ts';
+export {
+  isMeasuredEval,
+  RL_FILES,
+  type RlEvalMeasured,
+  type RlEvalMissing,
+  type RlEvalRecord,
+} from './rl-records.ts';
 export {
   isRlRunFolder,
   type RlReportRun,

@@ -80,8 +80,16 @@ export const rlMissingEvalRecordSchema = z
 export const rlEvalsLineSchema = z.union([rlEvalRecordSchema, rlMissingEvalRecordSchema]);
 
 /** One evaluation that ran, as `evals.jsonl` records it. */
-export type RlEvalRecord = z.infer<typeof rlEvalRecordSchema>;
-/** An evaluation that could not run, as `evals.jsonl` records it. */
-export type RlMissingEvalRecord = z.infer<typeof rlMissingEvalRecordSchema>;
+export type RlEvalMeasured = z.infer<typeof rlEvalRecordSchema>;
+/**
+ * An evaluation that did not run or finish (stopped by a signal, no problem graded in an
+ * outage), as `evals.jsonl` records it: no figure, and the reason. Never read as 0%.
+ */
+export type RlEvalMissing = z.infer<typeof rlMissingEvalRecordSchema>;
 /** Any line of `evals.jsonl`. */
-export type RlEvalsLine = z.infer<typeof rlEvalsLineSchema>;
+export type RlEvalRecord = z.infer<typeof rlEvalsLineSchema>;
+
+/** Whether an `evals.jsonl` line holds figures (an older line without `missing` does). */
+export function isMeasuredEval(record: RlEvalRecord): record is RlEvalMeasured {
+  return typeof record.accuracy === 'number' && !('missing' in record);
+}

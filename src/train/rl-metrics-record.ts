@@ -69,7 +69,8 @@ export const rlMetricsSchema = z
           '|engine − trainer| logprob of the trained tokens before the update: the numeric mismatch plus the policy lag of stale segments (null: nothing trained, or not reported)',
       }),
     klRef: z.number().nullable().meta({
-      description: 'mean KL to the reference policy (--init) on the trained tokens (null without --kl-coef)',
+      description:
+        'mean KL to the reference policy (the --model RL started from) on the trained tokens (null without --kl-coef)',
       unit: 'nats/token',
     }),
     updates: z.number().int().nonnegative().meta({

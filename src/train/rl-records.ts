@@ -2,8 +2,6 @@
  * The files of a `train rl` run folder beside the rollout's own (config.json, steps.jsonl, …),
  * and the type of an `evals.jsonl` line (its schema: `rl-eval-record.ts`).
  */
-import type { RlEvalRecord } from './rl-eval-record.ts';
-
 export const RL_FILES = {
   metrics: 'metrics.jsonl',
   evals: 'evals.jsonl',
@@ -14,4 +12,9 @@ export const RL_FILES = {
   evalRuns: 'eval-runs',
 } as const;
 
-export type { RlEvalRecord };
+export {
+  isMeasuredEval,
+  type RlEvalMeasured,
+  type RlEvalMissing,
+  type RlEvalRecord,
+} from './rl-eval-record.ts';

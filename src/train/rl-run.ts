@@ -60,7 +60,7 @@ import { defaultRlLearningRate, SMALL_MODEL_PARAMETERS } from './rl-learning-rat
 import { type RlMetrics, rlMetrics } from './rl-metrics.ts';
 import type { RlParts, RlWeightSync } from './rl-parts.ts';
 import { loadRlProblems, rlProblemOrder, writeDecontaminationRecord } from './rl-problems.ts';
-import { RL_FILES, type RlEvalRecord } from './rl-records.ts';
+import { RL_FILES, type RlEvalMissing, type RlEvalRecord } from './rl-records.ts';
 import { writeRlReport } from './rl-report.ts';
 import { rlDefiningConfig } from './rl-run-config.ts';
 import { startRlParts } from './rl-start-parts.ts';
@@ -331,14 +331,30 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
         options.onEvent?.({ type: 'rl-step', metrics, rollout: result.stats, skipped: batch.skipped });
         const last = step + 1 === config.steps;
         if ((config.evalEvery > 0 && (step + 1) % config.evalEvery === 0) || last) {
-          // An evaluation that could not run is missing, not a failed step: the step is trained.
-          const record = await heldOutEval(parts, folder, config, evalProblems, step, policyVersion).catch(
-            (error: unknown) => {
-              options.log?.(
-                `held-out evaluation after step ${step} could not run: ${error instanceof Error ? error.message : String(error)}`,
-              );
-              return null;
-            },
+          // An evaluation that could not run or finish is missing, with its reason, not a failed
+          // step (the step is trained) and never 0%. A signal stops it at once.
+          const evalStarted = Date.now();
+          const record = await heldOutEval(
+            parts,
+            folder,
+            config,
+            evalProblems,
+            step,
+            policyVersion,
+            options.signal,
+          ).catch(
+            (error: unknown): RlEvalMissing => ({
+              step,
+              policyVersion,
+              accuracy: null,
+              codeFrequency: null,
+              toolCallsPerTrajectory: null,
+              responseTokensMean: null,
+              byLevel: null,
+              problems: 0,
+              missing: missingReason(error, options.signal),
+              wallMs: Date.now() - evalStarted,
+            }),
           );
           if (record !== null) {
             await appendLine(join(folder, RL_FILES.evals), record);
@@ -368,6 +384,12 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
   return done;
 }
 
+/** Why a held-out evaluation is missing, in words for `evals.jsonl` and the log. */
+function missingReason(error: unknown, signal: AbortSignal | undefined): string {
+  if (signal?.aborted === true) return `stopped by ${String(signal.reason)} before it finished`;
+  return `could not run: ${error instanceof Error ? error.message : String(error)}`;
+}
+
 async function heldOutEval(
   parts: RlParts,
   folder: string,
@@ -375,6 +397,7 @@ async function heldOutEval(
   problems: readonly HeldOutProblem[],
   step: number,
   policyVersion: number,
+  signal: AbortSignal | undefined,
 ): Promise<RlEvalRecord | null> {
   if (problems.length === 0) return null;
   const result = await evaluateHeldOut({
@@ -391,6 +414,7 @@ async function heldOutEval(
     fresh: true,
     maxToolCalls: config.textOnly ? 0 : config.maxToolCalls,
     temperature: 0,
+    ...(signal === undefined ? {} : { signal }),
   });
   return {
     step,

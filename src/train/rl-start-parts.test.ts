@@ -24,7 +24,6 @@ describe('train rl refuses --sp before anything starts', () => {
     const config = resolveRlConfig({ init: huggingFace, trainerProcs: 3, sequenceParallel: 2 });
     await expect(startRlParts(config, folder)).rejects.toThrow('--sp 2: must divide --trainer-procs 3');
   });
-
 });
 
 describe('train rl refuses a weight-sync address the engines cannot use before anything starts', () => {

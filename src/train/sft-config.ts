@@ -150,6 +150,7 @@ export function resolveSftDefaults(config: SftConfig, facts: ModelFacts): Resolv
     learningRate:
       config.learningRate ?? (facts.fromScratch ? FROM_SCRATCH_LEARNING_RATE : FINE_TUNING_LEARNING_RATE),
     warmupSteps: config.warmupSteps ?? (facts.fromScratch ? 30 : Math.min(30, Math.ceil(config.steps / 10))),
-    maxSequenceTokens: config.maxSequenceTokens ?? facts.contextTokens,
+    // Never past the model's context, whatever --max-sequence-tokens says.
+    maxSequenceTokens: Math.min(config.maxSequenceTokens ?? facts.contextTokens, facts.contextTokens),
   };
 }

@@ -22,7 +22,7 @@
  * run. One writer at a time (`run.lock`). A stop asked for by `signal` is a result
  * (`status: 'stopped'`), not an error.
  */
-import { existsSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { appendFile, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -35,8 +35,8 @@ import { getDialect } from '../protocol/index.ts';
 import { createLocalSandbox } from '../sandbox/index.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { readRunConfigFile } from '../shared/run-config-file.ts';
-import { RUN_FOLDER_REFUSED } from '../shared/run-folder-check.ts';
-import { acquireRunFolderLock, RUN_LOCK_FILE } from '../shared/run-folder-lock.ts';
+import { checkRunFolder as checkOutFolder, RUN_FOLDER_REFUSED } from '../shared/run-folder-check.ts';
+import { acquireRunFolderLock } from '../shared/run-folder-lock.ts';
 import { assertSameRun, type RunIdentity } from '../shared/run-identity.ts';
 import {
   arithEvalProblems,
@@ -259,39 +259,18 @@ async function commitIdentity(dir: string, config: ResolvedSftConfig, resume: bo
 }
 
 /**
- * Refuses, without writing, a folder that is not this run: another run without `resume`, no run
- * to resume, a folder of other files. What the run writes before its config.json (its new byte
- * model, its lock) does not make a folder "other files".
+ * Refuses, without writing, a folder that is not this run (`RUN_FOLDER_REFUSED`, the shared
+ * rule): another run without `resume`, no run to resume, a folder of other files. The new byte
+ * model a run writes before its config.json does not make a folder "other files".
  */
 async function checkRunFolder(dir: string, resume: boolean): Promise<void> {
-  const configPath = join(dir, CONFIG_FILE);
-  if (existsSync(dir) && !statSync(dir).isDirectory()) {
-    throw new SftRunError(RUN_FOLDER_REFUSED, `--out ${dir} is a file; give a folder for the run`);
-  }
-  if (existsSync(configPath)) {
-    if (!resume) {
-      throw new SftRunError(
-        RUN_FOLDER_REFUSED,
-        `${dir} already holds a training run; continue it with --resume or choose another --out`,
-      );
-    }
-    return;
-  }
-  const entries = existsSync(dir)
-    ? (await readdir(dir)).filter(
-        (name) =>
-          name !== RUN_LOCK_FILE && name !== INIT_MODEL_FOLDER && !name.startsWith(`.${INIT_MODEL_FOLDER}.`),
-      )
-    : [];
-  if (resume && entries.length === 0) {
-    throw new SftRunError(RUN_FOLDER_REFUSED, `${dir} holds no training run to resume (no ${CONFIG_FILE})`);
-  }
-  if (entries.length > 0) {
-    throw new SftRunError(
-      RUN_FOLDER_REFUSED,
-      `${dir} is not empty and holds no training run (${entries.slice(0, 3).join(', ')}); choose an empty or new --out`,
-    );
-  }
+  checkOutFolder({
+    folder: dir,
+    marker: CONFIG_FILE,
+    resume,
+    command: 'train sft',
+    leftovers: [INIT_MODEL_FOLDER],
+  });
 }
 
 /** The solutions trained on: the data file's, or arith solutions written (and resumed) into the run. */

@@ -50,7 +50,7 @@ export type GrpoObjectiveOptions = {
   /** PPO mini-batches per pass and passes over the batch (default 1 × 1: one update per step). */
   miniBatches?: number;
   epochs?: number;
-  /** The KL reference's model folder (the run's `--init`); default the weights held at first use. */
+  /** The KL reference's model folder (the run's `--model`); default the weights held at first use. */
   referencePath?: string;
 };
 

