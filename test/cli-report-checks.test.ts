@@ -1,9 +1,9 @@
 /**
- * `agentmath report` named the wrong thing (issue 29): `--out` naming a folder is a usage
+ * `agentmath report` named the wrong thing: `--out` naming a folder is a usage
  * error (exit 2) instead of a raw EISDIR, and a rollout or synthesis run folder is named for
  * what it is, with the kinds of run `report` reads, instead of "trajectory … has no grade";
  * `--table` on a `train sft --model` run (its metrics.jsonl holds losses) is exit 2, not NaN
- * rows (issue 37); a folder that holds no run is refused, with or without `--table`, instead
+ * rows; a folder that holds no run is refused, with or without `--table`, instead
  * of a row of zeros; a held-out evaluation that did not run shows as missing, never 0.0%.
  */
 import { readFileSync } from 'node:fs';

@@ -1,6 +1,6 @@
 /**
  * `agentmath train rl` refusals that must come before its PyTorch worker and sandbox start
- * (issue 29): a missing `--model` folder is named as missing, and a `--resume` whose options
+ *: a missing `--model` folder is named as missing, and a `--resume` whose options
  * differ from the saved run exits 2 (run identity) without starting anything — the worker is
  * never asked to load the (fake) model folder used here, so a start would fail differently.
  * Options that would be recorded and used for nothing (`--skip-base` without `--skip-history`,

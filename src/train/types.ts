@@ -77,7 +77,7 @@ export type GrpoStepResult = SftStepResult & {
   offPolicyCapped: number | null;
   /**
    * |engine logprob − trainer logprob| over the trained tokens, before any update (mean, max);
-   * null where the trainer does not report it (the colocated byte worker).
+   * null where the step trained no token (every group dropped) or the run predates the field.
    */
   logprobGap: { mean: number; max: number } | null;
   /** Optimizer updates applied in the step (mini-batches × epochs, less skipped ones). */
