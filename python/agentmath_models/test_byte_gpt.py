@@ -12,7 +12,7 @@ import transformers
 
 import agentmath_models  # noqa: F401  (registers the architecture)
 from agentmath_models.byte_folder import LEGACY_WEIGHTS_FILE, byte_config, convert_legacy_folder, init_byte_model, is_legacy_byte_folder
-from agentmath_models.byte_gpt import DIGIT_MATCH_INIT, MODEL_TYPE, ByteGptConfig, ByteGptForCausalLM, digit_features, digit_match, seeded_init
+from agentmath_models.byte_gpt import DIGIT_MATCH_INIT, MODEL_TYPE, ByteGptConfig, ByteGptForCausalLM, digit_features, digit_match, length_groups, seeded_init
 
 PLAIN = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, max_position_embeddings=256, intermediate_size=256)
 DIGITS = dict(PLAIN, token_shift=True, digit_index=True, number_index=True, digit_match=True)
@@ -138,6 +138,19 @@ class ByteGptTest(unittest.TestCase):
         model(input_ids=row, cu_seq_lens_q=bounds).logits.sum().backward()
         for name in ("model.previous_embedding.weight", "model.digit_index_embedding.weight", "model.layers.0.digit_match"):
             self.assertGreater(float(dict(model.named_parameters())[name].grad.abs().sum()), 0.0, name)
+
+    def test_length_groups_pad_each_group_to_its_own_longest(self):
+        # One long sequence among short ones: the short ones are not padded to its length.
+        spans = [(0, 250), (250, 950), (950, 1200), (1200, 1460), (1460, 1470)]
+        groups = length_groups(spans)
+        self.assertEqual(sorted(index for group in groups for index in group), list(range(len(spans))))
+        self.assertEqual(groups[0], [1])
+        lengths = [end - start for start, end in spans]
+        for group in groups:
+            longest = max(lengths[index] for index in group)
+            self.assertLessEqual(len(group) * longest, 1.25 * sum(lengths[index] for index in group))
+        # Equal lengths are one group: one padded forward, as before.
+        self.assertEqual(length_groups([(0, 10), (10, 20), (20, 30)]), [[0, 1, 2]])
 
     def test_rejects_sequences_longer_than_the_context(self):
         with self.assertRaisesRegex(ValueError, "context length"):
