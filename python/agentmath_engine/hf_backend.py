@@ -35,6 +35,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
+from .decode_attention import NAME as DECODE_ATTENTION
+from .decode_attention import register_decode_attention
 from .packed_batch import PackedBatch
 from .packed_linear import packed_decode_copy, packed_linear_available, refresh_packed_copy
 
@@ -94,6 +96,12 @@ class HuggingFaceBackend:
         self._alone: Dict[int, List[Tuple[torch.Tensor, torch.Tensor]]] = {}
         self._unpackable: Dict[int, Any] = {}
         self._batch = PackedBatch()
+        # Decode steps attend through `decode_attention.py` (SDPA's own function everywhere else),
+        # where the model attends through SDPA to begin with.
+        self.decode_attention = getattr(self.model.config, "_attn_implementation", None) == "sdpa"
+        if self.decode_attention:
+            register_decode_attention()
+            self.model.set_attn_implementation(DECODE_ATTENTION)
         parameters = inspect.signature(self.model.forward).parameters
         self._cache_argument = "cache" if "cache" in parameters else "past_key_values"
         self._last_logits_only = {"logits_to_keep": 1} if "logits_to_keep" in parameters else {}
@@ -156,11 +164,6 @@ class HuggingFaceBackend:
     def decode(self, token_ids: List[int], skip_special_tokens: bool = True) -> str:
         return self.tokenizer.decode(token_ids, skip_special_tokens=skip_special_tokens)
 
-    def extend_bytes(self, previous: bytes, output_ids: List[int]) -> bytes:
-        # Multi-byte tokens can change earlier characters' decoding, so decode the whole output.
-        del previous
-        return self.decode(output_ids).encode("utf-8")
-
     # Generation -------------------------------------------------------------------------------
     @torch.no_grad()
     def prefill(self, slot: int, token_ids: List[int]) -> torch.Tensor:
@@ -177,25 +180,38 @@ class HuggingFaceBackend:
 
     @torch.no_grad()
     def decode_step(self, tokens: torch.Tensor, positions: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
-        """One token for every active slot, in one forward pass over the packed batch."""
-        logits = torch.zeros(tokens.shape[0], self.vocab_size)
-        slots = [slot for slot in range(tokens.shape[0]) if bool(active[slot]) and self.holds(slot)]
+        """One token for every active slot, in one forward pass over the packed batch. Returns logits
+        [slots, vocab]; rows of inactive slots are zeros."""
+        width = tokens.shape[0]
+        slots = [slot for slot in range(width) if bool(active[slot]) and self.holds(slot)]
         packable = [slot for slot in slots if slot not in self._unpackable]
-        for slot in slots:
-            if slot in self._unpackable:
-                logits[slot] = self._decode_alone(slot, int(tokens[slot]), int(positions[slot]))
-        if packable:
+        alone = [slot for slot in slots if slot in self._unpackable]
+        if not packable:
+            logits = torch.zeros(width, self.vocab_size)
+        else:
             batch = self._batch.repack(packable, self._alone, self._new_cache)
+            batch.advance()
             rows = torch.tensor(batch.slots)
+            if self.decode_attention:
+                attention: Dict[str, Any] = {"decode_plan": batch.plan(self.device)}
+            else:
+                attention = {"attention_mask": batch.mask(self.device)}
             with self._autocast():
                 output = self._decoder()(
                     input_ids=tokens[rows][:, None].to(self.device),
                     position_ids=positions[rows][:, None].to(self.device),
-                    attention_mask=batch.extend_mask(),
                     use_cache=True,
+                    **attention,
                     **{self._cache_argument: batch.cache},
                 )
-            logits[rows] = output.logits[:, -1].float().cpu()
+            step_logits = output.logits[:, -1].float().cpu()
+            if batch.slots == list(range(width)):
+                logits = step_logits  # every slot decodes, in slot order: no copy
+            else:
+                logits = torch.zeros(width, self.vocab_size)
+                logits[rows] = step_logits
+        for slot in alone:
+            logits[slot] = self._decode_alone(slot, int(tokens[slot]), int(positions[slot]))
         return logits
 
     def holds(self, slot: int) -> bool:
