@@ -47,9 +47,11 @@ class DecodePlan:
     attended: Optional[torch.Tensor]  # [rows, 1, 1, width] booleans (attended_columns); None if no group is padded
 
 
-def plan_groups(lengths: Sequence[int], width: int, group_cost: int = GROUP_COST_CELLS) -> List[DecodeGroup]:
+def plan_groups(lengths: Sequence[int], width: int, group_cost: Optional[int] = None) -> List[DecodeGroup]:
     """Splits rows sorted by length (longest first) into consecutive groups that minimise
-    Σ rows in group × longest length in group + group_cost × groups (dynamic programming)."""
+    Σ rows in group × longest length in group + group_cost × groups (dynamic programming; the
+    cost defaults to GROUP_COST_CELLS)."""
+    group_cost = GROUP_COST_CELLS if group_cost is None else group_cost
     count = len(lengths)
     best = [0] + [float("inf")] * count
     start = [0] * (count + 1)

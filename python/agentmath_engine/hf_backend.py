@@ -38,7 +38,10 @@ import torch
 from .decode_attention import NAME as DECODE_ATTENTION
 from .decode_attention import register_decode_attention
 from .packed_batch import PackedBatch
-from .packed_linear import packed_decode_copy, packed_linear_available, refresh_packed_copy
+from .decode_copy import refresh_decode_copy
+from .decode_dtype_choice import DecodeDtypeChoice, choose_decode_dtype
+from .int8_linear import int8_decode_copy, int8_linear_available
+from .packed_linear import packed_decode_copy, packed_linear_available
 
 DECODE_LINEARS = ("packed", "plain")
 
@@ -64,19 +67,29 @@ class HuggingFaceBackend:
         n_slots: int,
         device: torch.device,
         compute_dtype: Optional[torch.dtype] = None,
-        decode_dtype: torch.dtype = torch.float32,
+        decode_dtype: Optional[torch.dtype] = torch.float32,
         decode_linear: str = "packed",
     ) -> None:
         # fp32 master weights whatever the checkpoint's dtype; `compute_dtype` is autocast's.
         self.model = model.float().eval()
         self.compute_dtype = compute_dtype
-        self.decode_dtype = decode_dtype
         if decode_linear not in DECODE_LINEARS:
             raise ValueError(f"--decode-linear {decode_linear!r}: expected one of {', '.join(DECODE_LINEARS)}")
         # Packed only where it runs: oneDNN on a CPU (on a GPU the forward passes are cuBLAS's).
         unavailable = packed_linear_available() if device.type == "cpu" else "not on a CPU"
         self.decode_linear = "packed" if decode_linear == "packed" and unavailable is None else "plain"
         self.decode_linear_note = None if decode_linear == "plain" or unavailable is None else unavailable
+        if decode_dtype == torch.int8:
+            if device.type != "cpu" or int8_linear_available() is not None:
+                raise ValueError(f"--decode-dtype int8: {int8_linear_available() or 'a CPU decode path (this model is on ' + device.type + ')'}")
+            self.decode_linear, self.decode_linear_note = "int8", None
+        # None (`auto`): timed on this CPU (decode_dtype_choice.py).
+        self.decode_dtype_choice: Optional[DecodeDtypeChoice] = None
+        if decode_dtype is None:
+            self.decode_dtype_choice = choose_decode_dtype(
+                self.model, packed=self.decode_linear == "packed", batch_hint=self._batch_hint(n_slots))
+            decode_dtype = self.decode_dtype_choice.dtype
+        self.decode_dtype = decode_dtype
         self._decode_copy: Optional[torch.nn.Module] = None
         self._decode_stale = True
         self.tokenizer = tokenizer
@@ -112,12 +125,14 @@ class HuggingFaceBackend:
         n_slots: int,
         device: str = "auto",
         compute_dtype: Optional[torch.dtype] = None,
-        decode_dtype: torch.dtype = torch.float32,
+        decode_dtype: Optional[torch.dtype] = torch.float32,
         decode_linear: str = "packed",
     ) -> "HuggingFaceBackend":
         """`compute_dtype`: the forward passes' autocast dtype (default bf16 on a GPU, none on CPU);
-        `decode_dtype`: the dtype of the weights generation reads; `decode_linear`: packed
-        (oneDNN's layout, CPU) or plain weights for generation (see the module comment)."""
+        `decode_dtype`: the dtype of the weights generation reads (torch.int8: int8 weights and
+        bf16 activations; None: fp32 or bf16, whichever this CPU runs the model's layers faster);
+        `decode_linear`: packed (oneDNN's layout, CPU) or plain weights for generation (see the
+        module comment)."""
         if transformers is None:
             raise ImportError(
                 f"--model {path} is a Hugging Face folder, but the Python package `transformers` is not "
@@ -130,21 +145,27 @@ class HuggingFaceBackend:
         model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(chosen)
         return HuggingFaceBackend(model, tokenizer, path, n_slots, chosen, compute_dtype, decode_dtype, decode_linear)
 
+    @staticmethod
+    def _batch_hint(n_slots: int) -> int:
+        """The layout hint of packed weights: the rows of a decode step (oneDNN runs any count)."""
+        return max(1, min(n_slots, 64))
+
     def _decoder(self) -> torch.nn.Module:
         """The model generation runs: the master weights, or their copy in `decode_dtype` (with
-        packed linear weights), refreshed after a weight change."""
-        packed = self.decode_linear == "packed"
-        if self.decode_dtype == torch.float32 and not packed:
+        packed or int8 linear weights), refreshed after a weight change."""
+        formed = self.decode_linear in ("packed", "int8")
+        if self.decode_dtype == torch.float32 and not formed:
             return self.model
         if self._decode_copy is None:
-            if packed:
-                # The layout hint: the rows of a decode step (oneDNN runs any other count too).
-                self._decode_copy = packed_decode_copy(self.model, self.decode_dtype, max(1, min(self.n_slots, 64)))
+            if self.decode_linear == "int8":
+                self._decode_copy = int8_decode_copy(self.model)
+            elif formed:
+                self._decode_copy = packed_decode_copy(self.model, self.decode_dtype, self._batch_hint(self.n_slots))
             else:
                 self._decode_copy = copy.deepcopy(self.model).to(self.decode_dtype).requires_grad_(False)
         elif self._decode_stale:
-            if packed:
-                refresh_packed_copy(self._decode_copy, self.model)
+            if formed:
+                refresh_decode_copy(self._decode_copy, self.model)
             else:
                 with torch.no_grad():
                     for mine, master in zip(self._decode_copy.parameters(), self.model.parameters()):
@@ -320,7 +341,9 @@ class HuggingFaceBackend:
             "architecture": type(self.model).__name__,
             "device": str(self.device),
             "decode_dtype": str(self.decode_dtype).replace("torch.", ""),
+            **({} if self.decode_dtype_choice is None else {"decode_dtype_choice": self.decode_dtype_choice.describe()}),
             "decode_linear": self.decode_linear,
+            "decode_attention": DECODE_ATTENTION if self.decode_attention else "the model's own",
             **({} if self.decode_linear_note is None else {"decode_linear_note": self.decode_linear_note}),
             "parameters": sum(p.numel() for p in self.model.parameters()),
         }

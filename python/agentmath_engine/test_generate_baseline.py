@@ -33,14 +33,15 @@ class GenerateBaselineTest(unittest.TestCase):
         calls = []
         for module in linears:
             module.register_forward_hook(lambda module, inputs, output: calls.append((module, tuple(inputs[0].shape))))
-        plain = baseline.matmuls(8, packed=False, repeats=3)
+        plain = baseline.matmuls(8, "plain", repeats=3)
         self.assertEqual(plain["layers"], len(linears))
         self.assertGreater(plain["seconds"], 0)
         # warm-up + 3 timed runs, every layer on 8 rows each time
         self.assertEqual(len(calls), 4 * len(linears))
         self.assertTrue(all(shape[0] == 8 for _, shape in calls))
         if packed_linear_available() is None:
-            self.assertGreater(baseline.matmuls(8, packed=True, repeats=3)["seconds"], 0)
+            self.assertGreater(baseline.matmuls(8, "packed", repeats=3)["seconds"], 0)
+        self.assertGreater(baseline.matmuls(8, "int8", repeats=3)["seconds"], 0)
 
     def test_score_gives_each_output_tokens_logprob_after_what_precedes_it(self) -> None:
         baseline = Baseline(self.model, torch.float32)

@@ -9,8 +9,11 @@ import shutil
 import tempfile
 import unittest
 
+from unittest import mock
+
 import torch
 
+from agentmath_engine import decode_attention
 from agentmath_engine.engine import Engine, SamplingParams
 from agentmath_engine.hf_backend import HuggingFaceBackend, transformers_available
 from agentmath_engine.hf_fixtures import ARCHITECTURES, greedy_without_cache, make_models
@@ -70,6 +73,26 @@ class BatchedDecodeTest(unittest.TestCase):
                 outputs = self.run_schedule(backend, schedule)
                 for slot, prompt, _, count in schedule:
                     self.assertEqual(outputs[slot], greedy_without_cache(backend.model, prompt, count), f"slot {slot}")
+
+    def test_rows_in_length_groups_attend_to_their_own_columns_and_decode_as_alone(self) -> None:
+        # Every group costs nothing, so every length is its own group: the groups read column
+        # slices of the cache, the padded ones with a mask.
+        schedule = [(0, PROMPTS[0], 0, 12), (3, PROMPTS[1], 2, 6), (5, PROMPTS[2], 4, 14), (1, PROMPTS[3], 9, 8)]
+        backend = self.backend("llama")
+        groups = []
+        original = backend._batch.plan
+
+        def recording(device):
+            plan = original(device)
+            groups.append(len(plan.groups))
+            return plan
+
+        backend._batch.plan = recording
+        with mock.patch.object(decode_attention, "GROUP_COST_CELLS", 0):
+            outputs = self.run_schedule(backend, schedule)
+        self.assertGreaterEqual(max(groups), 3)
+        for slot, prompt, _, count in schedule:
+            self.assertEqual(outputs[slot], greedy_without_cache(backend.model, prompt, count), f"slot {slot}")
 
     def test_a_sliding_window_model_decodes_its_sequences_one_by_one_correctly(self) -> None:
         folder = os.path.join(self.folder, "qwen3-sliding")
