@@ -292,9 +292,7 @@ class Engine:
             if sequence is not None:  # the cache holds every token but the last sampled one
                 self.backend.prefill(slot, sequence.prompt + sequence.output[:-1])
         with record_function("engine.prefill"):
-            for sequence in admit:
-                if sequence.finish is None:
-                    self._admit(sequence)
+            self._admit([sequence for sequence in admit if sequence.finish is None])
         admitted = {sequence.slot for sequence in admit}
         decoding = [s for s in self._running.values() if s.slot not in admitted]
         if not decoding:
@@ -326,12 +324,22 @@ class Engine:
                 row = row_of[sequence.slot]
                 self._append(sequence, sampled_list[row], logprob_list[row])
 
-    def _admit(self, sequence: Sequence) -> None:
-        slot, params = sequence.slot, sequence.params
-        if params.max_new_tokens <= 0:
+    def _admit(self, sequences: List[Sequence]) -> None:
+        """Prefills the admitted sequences (in one forward pass where the backend batches
+        prefills) and samples each one's first token."""
+        for sequence in [s for s in sequences if s.params.max_new_tokens <= 0]:
             self._finish_locked(sequence, {"type": "length", "length": 0})
+        sequences = [s for s in sequences if s.params.max_new_tokens > 0]
+        if not sequences:
             return
-        logits = self.backend.prefill(slot, sequence.prompt)
+        requests = [(sequence.slot, sequence.prompt) for sequence in sequences]
+        prefill_batch = getattr(self.backend, "prefill_batch", None)  # a backend may batch prefills
+        all_logits = prefill_batch(requests) if prefill_batch else [self.backend.prefill(*request) for request in requests]
+        for sequence, logits in zip(sequences, all_logits):
+            self._first_token(sequence, logits)
+
+    def _first_token(self, sequence: Sequence, logits: torch.Tensor) -> None:
+        slot, params = sequence.slot, sequence.params
         self._temperatures[slot] = float(params.temperature)
         self._top_ps[slot] = float(params.top_p)
         self._seeds[slot] = sequence.seed

@@ -44,6 +44,8 @@ from .int8_linear import int8_decode_copy, int8_linear_available
 from .packed_linear import packed_decode_copy, packed_linear_available
 
 DECODE_LINEARS = ("packed", "plain")
+# Prompts prefilled together in one forward pass, at most this many tokens with their padding.
+PREFILL_BATCH_TOKENS = 4096
 
 try:  # optional dependency
     import transformers
@@ -198,6 +200,50 @@ class HuggingFaceBackend:
         else:
             self._unpackable[slot] = cache
         return output.logits[0, -1].float().cpu()
+
+    @torch.no_grad()
+    def prefill_batch(self, requests: List[Tuple[int, List[int]]]) -> List[torch.Tensor]:
+        """Prefills several slots (slot, prompt ids) in as few forward passes as fit
+        PREFILL_BATCH_TOKENS: the prompts left-padded into one batch with an attention mask and
+        each row's own position ids, so the matmuls run on every prompt's rows at once. Returns
+        each prompt's last logits, in order. Each slot's cache is kept without its padding."""
+        # Shortest first, so prompts of similar lengths share a pass (little padding).
+        order = sorted(range(len(requests)), key=lambda index: len(requests[index][1]))
+        chunks: List[List[int]] = [[]]
+        for index in order:
+            longest = len(requests[index][1])
+            if chunks[-1] and longest * (len(chunks[-1]) + 1) > PREFILL_BATCH_TOKENS:
+                chunks.append([])
+            chunks[-1].append(index)
+        logits: Dict[int, torch.Tensor] = {}
+        for chunk in chunks:
+            logits.update(self._prefill_together([requests[index] for index in chunk], chunk))
+        return [logits[index] for index in range(len(requests))]
+
+    def _prefill_together(self, requests: List[Tuple[int, List[int]]], indices: List[int]) -> Dict[int, torch.Tensor]:
+        cache = self._new_cache()
+        if len(requests) == 1 or not self._packable(cache):
+            return {index: self.prefill(slot, ids) for index, (slot, ids) in zip(indices, requests)}
+        for slot, _ in requests:
+            self._forget(slot)
+        width = max(len(ids) for _, ids in requests)
+        ids = torch.zeros(len(requests), width, dtype=torch.long)
+        mask = torch.zeros(len(requests), width, dtype=torch.long)
+        for row, (_, prompt) in enumerate(requests):
+            ids[row, width - len(prompt) :] = torch.tensor(prompt)
+            mask[row, width - len(prompt) :] = 1
+        positions = (mask.cumsum(-1) - 1).clamp_(min=0)
+        with self._autocast():
+            output = self._decoder()(
+                input_ids=ids.to(self.device), attention_mask=mask.to(self.device), position_ids=positions.to(self.device),
+                use_cache=True, **self._last_logits_only, **{self._cache_argument: cache},
+            )
+        answers = {}
+        for row, (index, (slot, prompt)) in enumerate(zip(indices, requests)):
+            start = width - len(prompt)
+            self._alone[slot] = [(layer.keys[row : row + 1, :, start:], layer.values[row : row + 1, :, start:]) for layer in cache.layers]
+            answers[index] = output.logits[row, -1].float().cpu()
+        return answers
 
     @torch.no_grad()
     def decode_step(self, tokens: torch.Tensor, positions: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
