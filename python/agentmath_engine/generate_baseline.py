@@ -5,11 +5,11 @@ each, EOS ignored) and a memory-bandwidth bound for decoding, in one process the
 Commands, one JSON object a line on stdin, one answer a line on stdout:
   {"command": "generate", "prompts": [[ids…]…], "maxNewTokens": n}
       → {"seconds", "outputIds": [[…]…]}: the prompts as one batch (equal lengths: no padding)
-  {"command": "bound"}
+  {"command": "bound", "kind"?: "packed" | "plain" | "int8"}
       → {"copyBytesPerSecond", "weightBytes", "dtype"}: a tensor copy's bandwidth (bytes read +
         written per second, the best of several copies of 256 MiB) and the bytes of weights one
         decode step reads (every parameter once; an input embedding that is not also the output
-        head reads a few rows only, so it is left out)
+        head reads a few rows only, so it is left out; int8: linear weights a byte an element)
   {"command": "score", "prompt": [ids…], "output": [ids…], "dtype"?: "float32"}
       → {"logprobs": […]}: each output token's log-probability after the prompt and the output
         before it, from one forward pass (what a trainer scores an engine's tokens with), in the
@@ -43,6 +43,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch  # noqa: E402
 
 from .cpu_features import describe_machine  # noqa: E402
+from .int8_linear import IN_FEATURES_MULTIPLE as INT8_IN_FEATURES_MULTIPLE  # noqa: E402
 from .threads import use_threads  # noqa: E402
 
 # The engine's int8 decode computes in bf16 (int8 weights, bf16 activations): `generate` in bf16
@@ -63,18 +64,24 @@ def copy_bandwidth(bytes_per_copy: int = 256 * 2**20, repeats: int = 5) -> float
     return 2 * bytes_per_copy / best
 
 
-def decode_weight_bytes(model: torch.nn.Module) -> int:
+def decode_weight_bytes(model: torch.nn.Module, int8_linears: bool = False) -> int:
     """Bytes of the weights one decode step reads (shared tensors once; an untied input
-    embedding is only indexed, so it is left out)."""
+    embedding is only indexed, so it is left out). `int8_linears`: as the engine's int8 decode
+    holds them, every linear weight one byte an element plus one scale per output row."""
     embedding = model.get_input_embeddings().weight
     head = model.get_output_embeddings()
     tied = head is not None and head.weight.data_ptr() == embedding.data_ptr()
+    linear_weights = {module.weight.data_ptr(): module for module in model.modules() if type(module) is torch.nn.Linear}
     seen, total = set(), 0
     for parameter in model.parameters():
         if parameter.data_ptr() in seen or (not tied and parameter is embedding):
             continue
         seen.add(parameter.data_ptr())
-        total += parameter.numel() * parameter.element_size()
+        linear = linear_weights.get(parameter.data_ptr()) if int8_linears else None
+        if linear is not None and linear.in_features % INT8_IN_FEATURES_MULTIPLE == 0:
+            total += parameter.numel() + 2 * linear.out_features
+        else:
+            total += parameter.numel() * parameter.element_size()
     return total
 
 
@@ -158,10 +165,10 @@ class Baseline:
         times.sort()
         return {"seconds": times[len(times) // 2], "layers": len(linears)}
 
-    def bound(self) -> Dict[str, Any]:
+    def bound(self, kind: str = "plain") -> Dict[str, Any]:
         return {
             "copyBytesPerSecond": copy_bandwidth(),
-            "weightBytes": decode_weight_bytes(self.model),
+            "weightBytes": decode_weight_bytes(self.model, int8_linears=kind == "int8"),
             "dtype": str(self.dtype).replace("torch.", ""),
         }
 
@@ -184,7 +191,7 @@ def main(argv=None) -> int:
             if command == "generate":
                 answer = baseline.generate(request["prompts"], int(request["maxNewTokens"]))
             elif command == "bound":
-                answer = baseline.bound()
+                answer = baseline.bound(str(request.get("kind", "plain")))
             elif command == "machine":
                 answer = describe_machine().to_json()
             elif command == "score":

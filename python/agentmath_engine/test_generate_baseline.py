@@ -62,6 +62,11 @@ class GenerateBaselineTest(unittest.TestCase):
         self.assertIsNot(model.get_output_embeddings().weight, embedding)  # this fixture is untied
         every = 4 * sum(parameter.numel() for parameter in model.parameters())
         self.assertEqual(decode_weight_bytes(model), every - 4 * embedding.numel())
+        # int8 decode: linear weights a byte each plus a bf16 scale per output row; the rest as they are.
+        linears = [module for module in model.modules() if type(module) is torch.nn.Linear]
+        int8 = sum(module.weight.numel() + 2 * module.out_features for module in linears)
+        rest = sum(4 * p.numel() for p in model.parameters() if p is not embedding and all(p is not m.weight for m in linears))
+        self.assertEqual(decode_weight_bytes(model, int8_linears=True), int8 + rest)
         # Tied: the one matrix is the head, read whole, and counted once.
         model.get_output_embeddings().weight = embedding
         self.assertEqual(decode_weight_bytes(model), 4 * sum(parameter.numel() for parameter in model.parameters()))

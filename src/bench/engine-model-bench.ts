@@ -184,6 +184,7 @@ export async function runEngineModelBench(options: EngineModelBenchOptions): Pro
     const machine = await baseline.request<MachineDescription>({ command: 'machine' });
     const bound = await baseline.request<{ copyBytesPerSecond: number; weightBytes: number }>({
       command: 'bound',
+      kind: decodeLinear,
     });
     const config = JSON.parse(await readFile(join(model, 'config.json'), 'utf8')) as { vocab_size?: number };
     const prompts = benchPrompts(Math.max(...concurrency), promptTokens, config.vocab_size ?? 256);
