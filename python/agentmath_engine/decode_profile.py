@@ -4,7 +4,7 @@ The engine is built as the worker builds it (`app.build_backend`, the same decod
 weights and threads) but without its thread: this process drives its loop (`Engine.step_once`),
 because torch's profiler records the thread that starts it. For a list of prompts it admits them
 all (prefill), runs a few decode steps to warm up, times `steps` steps, then runs `steps` more under
-`torch.profiler` and reports each op's share of that time (its self time: what the op itself took,
+`torch.profiler` (after one it does not record) and reports each op's share of that time (its self time: what the op itself took,
 without the ops it called), the engine's phases (`engine.forward`, `engine.sampling`,
 `engine.bookkeeping`: the record_function labels of `engine.py`) and what no op accounts for (the
 Python of the model code and the engine, and the dispatch between ops).
@@ -41,11 +41,11 @@ TOP_OPS = 15
 
 
 def profile_decode(engine: Engine, prompts: List[List[int]], steps: int) -> Dict[str, Any]:
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity, profile, schedule
 
     if not prompts or len(prompts) > engine.max_running:
         raise ValueError(f"profile: {len(prompts)} prompts; the engine runs 1 to {engine.max_running} at once")
-    params = SamplingParams(max_new_tokens=WARM_UP_STEPS + 2 * steps + 2, temperature=0.0, ignore_eos=True)
+    params = SamplingParams(max_new_tokens=WARM_UP_STEPS + 2 * steps + 3, temperature=0.0, ignore_eos=True)
     sequences = [engine.submit(prompt, params, False, None) for prompt in prompts]
     try:
         while any(sequence.slot < 0 for sequence in sequences):  # admission: prefill, first tokens
@@ -57,11 +57,16 @@ def profile_decode(engine: Engine, prompts: List[List[int]], steps: int) -> Dict
             started = time.perf_counter()
             engine.step_once()
             times.append(time.perf_counter() - started)
-        with profile(activities=[ProfilerActivity.CPU]) as profiler:
-            started = time.perf_counter()
+        # One step under the profiler before the recorded ones: its start-up is no step's cost.
+        with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=steps, repeat=1)) as profiler:
+            engine.step_once()
+            profiler.step()
+            profiled = 0.0
             for _ in range(steps):
+                started = time.perf_counter()
                 engine.step_once()
-            profiled = time.perf_counter() - started
+                profiled += time.perf_counter() - started
+                profiler.step()
     finally:
         engine.abort()
         while engine.step_once():
