@@ -37,10 +37,10 @@ import torch
 
 from .decode_attention import NAME as DECODE_ATTENTION
 from .decode_attention import register_decode_attention
-from .packed_batch import PackedBatch
 from .decode_copy import refresh_decode_copy
 from .decode_dtype_choice import DecodeDtypeChoice, choose_decode_dtype
 from .int8_linear import int8_decode_copy, int8_linear_available
+from .packed_batch import PackedBatch
 from .packed_linear import packed_decode_copy, packed_linear_available
 
 DECODE_LINEARS = ("packed", "plain")

@@ -8,7 +8,6 @@ import os
 import shutil
 import tempfile
 import unittest
-
 from unittest import mock
 
 import torch

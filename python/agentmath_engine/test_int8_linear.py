@@ -100,12 +100,9 @@ class Int8DecodeTest(unittest.TestCase):
         self.addCleanup(engine.shutdown)
         [(before, _)] = self.generate(engine, PROMPTS[1:2], 8)
 
-        def change():
-            with torch.no_grad():
-                for parameter in backend.trainable().parameters():
-                    parameter.add_(torch.randn_like(parameter) * 0.5)
-
-        engine.exclusive(change)
+        # What a weight update does: new tensors copied into the master weights.
+        changed = {name: tensor + torch.randn_like(tensor) * 0.5 for name, tensor in backend.model.state_dict().items()}
+        engine.exclusive(lambda: backend.load_tensors(changed, origin="test"))
         [(after, _)] = self.generate(engine, PROMPTS[1:2], 8)
         self.assertEqual(after, greedy_without_cache(int8_decode_copy(backend.model), PROMPTS[1], 8))
         self.assertNotEqual(before, after)

@@ -11,10 +11,10 @@ import unittest
 
 import torch
 
+from agentmath_engine.decode_copy import refresh_decode_copy
 from agentmath_engine.engine import Engine, SamplingParams
 from agentmath_engine.hf_backend import HuggingFaceBackend, transformers_available
 from agentmath_engine.hf_fixtures import make_models, transformers_greedy
-from agentmath_engine.decode_copy import refresh_decode_copy
 from agentmath_engine.packed_linear import PackedLinear, packed_decode_copy, packed_linear_available
 
 PROMPTS = [[5, 7, 9, 11], [11, 12, 13, 14, 15, 16, 17, 18], [20, 3]]
