@@ -29,6 +29,7 @@ export const ALLOWED: Record<string, readonly string[]> = {
   synth: ['engine', 'sandbox', 'grader', 'tasks', 'train'],
   sim: ['engine', 'sandbox', 'rollout', 'tasks'],
   quickstart: ['train', 'eval', 'tasks', 'engine', 'sandbox', 'agent', 'model'],
+  records: ['train', 'rollout', 'eval', 'quickstart'],
   bench: ['*'],
   cli: ['*'],
 };

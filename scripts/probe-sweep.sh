@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The probe sweep of issue 29 (see docs/cli.md "The probe sweep"): replays the issue's probes
+# The probe sweep (see docs/cli.md "The probe sweep"): replays the probes of careful use
 # against the real CLI and checks exit statuses, untouched files, limits and leftover processes.
 # Runs under the bundled Node 24 when the system Node cannot run TypeScript. Usage:
 #   bash scripts/probe-sweep.sh [NAME-FILTER]

@@ -1,10 +1,12 @@
 /**
- * Times one weight sync from disk against one over a process group, on this machine, through
- * the real services: the trainer (one process, `agentmath_train serve`) and one embedded
- * engine, both on MODEL. Disk: export to a folder + `/update_weights_from_disk` (pause, load,
- * continue). Distributed: the group formed once (not timed in the sync), then bucket broadcasts
- * + `/update_weights_from_distributed`. Also the trainer's resume checkpoint (`/save_checkpoint`).
- * Prints one JSON line per measurement.
+ * Times weight syncs from disk against syncs over a process group, side by side on this machine,
+ * through the real services: the trainer (one process, `agentmath_train serve`) and one embedded
+ * engine, both on MODEL. Disk (the baseline): export to a folder + `/update_weights_from_disk`
+ * (pause, flush, load, continue). Distributed: the group formed once (timed apart), then per
+ * sync pause, flush, `/begin_weight_update`, bucket broadcasts + `/update_weights_from_distributed`,
+ * `/end_weight_update`, continue. Also the trainer's resume checkpoint (`/save_checkpoint`).
+ * Prints one JSON line per measurement, then one per kind with the median and p99 over rounds
+ * and the ratio of the distributed median to the disk median.
  *
  *   node scripts/weight-sync-bench.ts MODEL_DIR [ROUNDS]
  */
@@ -16,6 +18,7 @@ import { type EmbeddedWorker, startEmbeddedWorker } from '../src/engine/local/in
 import { openWeightUpdateGroup, syncWeightsDistributed } from '../src/train/distributed-weight-sync.ts';
 import { startTrainerService } from '../src/train/trainer-service.ts';
 import { type PausableEngine, syncWeightsFromDisk } from '../src/train/weight-sync.ts';
+import { ascending, percentile } from '../src/shared/percentile.ts';
 
 const model = resolve(process.argv[2] ?? '');
 const rounds = Number(process.argv[3] ?? 3);
@@ -28,10 +31,12 @@ try {
   const state = await trainer.client.state();
   const print = (record: Record<string, unknown>) =>
     process.stdout.write(`${JSON.stringify({ parameters: state.parameters, ...record })}\n`);
+  const times: Record<string, number[]> = { disk: [], distributed: [], checkpoint: [] };
   for (let round = 0; round < rounds; round++) {
     const path = join(scratch, `v${round}`);
     const disk = await syncWeightsFromDisk({ trainer: trainer.client, engines: [engine], path });
     print({ sync: 'disk', round, exportMs: disk.exportMs, loadMs: disk.pausedMs, totalMs: disk.totalMs });
+    times.disk?.push(disk.totalMs);
     await rm(path, { recursive: true, force: true });
   }
   for (let round = 0; round < rounds; round++) {
@@ -39,7 +44,9 @@ try {
     const path = join(scratch, `checkpoint-${round}`);
     const saving = performance.now();
     await trainer.client.saveCheckpoint(path);
-    print({ sync: 'checkpoint', round, totalMs: performance.now() - saving, bytes: await folderBytes(path) });
+    const savedMs = performance.now() - saving;
+    print({ sync: 'checkpoint', round, totalMs: savedMs, bytes: await folderBytes(path) });
+    times.checkpoint?.push(savedMs);
     await rm(path, { recursive: true, force: true });
   }
   const formed = performance.now();
@@ -54,7 +61,15 @@ try {
   for (let round = 0; round < rounds; round++) {
     const result = await syncWeightsDistributed({ trainer: trainer.client, group, policyVersion: state.policyVersion });
     print({ sync: 'distributed', round, totalMs: result.totalMs, bytes: result.bytes });
+    times.distributed?.push(result.totalMs);
   }
+  const medians: Record<string, number> = {};
+  for (const [kind, values] of Object.entries(times)) {
+    const sorted = ascending(values);
+    medians[kind] = percentile(sorted, 0.5);
+    print({ summary: kind, rounds: values.length, medianMs: medians[kind], p99Ms: percentile(sorted, 0.99) });
+  }
+  print({ summary: 'distributed / disk (median)', ratio: (medians.distributed ?? 0) / (medians.disk ?? 1) });
 } finally {
   await worker?.stop();
   await trainer.stop();

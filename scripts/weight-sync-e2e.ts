@@ -66,7 +66,8 @@ try {
   const rlArgs = (steps: number) => [
     ...['train', 'rl', '--model', sft as string, '--out', run, '--steps', String(steps)],
     ...['--levels', '0', '--problems', '64', '--batch-size', '2', '--group-size', '4'],
-    ...['--max-tokens', '192', '--max-tool-calls', '2', '--partial-rollouts', '1', '--temperature', '0.8'],
+    // 320: the instructed prompt alone is ~190 tokens (its system message names the interpreter's libraries).
+    ...['--max-tokens', '320', '--max-tool-calls', '2', '--partial-rollouts', '1', '--temperature', '0.8'],
     ...['--eval-every', '0', '--eval-problems', '4', '--seed', '0', '--learning-rate', '2e-3'],
     ...['--trainer-procs', '2', '--micro-batch-tokens', '1024', '--max-staleness', '1'],
     ...['--weight-sync', 'distributed', '--checkpoint-every', '3'],
@@ -86,6 +87,8 @@ try {
   say(`killed with steps 0–${committedAtKill - 1} committed; resuming`);
   const resumed = await cli([...rlArgs(6), '--replicas', '2', '--resume']);
   assert.match(resumed, /weight sync: a process group of the trainer and 2 engine\(s\)/);
+  // The killed run's group (recorded in OUT/weight-group.json) is destroyed before a new one forms.
+  assert.match(resumed, /weight sync: destroyed the group agentmath-weights-\S+ of the stopped run/);
   assert.match(resumed, /resuming at step 3/);
   const metrics = lines(join(run, 'metrics.jsonl'));
   assert.deepEqual(

@@ -162,6 +162,13 @@ export type SglangServerOptions = {
   gate?: (call: number, context: string) => Promise<void>;
   /** Sent as `meta_info.weight_version` (the policy version), as SGLang does after a weight update. */
   weightVersion?: () => string;
+  /**
+   * The served model's context, as SGLang 0.5.23 has one: said by `GET /v1/models`
+   * (`max_model_len`, http_server.py's ModelCard), and a request whose input plus
+   * `max_new_tokens` exceeds it refused with 400 and SGLang's message
+   * (tokenizer_manager.py `_validate_one_request`). Without it, neither.
+   */
+  contextLength?: number;
 };
 
 /**
@@ -174,6 +181,19 @@ export async function startScriptedSglangServer(
   let calls = 0;
   const hanging = new Set<() => void>();
   const server: Server = createServer(async (request, response) => {
+    const limit = options.contextLength;
+    if (request.method === 'GET' && request.url === '/v1/models' && limit !== undefined) {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      const card = {
+        id: 'scripted',
+        object: 'model',
+        owned_by: 'sglang',
+        root: 'scripted',
+        max_model_len: limit,
+      };
+      response.end(JSON.stringify({ object: 'list', data: [card] }));
+      return;
+    }
     if (request.method !== 'POST' || request.url !== '/generate') {
       response.writeHead(404).end();
       return;
@@ -188,6 +208,17 @@ export async function startScriptedSglangServer(
         sampling_seed?: number;
       };
     };
+    const total = body.input_ids.length + body.sampling_params.max_new_tokens;
+    if (limit !== undefined && total > limit) {
+      response.writeHead(400, { 'content-type': 'application/json' });
+      const message =
+        `Requested token count exceeds the model's maximum context length of ${limit} tokens. You requested a ` +
+        `total of ${total} tokens: ${body.input_ids.length} tokens from the input messages and ` +
+        `${body.sampling_params.max_new_tokens} tokens for the completion. Please reduce the number of tokens in ` +
+        'the input messages or the completion to fit within the limit.';
+      response.end(JSON.stringify({ error: { message } }));
+      return;
+    }
     const behaviour = options.behaviour?.(call) ?? 'answer';
     if (behaviour === 'hang') {
       hanging.add(() => response.destroy());

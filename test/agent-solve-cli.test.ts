@@ -108,6 +108,48 @@ describe('agentmath solve', () => {
     expect(result.stderr).toMatch(/--tokenizer DIR/);
   });
 
+  it('refuses an --engine without a scheme and a --tokenizer that is a file, naming the option', async () => {
+    const url = await run([
+      'solve',
+      'What is 1+1?',
+      '--engine',
+      'localhost:31599',
+      '--api',
+      'openai',
+      '--model',
+      'm',
+    ]);
+    expect(url.code).toBe(2);
+    expect(url.stderr).toContain(
+      "option '--engine <url>' argument 'localhost:31599' is invalid. expected an http:// or https:// URL, e.g. http://localhost:31599",
+    );
+    const file = join(folder, 'tokenizer', 'tokenizer.json');
+    const tokenizer = await run(['solve', 'What is 1+1?', '--engine', server.url, '--tokenizer', file]);
+    expect(tokenizer.code).toBe(2);
+    expect(tokenizer.stderr).toContain(
+      `option '--tokenizer <dir>' argument '${file}' is invalid. it is a file`,
+    );
+    expect(tokenizer.stderr).not.toContain('ENOTDIR');
+  });
+
+  it("keeps prompt + new tokens within the served model's context (/v1/models), which refuses more", async () => {
+    const small = await startScriptedSglangServer({
+      tokenizer: createByteLevelTokenizer(),
+      model: { parts: ['<think>Two.</think>\nThe answer is \\boxed{2}.'] },
+      contextLength: 600,
+    });
+    try {
+      // --max-tokens and --max-new-tokens at their defaults (16384, 4096): far past 600.
+      const tokenizer = ['--api', 'sglang', '--tokenizer', join(folder, 'tokenizer')];
+      const result = await run(['solve', 'What is 1+1?', '--engine', small.url, ...tokenizer]);
+      expect(result.stderr).not.toContain('exceeds the model');
+      expect(result.stdout).toContain('Answer: 2');
+      expect(result.code).toBe(0);
+    } finally {
+      await small.close();
+    }
+  });
+
   it('refuses an empty problem with status 2', async () => {
     const result = await run(['solve', '  ', ...engineFlags()]);
     expect(result.code).toBe(2);

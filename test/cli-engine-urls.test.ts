@@ -1,6 +1,6 @@
 /**
  * `--engine URL URL …` (as the README and docs/rl.md write it) and a repeated `--engine URL`
- * (issue 37): `rollout` and `train rl` take every URL in order, either way or both; a word after
+ * `rollout` and `train rl` take every URL in order, either way or both; a word after
  * them that is not a URL is refused, never taken as an engine; `eval` takes them the same way
  * and spreads its requests over the servers through the prefix-aware router. The parsing is
  * read from the real command definitions; one real `rollout` shows both replicas reach the

@@ -10,8 +10,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmbeddedWorker } from '../src/engine/local/index.ts';
-import { TrainerClient } from '../src/train/index.ts';
+import { initHfModel } from '../src/model/index.ts';
 import {
   appendModelSegment,
   createTrajectory,
@@ -56,15 +55,13 @@ beforeAll(async () => {
     JSON.stringify({ prediction: `\\boxed{${index}}`, reference: String(index) }),
   );
   writeFileSync(join(folder, 'pairs.jsonl'), `${pairs.join('\n')}\n`);
-  // An untrained `test` model saved as the project's embedded model: it talks until its budget ends.
-  const worker = await startEmbeddedWorker({ model: 'test', port: 0, restart: false });
-  try {
-    await new TrainerClient({ baseUrl: worker.url }).saveCheckpoint(
-      join(folder, '.agentmath', 'models', 'arith-tool'),
-    );
-  } finally {
-    await worker.stop();
-  }
+  // An untrained byte model of the `test` shape as the project's embedded model (the model of
+  // its tool SFT run): it talks until its budget ends.
+  await initHfModel({
+    arch: 'byte-gpt',
+    shape: 'test',
+    out: join(folder, '.agentmath', 'models', 'arith-tool', 'model'),
+  });
 }, 120_000);
 
 afterAll(() => {

@@ -1,10 +1,12 @@
 /**
- * `agentmath report` named the wrong thing (issue 29): `--out` naming a folder is a usage
+ * `agentmath report` named the wrong thing: `--out` naming a folder is a usage
  * error (exit 2) instead of a raw EISDIR, and a rollout or synthesis run folder is named for
  * what it is, with the kinds of run `report` reads, instead of "trajectory … has no grade";
  * `--table` on a `train sft --model` run (its metrics.jsonl holds losses) is exit 2, not NaN
- * rows (issue 37).
+ * rows; a folder that holds no run is refused, with or without `--table`, instead
+ * of a row of zeros; a held-out evaluation that did not run shows as missing, never 0.0%.
  */
+import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,12 +79,56 @@ describe('agentmath report --table', () => {
     );
     const table = await report([run, '--table', '--target', '0.2']);
     expect(table.code).toBe(0);
-    expect(table.stdout).toContain('| rl-run | 25.0% | 25.0 | 50.0% → 50.0% | 2 |');
+    expect(table.stdout).toContain('| rl-run | 25.0% | 25.0% | 50.0% → 50.0% | 2 |');
     expect(table.stdout).toContain('| rl-run | 3 | 5.0% → 20.0% |');
 
     const alone = await report([run, '--target', '0.2']);
     expect(alone.code).toBe(2);
     expect(alone.stderr).toMatch(/--target goes with --table/);
+  });
+
+  it('shows an evaluation that did not run as missing, never as 0.0%', async () => {
+    const run = join(dir, 'rl-missing-eval');
+    await mkdir(run);
+    await writeFile(
+      join(run, 'metrics.jsonl'),
+      `${JSON.stringify({ step: 0, accuracy: 0.5, codeFrequency: 1, groupsKept: 1, groupsDropped: 0 })}\n`,
+    );
+    const missing = {
+      step: 0,
+      policyVersion: 1,
+      accuracy: null,
+      problems: 0,
+      missing: 'stopped by SIGINT',
+      wallMs: 9,
+    };
+    await writeFile(join(run, 'evals.jsonl'), `${JSON.stringify(missing)}\n`);
+    const table = await report([run, '--table', '--target', '0.1']);
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toContain('| rl-missing-eval | missing | – | – | not reached |');
+    expect(table.stdout).not.toMatch(/[^\d]0\.0%/);
+    const page = await report([run]);
+    expect(page.code, page.stderr).toBe(0);
+    expect(readFileSync(join(run, 'report.html'), 'utf8')).toContain('missing: stopped by SIGINT');
+  });
+});
+
+describe('agentmath report on a folder that holds no run', () => {
+  it('refuses it with and without --table, and as a --compare run, printing no row', async () => {
+    const notes = join(dir, 'notes');
+    await mkdir(notes);
+    await writeFile(join(notes, 'plan.md'), 'mine\n');
+    const evalRun = join(dir, 'eval-run');
+    await mkdir(evalRun);
+    await writeFile(join(evalRun, 'trajectories.jsonl'), '');
+    for (const args of [[notes, '--table'], [notes], [evalRun, '--compare', notes, '--table']]) {
+      const result = await report(args);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(
+        `${notes} holds neither summary.json nor trajectories.jsonl: not a run`,
+      );
+      expect(result.stdout).toBe('');
+    }
   });
 });
 

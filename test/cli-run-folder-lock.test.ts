@@ -1,5 +1,5 @@
 /**
- * One writer per run folder through the CLI (issue 29): `eval` and `synth run` refuse a folder
+ * One writer per run folder through the CLI: `eval` and `synth run` refuse a folder
  * whose `run.lock` names a live process (exit 2, the holder named), before starting anything,
  * and take over a lock whose process is gone. (`rollout`: test/rollout-cli-checks.test.ts.)
  */

@@ -165,6 +165,10 @@ describe('deploy/k8s manifests', () => {
     expect(claims[0]?.spec.accessModes).toContain('ReadWriteMany');
   });
 
+  it('pin the engine image to the SGLang version the docs follow (0.5.23), never a moving tag', () => {
+    expect(named('agentmath-engine').image).toBe('lmsysorg/sglang:v0.5.23');
+  });
+
   it('pass the sandbox only flags that `agentmath sandbox serve` has', () => {
     const sandbox = named('agentmath-sandbox');
     expect(sandbox.command.slice(-3)).toEqual(['bin/agentmath.js', 'sandbox', 'serve']);

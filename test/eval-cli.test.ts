@@ -13,6 +13,7 @@ import type { Trajectory } from '../src/trajectory/trajectory.ts';
 import { killAllClis, killGroup, startCli } from './cli-process.ts';
 import { type Script, type ScriptedServer, startScriptedServer } from './eval-scripted-server.ts';
 import { mathVerifySkipReason } from './grader-sandbox.ts';
+import { expectRecordFiles } from './record-checks.ts';
 
 let folder: string;
 beforeAll(() => {
@@ -118,6 +119,7 @@ describe('agentmath eval against a scripted OpenAI-compatible server', () => {
     const result = await done;
     expect(result.stderr).not.toMatch(/agentmath: \[/);
     expect(result.code).toBe(0);
+    expectRecordFiles(out, ['eval/config.json', 'eval/trajectories.jsonl', 'eval/summary.json']);
 
     const trajectories = readTrajectories(out);
     expect(trajectories.map((t) => `${t.problemId}/${t.sample}`).sort()).toEqual(
@@ -172,8 +174,8 @@ describe('agentmath eval against a scripted OpenAI-compatible server', () => {
 
     // Rerunning into the same folder without --resume is refused.
     const again = await startCliHere(args).done;
-    expect(again.code).not.toBe(0);
-    expect(again.stderr).toMatch(/EVAL_OUT_DIR_NOT_EMPTY.*--resume/);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/RUN_FOLDER_REFUSED.*--resume/);
 
     const report = await startCliHere(['report', out]).done;
     expect(report.code).toBe(0);

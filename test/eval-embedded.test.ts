@@ -1,9 +1,9 @@
 /**
- * `agentmath eval` end to end against the embedded model: the small `test` preset of the
- * PyTorch worker is trained (SFT on the exact token sequences the agent loop will see) until
- * it reproduces, greedily, known responses to three problems — a right answer through a code
+ * `agentmath eval` end to end against the embedded model: a byte model of the `test` shape is
+ * trained on the trainer (SFT on the exact token sequences the agent loop will see) until it
+ * reproduces, greedily, known responses to three problems — a right answer through a code
  * call, a wrong text-only answer, and a failing code call fixed by a second one — and saved as
- * `.agentmath/models/arith-tool` of a temporary project. The real CLI, started in that folder
+ * the model of `.agentmath/models/arith-tool` of a temporary project. The real CLI, started in that folder
  * without `--engine`, serves the model itself, runs the code in the real jailed sandbox and
  * writes a summary that must match hand-computed metrics exactly.
  */
@@ -11,14 +11,14 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createByteLevelTokenizer, createEngine, type HttpEngine } from '../src/engine/index.ts';
-import { type EmbeddedWorker, startEmbeddedWorker } from '../src/engine/local/index.ts';
+import { createByteLevelTokenizer, type HttpEngine } from '../src/engine/index.ts';
 import { tagsDialect } from '../src/protocol/tags-dialect.ts';
 import { createLocalSandbox } from '../src/sandbox/index.ts';
-import { buildSftExample, TrainerClient } from '../src/train/index.ts';
+import { buildSftExample } from '../src/train/index.ts';
 import { responseTokens } from '../src/trajectory/loss-mask.ts';
 import type { Trajectory } from '../src/trajectory/trajectory.ts';
 import { type CliResult, killAllClis, startCli } from './cli-process.ts';
+import { memoriseByteModel } from './memorised-byte-model.ts';
 
 const EOS = 256;
 const tokenizer = createByteLevelTokenizer();
@@ -142,34 +142,15 @@ async function firstMismatch(engine: HttpEngine, expected: Expected[]): Promise<
 
 describe('agentmath eval against the embedded model', () => {
   let expected: Expected[];
-  let worker: EmbeddedWorker | undefined;
 
   beforeAll(async () => {
     expected = await expectedSequences();
-    worker = await startEmbeddedWorker({ model: 'test', decodeThreads: 1, trainThreads: 1, restart: false });
-    const trainer = new TrainerClient({ baseUrl: worker.url });
-    const engine = createEngine({ api: 'sglang', url: worker.url });
-    try {
-      const sequences = expected.map(({ inputIds, lossMask }) => ({ inputIds, lossMask }));
-      let mismatch: string | null = 'not trained';
-      for (let round = 0; round < 12 && mismatch !== null; round++) {
-        for (let step = 0; step < 50; step++) await trainer.sftStep({ sequences, learningRate: 0.01 });
-        mismatch = await firstMismatch(engine, expected);
-      }
-      if (mismatch !== null) {
-        throw new Error(`the test model did not memorise the known responses in 600 steps: ${mismatch}`);
-      }
-      await trainer.saveCheckpoint(join(folder, '.agentmath', 'models', 'arith-tool'));
-    } finally {
-      engine.close();
-      await worker.stop();
-      worker = undefined;
-    }
-  }, 150_000);
-
-  afterAll(async () => {
-    await worker?.stop();
-  });
+    await memoriseByteModel({
+      sequences: expected.map(({ inputIds, lossMask }) => ({ inputIds, lossMask })),
+      out: join(folder, '.agentmath', 'models', 'arith-tool', 'model'),
+      learned: (engine) => firstMismatch(engine, expected),
+    });
+  }, 300_000);
 
   it('serves the saved model itself; every trajectory and metric matches the hand-computed values', async () => {
     const bench = join(folder, 'known.jsonl');
@@ -300,7 +281,11 @@ describe('agentmath eval against the embedded model', () => {
     expect(config).toMatchObject({
       k: 2,
       prompt: 'problem-only',
-      engine: { api: 'sglang', url: 'embedded', model: join(folder, '.agentmath', 'models', 'arith-tool') },
+      engine: {
+        api: 'sglang',
+        url: 'embedded',
+        model: join(folder, '.agentmath', 'models', 'arith-tool', 'model'),
+      },
     });
     expect(result.stdout).toContain('avg@2 66.7%  pass@1 66.7%  pass@2 66.7%  maj@2 66.7%  code/traj 1.00');
   }, 120_000);

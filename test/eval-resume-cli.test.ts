@@ -1,11 +1,20 @@
 /**
  * `agentmath eval --resume` as a user meets it: a finished run resumed with any option that
  * defines it changed is refused (status 2, every differing field named, nothing written, no
- * engine call), and resumed with the same options it goes on. Also: `--out` naming a file,
+ * engine call), and resumed with the same options it goes on. Also: `--out` naming a file, the
+ * run again without `--resume`, `--resume` where no run is, a folder of other files (exit 2),
  * an absurd `-k`, a benchmark file that starts with a UTF-8 byte-order mark, and a hung engine
  * with `--engine-timeout-ms` (the summary then shows `–`, not 0.0%).
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -106,6 +115,31 @@ describe('eval --resume', () => {
       expect(server.requests()).toBe(requests);
     },
   );
+
+  it('the run without --resume, --resume where no run is, a folder of other files: exit 2, nothing written', async () => {
+    const again = await run(base());
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(
+      /\[RUN_FOLDER_REFUSED\] .*run already holds an `agentmath eval` run: pass --resume/,
+    );
+    const args = base();
+    args[args.indexOf('run')] = 'no-run-here';
+    const noRun = await run([...args, '--resume']);
+    expect(noRun.code).toBe(2);
+    expect(noRun.stderr).toMatch(
+      /no-run-here\/config\.json does not exist: there is no `agentmath eval` run to resume/,
+    );
+    expect(existsSync(join(folder, 'no-run-here'))).toBe(false);
+    mkdirSync(join(folder, 'notes'));
+    writeFileSync(join(folder, 'notes', 'plan.md'), 'mine\n');
+    args[args.indexOf('no-run-here')] = 'notes';
+    for (const extra of [[], ['--resume']]) {
+      const other = await run([...args, ...extra]);
+      expect(other.code).toBe(2);
+      expect(other.stderr).toMatch(/notes holds files that `agentmath eval` did not write \(plan\.md/);
+    }
+    expect(readdirSync(join(folder, 'notes'))).toEqual(['plan.md']);
+  });
 
   it('resumes with the same options (defaults written out or not)', async () => {
     const result = await run([...base(), '--temperature', '0.6', '--resume']);

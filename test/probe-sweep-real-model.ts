@@ -1,5 +1,5 @@
 /**
- * The probes of issue 37's real-model items 4–9, 14 and 16 for `scripts/probe-sweep.sh`:
+ * The real-model probes for `scripts/probe-sweep.sh`:
  * `trainer serve`, `train sft --model`, `engine serve --model` and `model init` with a tiny
  * random-init Qwen3 (made once, on the first probe that needs it), as a careful user meets
  * them — too many ranks, a signal or kill -9 during start-up, a zombie holding a run lock,
@@ -121,7 +121,7 @@ export function realModelProbes({ work, out, rollout }: RealModelProbeContext): 
     // Item 4: ranks beyond the machine, and a killed launcher during start-up.
     {
       name: 'trainer serve --nproc beyond the cores',
-      item: '37:4',
+      group: 'real-model',
       setup: ensureModel,
       args: () => ['trainer', 'serve', '--model', model, '--nproc', tooMany],
       expect: { code: 2 },
@@ -129,7 +129,7 @@ export function realModelProbes({ work, out, rollout }: RealModelProbeContext): 
     },
     {
       name: 'train sft --model --nproc beyond the cores',
-      item: '37:4',
+      group: 'real-model',
       setup: ensureModel,
       args: () => sft('too-many', ['--nproc', tooMany]),
       expect: { code: 2 },
@@ -137,7 +137,7 @@ export function realModelProbes({ work, out, rollout }: RealModelProbeContext): 
     },
     {
       name: 'trainer serve: kill -9 while torchrun waits in a rendezvous',
-      item: '37:4',
+      group: 'real-model',
       setup: async () => {
         await ensureModel();
         rendezvousPort = await freePort();
@@ -167,7 +167,7 @@ export function realModelProbes({ work, out, rollout }: RealModelProbeContext): 
     // Item 5: the first SIGTERM during start-up stops it.
     {
       name: 'train sft --model: SIGTERM while the trainer starts',
-      item: '37:5',
+      group: 'real-model',
       setup: ensureModel,
       args: () => sft('sigterm-at-start'),
       during: async (child) => {
@@ -184,7 +184,7 @@ export function realModelProbes({ work, out, rollout }: RealModelProbeContext): 
     // Item 6: a zombie holding the run lock is dead.
     {
       name: 'rollout --resume: the lock holder is a zombie',
-      item: '37:6',
+      group: 'real-model',
       setup: async () => {
         const args = rollout('zombie-lock', 'http://127.0.0.1:1');
         try {
@@ -219,7 +219,7 @@ export function realModelProbes({ work, out, rollout }: RealModelProbeContext): 
     // Item 7: bad batches are 400s naming the field; the service keeps serving.
     {
       name: 'trainer serve: token ids beyond the vocabulary, then a good batch',
-      item: '37:7',
+      group: 'real-model',
       setup: ensureModel,
       args: () => ['trainer', 'serve', '--model', model],
       during: async (child) => {
@@ -249,7 +249,7 @@ export function realModelProbes({ work, out, rollout }: RealModelProbeContext): 
     // Item 8: the rank's own error first.
     {
       name: 'trainer serve --model with a truncated model.safetensors',
-      item: '37:8',
+      group: 'real-model',
       setup: ensureModel,
       args: () => ['trainer', 'serve', '--model', truncated],
       expect: { code: 1 },
@@ -258,7 +258,7 @@ export function realModelProbes({ work, out, rollout }: RealModelProbeContext): 
     },
     {
       name: 'trainer serve --port in use',
-      item: '37:8',
+      group: 'real-model',
       setup: ensureModel,
       args: () => ['trainer', 'serve', '--model', model, '--port', String(busyPort)],
       expect: { code: 1 },
@@ -270,7 +270,7 @@ export function realModelProbes({ work, out, rollout }: RealModelProbeContext): 
     // Item 9: a Hugging Face folder without tokenizer.json.
     {
       name: 'train sft --model: a Hugging Face folder without tokenizer.json',
-      item: '37:9',
+      group: 'real-model',
       setup: ensureModel,
       args: () => sft('no-tokenizer', [], noTokenizer),
       expect: { code: 1 },
@@ -292,7 +292,7 @@ export function realModelProbes({ work, out, rollout }: RealModelProbeContext): 
     ).map(
       ([name, extra, env, code]): Probe => ({
         name,
-        item: '37:14',
+        group: 'real-model',
         args: () => ['trainer', 'serve', '--model', model, ...extra],
         env,
         expect: { code: 2 },
@@ -301,7 +301,7 @@ export function realModelProbes({ work, out, rollout }: RealModelProbeContext): 
     ),
     {
       name: 'model init --hidden 63',
-      item: '37:14',
+      group: 'real-model',
       args: () => ['model', 'init', '--arch', 'qwen3', '--out', join(root, 'hidden-63'), '--hidden', '63'],
       expect: { code: 2 },
       absent: () => [join(root, 'hidden-63')],
@@ -309,7 +309,7 @@ export function realModelProbes({ work, out, rollout }: RealModelProbeContext): 
     // Item 16: the hub is never asked.
     {
       name: 'engine serve --model: /update_weights_from_disk with a hub-style name',
-      item: '37:16',
+      group: 'real-model',
       setup: ensureModel,
       args: () => ['engine', 'serve', '--model', model, '--port', '0'],
       during: async (child) => {

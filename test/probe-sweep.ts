@@ -1,5 +1,5 @@
 /**
- * The probe sweep of issue 29: the newer commands (rollout, synth run, report, train rl,
+ * The probe sweep: the newer commands (rollout, synth run, report, train rl,
  * simulate) run the way a careful user meets them — realistic mistakes, hostile input, signals,
  * a killed launcher — each through the real CLI against scripted servers on loopback (no model,
  * no network). For every probe it checks: the documented exit status (docs/cli.md), that files
@@ -10,7 +10,8 @@
  *
  *   bash scripts/probe-sweep.sh              # all probes
  *   bash scripts/probe-sweep.sh rollout      # only probes whose name contains "rollout"
- *   bash scripts/probe-sweep.sh 37/          # only the probes of issue 37 (their item says so)
+ *   bash scripts/probe-sweep.sh real-model   # only the real-model commands' probes (their group says so)
+ *   bash scripts/probe-sweep.sh newest       # only the newest commands' probes
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -30,6 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { createByteLevelTokenizer, writeByteLevelTokenizerFiles } from '../src/engine/index.ts';
 import { startScriptedSglangServer } from './agent-fixtures.ts';
 import { startScriptedTeacher } from './fixtures/scripted-teacher-server.ts';
+import { newestCommandProbes } from './probe-sweep-newest-commands.ts';
 import { realModelProbes } from './probe-sweep-real-model.ts';
 import { alive, descendantsOf } from './process-tree.ts';
 
@@ -40,8 +42,8 @@ const SYSTEM_NODE = '/usr/bin/node';
 export type Outcome = { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
 export type Probe = {
   name: string;
-  /** The issue's item(s). */
-  item: string;
+  /** The probe's group: commands, real-model or newest (a filter matches it or the name). */
+  group: string;
   args: () => string[];
   /** What docs/cli.md says: an exit code, or death by a signal. */
   expect: { code: number } | { signal: NodeJS.Signals };
@@ -158,7 +160,7 @@ async function main(): Promise<number> {
     ...[[], ['--resume']].map(
       (extra): Probe => ({
         name: `rollout: --out holding a foreign trajectories.jsonl ${extra.join(' ')}`.trim(),
-        item: '1',
+        group: 'commands',
         setup: foreign(`foreign${extra.length}`),
         args: () => rollout(`foreign${extra.length}`, 'http://127.0.0.1:1', extra),
         expect: { code: 2 },
@@ -168,14 +170,14 @@ async function main(): Promise<number> {
     ),
     {
       name: 'rollout: --resume where no run is',
-      item: '1',
+      group: 'commands',
       args: () => rollout('no-run', 'http://127.0.0.1:1', ['--resume']),
       expect: { code: 2 },
       absent: () => [out('no-run')],
     },
     {
       name: 'synth run: teacher answers 401 (key echoed)',
-      item: '2, 9',
+      group: 'commands',
       setup: () => {
         teacher.faultFor = () => ({ kind: '401' });
       },
@@ -189,7 +191,7 @@ async function main(): Promise<number> {
     },
     {
       name: 'synth run --resume once the teacher is fixed: the outages are retried',
-      item: '2',
+      group: 'commands',
       setup: () => {
         teacher.faultFor = () => null;
         teacher.requests.length = 0;
@@ -212,7 +214,7 @@ async function main(): Promise<number> {
     },
     {
       name: 'synth run: input starting with a UTF-8 BOM',
-      item: '3',
+      group: 'commands',
       setup: () => writeFileSync(join(work, 'bom.jsonl'), `\uFEFF${synthRecord('first')}\n`),
       args: () => synth('bom', [], join(work, 'bom.jsonl')),
       expect: { code: 0 },
@@ -224,7 +226,7 @@ async function main(): Promise<number> {
     // Hangs
     {
       name: 'rollout: engine that never answers, --engine-timeout-ms 300',
-      item: '5',
+      group: 'commands',
       args: () => rollout('hung', hung.url, ['--engine-timeout-ms', '300']),
       expect: { code: 1 },
       limitMs: 90_000,
@@ -233,7 +235,7 @@ async function main(): Promise<number> {
     ...(['SIGINT', 'SIGTERM'] as const).map(
       (name): Probe => ({
         name: `rollout: ${name} to the launcher mid-run`,
-        item: '6',
+        group: 'commands',
         args: () => rollout(`signal-${name}`, hung.url),
         during: async (child) => {
           await busy(child, 3)();
@@ -245,7 +247,7 @@ async function main(): Promise<number> {
     ),
     {
       name: 'rollout: kill -9 of the launcher (re-run under the bundled Node)',
-      item: '7',
+      group: 'commands',
       node: SYSTEM_NODE,
       skip: () => (reRunsUnderBundledNode() ? null : 'the system Node runs TypeScript: no re-run'),
       args: () => rollout('kill9', hung.url),
@@ -257,7 +259,7 @@ async function main(): Promise<number> {
     },
     {
       name: 'synth run: kill -9 of the launcher (re-run under the bundled Node)',
-      item: '7',
+      group: 'commands',
       node: SYSTEM_NODE,
       skip: () => (reRunsUnderBundledNode() ? null : 'the system Node runs TypeScript: no re-run'),
       setup: () => {
@@ -274,7 +276,7 @@ async function main(): Promise<number> {
     },
     {
       name: 'synth run --resume right after: the stale lock is taken over',
-      item: '7',
+      group: 'commands',
       skip: () => (reRunsUnderBundledNode() ? null : 'follows the kill -9 probe'),
       setup: () => {
         teacher.delayMs = 0;
@@ -285,7 +287,7 @@ async function main(): Promise<number> {
     },
     {
       name: 'rollout: a second writer on a folder in use',
-      item: '7',
+      group: 'commands',
       args: () => rollout('second-writer', hung.url, ['--resume']),
       setup: async () => {
         const first = spawn(process.execPath, [CLI, ...rollout('second-writer', hung.url)], {
@@ -309,7 +311,7 @@ async function main(): Promise<number> {
     },
     {
       name: 'synth run: SIGINT mid-run prints the resume command',
-      item: '14',
+      group: 'commands',
       setup: () => {
         teacher.delayMs = 60_000;
       },
@@ -329,7 +331,7 @@ async function main(): Promise<number> {
     // Exit codes and messages
     {
       name: 'rollout: every trajectory failed on the engine',
-      item: '8',
+      group: 'commands',
       args: () => rollout('refused', 'http://127.0.0.1:1'),
       expect: { code: 1 },
       check: stderrMatches(/trajectories ended in an engine or sandbox error/),
@@ -346,7 +348,7 @@ async function main(): Promise<number> {
     ).map(
       ([label, extra], index): Probe => ({
         name: `synth run ${label}`,
-        item: '9, 10',
+        group: 'commands',
         args: () => [...synth(`bad-synth-${index}`), ...extra],
         expect: { code: 2 },
         absent: () => [out(`bad-synth-${index}`)],
@@ -354,7 +356,7 @@ async function main(): Promise<number> {
     ),
     {
       name: 'synth run --out FILE',
-      item: '10, 14',
+      group: 'commands',
       args: () => synth('x').map((arg) => (arg === out('x') ? bench : arg)),
       expect: { code: 2 },
       untouched: () => [bench],
@@ -370,7 +372,7 @@ async function main(): Promise<number> {
     ).map(
       ([label, extra], index): Probe => ({
         name: `rollout ${label}`,
-        item: label.startsWith('--group') ? '11' : '10',
+        group: 'commands',
         args: () => [...rollout(`bad-rollout-${index}`, 'http://127.0.0.1:1'), ...extra],
         expect: { code: 2 },
         absent: () => [out(`bad-rollout-${index}`)],
@@ -378,63 +380,63 @@ async function main(): Promise<number> {
     ),
     {
       name: 'rollout --out FILE',
-      item: '14',
+      group: 'commands',
       args: () => rollout('x', 'http://127.0.0.1:1').map((arg) => (arg === out('x') ? bench : arg)),
       expect: { code: 2 },
       untouched: () => [bench],
     },
     {
       name: 'rollout --resume with another engine (run identity)',
-      item: '10',
+      group: 'commands',
       args: () => rollout('refused', hung.url, ['--resume']),
       expect: { code: 2 },
       check: stderrMatches(/RUN_IDENTITY_MISMATCH/),
     },
     {
       name: 'synth run with a missing --prompt',
-      item: '12',
+      group: 'commands',
       args: () => synth('bad-prompt', ['--prompt', join(work, 'missing.md')]),
       expect: { code: 1 },
       absent: () => [join(out('bad-prompt'), 'synth-run.json')],
     },
     {
       name: 'synth run after it, corrected: starts (no run left behind)',
-      item: '12',
+      group: 'commands',
       args: () => synth('bad-prompt'),
       env: { OPENAI_API_KEY: KEY },
       expect: { code: 0 },
     },
     {
       name: 'report --out DIR',
-      item: '14',
+      group: 'commands',
       args: () => ['report', out('refused'), '--out', work],
       expect: { code: 2 },
       check: (outcome) => (/EISDIR/.test(outcome.stderr) ? ['raw EISDIR'] : []),
     },
     {
       name: 'report on a rollout run',
-      item: '14',
+      group: 'commands',
       args: () => ['report', out('refused')],
       expect: { code: 1 },
       check: stderrMatches(/is an `agentmath rollout` run; report reads eval runs/),
     },
     {
       name: 'report on a synthesis run',
-      item: '14',
+      group: 'commands',
       args: () => ['report', out('outage')],
       expect: { code: 1 },
       check: stderrMatches(/is an `agentmath synth run` folder/),
     },
     {
-      name: 'train rl --init /missing',
-      item: '14',
-      args: () => ['train', 'rl', '--init', join(work, 'missing-model'), '--out', out('rl-missing')],
+      name: 'train rl --model /missing',
+      group: 'commands',
+      args: () => ['train', 'rl', '--model', join(work, 'missing-model'), '--out', out('rl-missing')],
       expect: { code: 1 },
       check: stderrMatches(/does not exist/),
     },
     {
       name: 'synth run --input - (standard input)',
-      item: '15',
+      group: 'commands',
       stdin: `${synthRecord('piped')}\n`,
       args: () => synth('stdin', [], '-'),
       env: { OPENAI_API_KEY: KEY },
@@ -442,7 +444,7 @@ async function main(): Promise<number> {
     },
     {
       name: 'train rl --help lists the choices of enumerated options',
-      item: '15',
+      group: 'commands',
       args: () => ['train', 'rl', '--help'],
       expect: { code: 0 },
       check: (outcome) =>
@@ -461,7 +463,7 @@ async function main(): Promise<number> {
     ).map(
       ([label, extra]): Probe => ({
         name: `simulate ${label}`,
-        item: '10',
+        group: 'commands',
         args: () => ['simulate', ...extra],
         expect: { code: 2 },
         limitMs: 30_000,
@@ -480,7 +482,7 @@ async function main(): Promise<number> {
     ).map(
       ([label, change], index): Probe => ({
         name: `simulate workload ${label}`,
-        item: '4, 14',
+        group: 'commands',
         args: () => [
           'simulate',
           '--workload',
@@ -494,21 +496,23 @@ async function main(): Promise<number> {
         limitMs: 30_000,
       }),
     ),
-    // Issue 37, part A: the real-model commands (model init, train sft --model), --engine URL URL.
+    // The real-model commands (model init, train sft --model), --engine URL URL.
     ...realModelPartAProbes(),
-    // Issue 37, items 4–9, 14 and 16: the real-model commands (test/probe-sweep-real-model.ts).
+    // The real-model services and commands (test/probe-sweep-real-model.ts).
     ...realModelProbes({ work, out, rollout }),
+    // The newest commands as a careful user meets them (test/probe-sweep-newest-commands.ts).
+    ...newestCommandProbes({ work, out, bench }),
   ];
 
   let failed = 0;
   let passed = 0;
   let skipped = 0;
   for (const probe of probes) {
-    if (!probe.name.includes(filter) && !probe.item.includes(filter)) continue;
+    if (!probe.name.includes(filter) && !probe.group.includes(filter)) continue;
     const skip = probe.skip?.() ?? null;
     if (skip !== null) {
       skipped++;
-      process.stdout.write(`SKIP  [${probe.item}] ${probe.name}: ${skip}\n`);
+      process.stdout.write(`SKIP  [${probe.group}] ${probe.name}: ${skip}\n`);
       continue;
     }
     await probe.setup?.();
@@ -516,7 +520,7 @@ async function main(): Promise<number> {
     if (problems.length === 0) passed++;
     else failed++;
     process.stdout.write(
-      `${problems.length === 0 ? 'PASS' : 'FAIL'}  [${probe.item}] ${probe.name}: ${ended}${problems.length === 0 ? '' : `\n        ${problems.join('\n        ')}`}\n`,
+      `${problems.length === 0 ? 'PASS' : 'FAIL'}  [${probe.group}] ${probe.name}: ${ended}${problems.length === 0 ? '' : `\n        ${problems.join('\n        ')}`}\n`,
     );
   }
   process.stdout.write(
@@ -531,7 +535,7 @@ async function main(): Promise<number> {
 let firstWriter: ChildProcess | null = null;
 
 /**
- * Issue 37, part A: `model init` and `train sft --model` with a tiny model of `model init` and
+ * `model init` and `train sft --model` with a tiny model of `model init` and
  * `tasks write-arith` data (made once, by the first probe that needs them), `--engine URL URL`.
  */
 function realModelPartAProbes(): Probe[] {
@@ -594,7 +598,7 @@ function realModelPartAProbes(): Probe[] {
   return [
     {
       name: "model init --out DIR beside a user's DIR.tmp",
-      item: '37/2',
+      group: 'real-model',
       setup: () => {
         mkdirSync(`${model}.tmp`, { recursive: true });
         writeFileSync(join(`${model}.tmp`, 'notes.md'), 'mine\n');
@@ -606,7 +610,7 @@ function realModelPartAProbes(): Probe[] {
     },
     {
       name: 'model init --out a folder of notes',
-      item: '37/2',
+      group: 'real-model',
       setup: () => {
         mkdirSync(notes, { recursive: true });
         writeFileSync(join(notes, 'plan.md'), 'my plan\n');
@@ -622,7 +626,7 @@ function realModelPartAProbes(): Probe[] {
     ].map(
       ([label, target]): Probe => ({
         name: `model init --out ${label}`,
-        item: '37/3',
+        group: 'real-model',
         setup: files,
         args: () => init(target as string),
         expect: { code: 2 },
@@ -633,7 +637,7 @@ function realModelPartAProbes(): Probe[] {
     ),
     {
       name: 'train sft --model --out FILE',
-      item: '37/3',
+      group: 'real-model',
       setup: () => {
         ensureModel();
         files();
@@ -645,7 +649,7 @@ function realModelPartAProbes(): Probe[] {
     },
     {
       name: 'train rl --out FILE',
-      item: '37/3',
+      group: 'real-model',
       setup: files,
       args: () => ['train', 'rl', '--out', file],
       expect: { code: 2 },
@@ -654,7 +658,7 @@ function realModelPartAProbes(): Probe[] {
     },
     {
       name: 'train sft --model with a missing --data',
-      item: '37/11',
+      group: 'real-model',
       setup: ensureModel,
       args: () => sft('sft-run', join(work, 'missing.jsonl'), ['--steps', '2']),
       expect: { code: 1 },
@@ -662,7 +666,7 @@ function realModelPartAProbes(): Probe[] {
     },
     {
       name: 'train sft --model corrected, its data starting with a UTF-8 BOM',
-      item: '37/11, 13',
+      group: 'real-model',
       setup: ensureModel,
       args: () => sft('sft-run', bomData, ['--steps', '2']),
       expect: { code: 0 },
@@ -670,7 +674,7 @@ function realModelPartAProbes(): Probe[] {
     },
     {
       name: 'report --table on the train sft --model run',
-      item: '37/15',
+      group: 'real-model',
       args: () => ['report', out('sft-run'), '--table'],
       expect: { code: 2 },
       check: (outcome) => [
@@ -680,7 +684,7 @@ function realModelPartAProbes(): Probe[] {
     },
     {
       name: 'train sft --model --resume on a corrupt config.json',
-      item: '37/12',
+      group: 'real-model',
       setup: () => {
         ensureModel();
         mkdirSync(out('sft-corrupt'), { recursive: true });
@@ -695,7 +699,7 @@ function realModelPartAProbes(): Probe[] {
     },
     {
       name: 'bench tokenizer on a tokenizer.json that is not JSON',
-      item: '37/12',
+      group: 'real-model',
       setup: () => {
         ensureModel();
         mkdirSync(join(work, 'broken-tokenizer'), { recursive: true });
@@ -711,7 +715,7 @@ function realModelPartAProbes(): Probe[] {
     },
     {
       name: 'train sft --model: a second --resume while the run is live',
-      item: '37/1',
+      group: 'real-model',
       setup: async () => {
         ensureModel();
         const first = spawn(process.execPath, [CLI, ...sft('sft-live', bomData, ['--steps', '200'])], {
@@ -747,7 +751,7 @@ function realModelPartAProbes(): Probe[] {
     },
     {
       name: 'train sft --model: SIGINT mid-run prints the command that resumes',
-      item: '37/10',
+      group: 'real-model',
       setup: ensureModel,
       args: () => sft('sft-stopped', bomData, ['--steps', '200']),
       during: firstMetric('sft-stopped'),
@@ -764,7 +768,7 @@ function realModelPartAProbes(): Probe[] {
     ].map(
       ([label, flags]): Probe => ({
         name: `rollout ${label as string}`,
-        item: '37/17',
+        group: 'real-model',
         args: () =>
           [
             'rollout',
@@ -792,7 +796,7 @@ function realModelPartAProbes(): Probe[] {
     ),
     {
       name: 'train rl --engine URL URL',
-      item: '37/17',
+      group: 'real-model',
       setup: () => {
         mkdirSync(join(work, 'byte-model'), { recursive: true });
         writeFileSync(join(work, 'byte-model', 'config.json'), '{}\n');
@@ -800,7 +804,7 @@ function realModelPartAProbes(): Probe[] {
       args: () => [
         'train',
         'rl',
-        '--init',
+        '--model',
         join(work, 'byte-model'),
         '--engine',
         ...engines,
@@ -812,7 +816,7 @@ function realModelPartAProbes(): Probe[] {
     },
     {
       name: 'eval --engine URL URL (both servers, through the router; down here: an outage, resumable)',
-      item: '37/17',
+      group: 'real-model',
       args: () => [
         ...['eval', '--bench', bench, '--engine', ...engines, '--api', 'openai', '--model', 'm'],
         ...['--limit', '1', '--engine-timeout-ms', '2000', '--out', out('eval-engines')],

@@ -1,5 +1,5 @@
 /**
- * The real-model commands as a careful user meets them (issue 37), through the real CLI with a
+ * The real-model commands as a careful user meets them, through the real CLI with a
  * tiny `model init` model and `tasks write-arith` data:
  * - `model init --out` never deletes what it did not write: a user's `DIR.tmp` survives, a
  *   folder of other files is refused (exit 2, `--force` overrides), a file or a link to one is
@@ -9,7 +9,9 @@
  *   `--resume` on the live run is refused by `run.lock` and leaves its files alone; a SIGINT is
  *   a stop, not `[HF_SFT_FAILED]`, and prints the exact command that resumes (that a resume
  *   continues a run: test/train-sft-model.test.ts);
- *   a corrupt saved `config.json` on `--resume` is `RUN_CONFIG_INVALID` naming the file.
+ *   a corrupt saved `config.json` on `--resume` is `RUN_CONFIG_INVALID` naming the file; a run
+ *   without `--resume`, `--resume` without a run and a folder of other files are exit 2
+ *   (`RUN_FOLDER_REFUSED`); a sequence is measured against the model's context when shorter.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -151,6 +153,47 @@ describe('train sft --model', () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/--out .*out-file is a file/);
     expect(readFileSync(file, 'utf8')).toBe('keep\n');
+  });
+
+  it('refuses, with exit 2 and RUN_FOLDER_REFUSED, a run without --resume, --resume without a run, a folder of other files', async () => {
+    const run = join(folder, 'refusals');
+    await mkdir(join(run, 'held'), { recursive: true });
+    await writeFile(join(run, 'held', 'config.json'), '{}\n');
+    await mkdir(join(run, 'notes'));
+    await writeFile(join(run, 'notes', 'plan.md'), 'mine\n');
+    const cases: [string[], RegExp][] = [
+      [
+        sftArgs(join(run, 'held'), data),
+        /held already holds an `agentmath train sft --model` run: pass --resume/,
+      ],
+      [[...sftArgs(join(run, 'none'), data), '--resume'], /none\/config\.json does not exist: there is no/],
+      [
+        sftArgs(join(run, 'notes'), data),
+        /notes holds files that `agentmath train sft --model` did not write/,
+      ],
+    ];
+    for (const [args, message] of cases) {
+      const result = await cli(args).done;
+      expect(result.code, result.stderr).toBe(2);
+      expect(result.stderr).toMatch(/\[RUN_FOLDER_REFUSED\]/);
+      expect(result.stderr).toMatch(message);
+    }
+    expect(readdirSync(join(run, 'held'))).toEqual(['config.json']);
+    expect(readdirSync(join(run, 'notes'))).toEqual(['plan.md']);
+    expect(existsSync(join(run, 'none'))).toBe(false);
+  });
+
+  it("measures a sequence against the model's context when it is shorter than --max-sequence-tokens", async () => {
+    const short = join(folder, 'short-context');
+    await mkdir(short);
+    for (const name of readdirSync(model)) await symlink(join(model, name), join(short, name));
+    const config = JSON.parse(readFileSync(join(model, 'config.json'), 'utf8'));
+    await rm(join(short, 'config.json'));
+    await writeFile(join(short, 'config.json'), JSON.stringify({ ...config, max_position_embeddings: 16 }));
+    const args = sftArgs(join(folder, 'short-run'), data).map((arg) => (arg === model ? short : arg));
+    const result = await cli([...args, '--steps', '1']).done;
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("no example fits the model's context of 16 tokens");
   });
 
   it('says which file a corrupt saved config.json is on --resume', async () => {

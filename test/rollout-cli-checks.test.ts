@@ -1,5 +1,5 @@
 /**
- * `agentmath rollout` as a careful user meets it (issue 29): an `--out` holding another job's
+ * `agentmath rollout` as a careful user meets it: an `--out` holding another job's
  * files is refused and left as it was; `--resume` needs a run; bad options exit 2 before
  * anything is written; an engine that never answers is cut by `--engine-timeout-ms`; a run
  * whose every trajectory failed exits 1 with the cause; SIGINT stops the sandbox's jails too;

@@ -1,6 +1,6 @@
 /**
- * `agentmath rollout` end to end on 2 embedded replicas with partial rollout. The `test`
- * preset of the PyTorch worker is taught one response (a code cell that sets `x`, a second
+ * `agentmath rollout` end to end on 2 embedded replicas with partial rollout. A byte model of
+ * the `test` shape is taught one response (a code cell that sets `x`, a second
  * that prints `x + 1`, an answer) and saved as the project's embedded model. With one tool call
  * per segment, step 0 parks every trajectory after the first cell and step 1 resumes it: the
  * second cell prints 42 only if the session state survived. A run killed with SIGKILL between
@@ -10,14 +10,15 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createByteLevelTokenizer, createEngine } from '../src/engine/index.ts';
-import { startEmbeddedWorker } from '../src/engine/local/index.ts';
+import { createByteLevelTokenizer } from '../src/engine/index.ts';
 import { tagsDialect } from '../src/protocol/tags-dialect.ts';
 import { createLocalSandbox } from '../src/sandbox/index.ts';
-import { buildSftExample, TrainerClient } from '../src/train/index.ts';
+import { buildSftExample } from '../src/train/index.ts';
 import type { Trajectory } from '../src/trajectory/trajectory.ts';
 import { killAllClis, killGroup, startCli } from './cli-process.ts';
+import { memoriseByteModel } from './memorised-byte-model.ts';
 import { alive, descendantsOf } from './process-tree.ts';
+import { expectRecordFiles } from './record-checks.ts';
 
 /** The command line of a process ('' once it is gone). */
 function commandLine(pid: number): string {
@@ -65,17 +66,11 @@ beforeAll(async () => {
     tokenizer,
     tagsDialect,
   );
-  const worker = await startEmbeddedWorker({
-    model: 'test',
-    decodeThreads: 1,
-    trainThreads: 1,
-    restart: false,
-  });
-  const trainer = new TrainerClient({ baseUrl: worker.url });
-  const engine = createEngine({ api: 'sglang', url: worker.url });
-  try {
-    const promptLength = example.lossMask.indexOf(1);
-    const reproduces = async () => {
+  const promptLength = example.lossMask.indexOf(1);
+  await memoriseByteModel({
+    sequences: [{ inputIds: example.inputIds, lossMask: example.lossMask }],
+    out: join(folder, '.agentmath', 'models', 'arith-tool', 'model'),
+    learned: async (engine) => {
       const prefix = example.inputIds.slice(0, promptLength);
       for (const [index, text] of MODEL.entries()) {
         const expected = tokenizer.encode(text, { specialTokens: false });
@@ -87,28 +82,14 @@ beforeAll(async () => {
           topP: 1,
           stop: [...tagsDialect.stopStrings],
         });
-        if (JSON.stringify(result.tokenIds) !== JSON.stringify(expected)) return false;
+        if (JSON.stringify(result.tokenIds) !== JSON.stringify(expected))
+          return `segment ${index}: got ${JSON.stringify(result.text)}`;
         prefix.push(...expected, ...tokenizer.encode(tools[index] ?? '', { specialTokens: false }));
       }
-      return true;
-    };
-    let learned = false;
-    for (let round = 0; round < 12 && !learned; round++) {
-      for (let step = 0; step < 50; step++) {
-        await trainer.sftStep({
-          sequences: [{ inputIds: example.inputIds, lossMask: example.lossMask }],
-          learningRate: 0.01,
-        });
-      }
-      learned = await reproduces();
-    }
-    if (!learned) throw new Error('the test model did not learn the response in 600 steps');
-    await trainer.saveCheckpoint(join(folder, '.agentmath', 'models', 'arith-tool'));
-  } finally {
-    engine.close();
-    await worker.stop();
-  }
-}, 200_000);
+      return null;
+    },
+  });
+}, 300_000);
 
 afterAll(() => {
   killAllClis();
@@ -147,6 +128,8 @@ const lines = (path: string) =>
     .map((line) => JSON.parse(line) as Record<string, unknown>);
 
 function checkRun(out: string): void {
+  // No group is decided in these two steps: groups.jsonl is checked by the train rl tests.
+  expectRecordFiles(out, ['rollout/config.json', 'rollout/trajectories.jsonl', 'rollout/steps.jsonl']);
   const trajectories = lines(join(out, 'trajectories.jsonl')) as unknown as Trajectory[];
   const keys = trajectories.map((trajectory) => `${trajectory.id}@${String(trajectory.meta?.rolloutStep)}`);
   expect(new Set(keys).size).toBe(keys.length); // nothing duplicated

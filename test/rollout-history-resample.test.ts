@@ -18,6 +18,7 @@ import { rolloutConfigSchema, runRollout } from '../src/rollout/index.ts';
 import { systemClock } from '../src/shared/clock.ts';
 import type { Trajectory } from '../src/trajectory/trajectory.ts';
 import { functionSandbox, seededRandom, startScriptedSglangServer } from './agent-fixtures.ts';
+import { expectRecordFile } from './record-checks.ts';
 
 const tokenizer = createByteLevelTokenizer();
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -124,6 +125,8 @@ describe('runRollout with --skip-history', () => {
     const path = await folder();
     const { error, skipped } = await run(path, { steps: 4 });
     expect(error).toBeNull();
+    // Skip lines as well as group lines, written by the rollout's own writer.
+    expectRecordFile(path, 'rollout/problem-history.jsonl');
     const history = await historyOf(path);
     const groups = history.filter((line) => line.type === 'group');
     const skips = history.filter((line) => line.type === 'skip');
@@ -231,6 +234,8 @@ describe('runRollout with resample-on-correct', () => {
       config: rolloutConfigSchema.parse({ ...config, batchSize: 1, resampleOnCorrect: 2 }),
       parts: await parts(),
     });
+    // The resampled members, as the schema of groups.jsonl promises them.
+    expectRecordFile(path, 'rollout/groups.jsonl');
     const groups = (await readFile(join(path, 'groups.jsonl'), 'utf8'))
       .split('\n')
       .filter((line) => line !== '')

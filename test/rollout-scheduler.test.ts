@@ -717,7 +717,7 @@ describe('rollout scheduler over SGLang /generate', () => {
     expect(second.stats.trajectoriesStale).toBe(2);
   });
 
-  it('issue 29 item 13: an interrupt mid-step records no aborted trajectory and starts no fresh group', async () => {
+  it('an interrupt mid-step records no aborted trajectory and starts no fresh group', async () => {
     const { gate, run } = await gatedLongTail();
     const interrupt = new AbortController();
     run.signal = interrupt.signal;

@@ -33,7 +33,15 @@ export type ScriptedRlEngineOptions = {
   refuseLoads?: boolean;
   /** What a failed flush after a load does: SGLang 0.5.23's 400, or the older assert. */
   flushFailure?: 'answer' | 'assert';
+  /**
+   * vLLM's `--logprobs-mode` (default `raw_logprobs`, as vLLM 0.33.0's): the `logprobs: k` top
+   * alternatives of each position are log-softmax of fixed logits, divided by the request's
+   * temperature only in `processed_logprobs` (`vllm/v1/sample/sampler.py`).
+   */
+  logprobsMode?: 'raw_logprobs' | 'processed_logprobs';
 };
+
+const ALTERNATIVE_LOGITS = [2.0, 1.2, 0.3, -0.5];
 
 export type ScriptedRlEngine = {
   url: string;
@@ -188,7 +196,8 @@ export async function startScriptedRlEngine(options: ScriptedRlEngineOptions): P
               ? { type: 'stop', matched: eos }
               : out.reason === 'length'
                 ? { type: 'length', length: out.made.length }
-                : { type: 'abort', message: null },
+                : // SGLang 0.5.23: FINISH_ABORT("Aborted").to_json() (srt/managers/schedule_batch.py).
+                  { type: 'abort', message: 'Aborted', status_code: null, err_type: null },
           prompt_tokens: (body.input_ids as number[]).length,
           weight_version: version,
           num_retractions: 0,
@@ -303,7 +312,7 @@ export async function startScriptedRlEngine(options: ScriptedRlEngineOptions): P
               text_offset: out.made.map((_, index) => index),
               token_logprobs: out.made.map(() => -0.5),
               tokens: out.made.map((id) => `token_id:${id}`),
-              top_logprobs: [],
+              top_logprobs: out.made.map(() => alternatives(body)),
             },
             finish_reason: out.reason,
             stop_reason: null,
@@ -353,6 +362,21 @@ export async function startScriptedRlEngine(options: ScriptedRlEngineOptions): P
     }
     if (path === '/weight_info') return json(200, { weight_version: version });
     return json(404, { detail: 'Not Found' });
+  }
+
+  /** The `logprobs: k` best alternatives of a position, as the server's logprobs mode takes them. */
+  function alternatives(body: Record<string, unknown>): Record<string, number> {
+    const count = Number(body.logprobs ?? 0);
+    const temperature = Number(body.temperature ?? 1);
+    const logits =
+      options.logprobsMode === 'processed_logprobs' && temperature > 0
+        ? ALTERNATIVE_LOGITS.map((value) => value / temperature)
+        : ALTERNATIVE_LOGITS;
+    const top = Math.max(...logits);
+    const total = Math.log(logits.reduce((sum, value) => sum + Math.exp(value - top), 0)) + top;
+    return Object.fromEntries(
+      logits.slice(0, count).map((value, index) => [`token_id:${index}`, value - total]),
+    );
   }
 
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {

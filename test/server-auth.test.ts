@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createByteLevelTokenizer, createEngine } from '../src/engine/index.ts';
 import { type EmbeddedWorker, startEmbeddedWorker } from '../src/engine/local/index.ts';
-import { TrainerClient } from '../src/train/index.ts';
 import { killAllClis, startCli } from './cli-process.ts';
 
 afterAll(() => killAllClis());
@@ -93,7 +92,7 @@ describe('the embedded worker with an API key', () => {
   let worker: EmbeddedWorker;
 
   beforeAll(async () => {
-    worker = await startEmbeddedWorker({ model: 'test', decodeThreads: 1, trainThreads: 1, apiKey: KEY });
+    worker = await startEmbeddedWorker({ model: 'test', decodeThreads: 1, apiKey: KEY });
   }, 120_000);
   afterAll(async () => {
     await worker?.stop();
@@ -107,7 +106,7 @@ describe('the embedded worker with an API key', () => {
     stop: [],
   });
 
-  it('answers the engine and trainer clients that send the key', async () => {
+  it('answers the engine client and the control routes when they send the key', async () => {
     const engine = createEngine({ api: 'sglang', url: worker.url, apiKey: KEY });
     try {
       const result = await engine.generate(request());
@@ -115,8 +114,8 @@ describe('the embedded worker with an API key', () => {
     } finally {
       engine.close();
     }
-    const state = await new TrainerClient({ baseUrl: worker.url, apiKey: KEY }).state();
-    expect(state.policyVersion).toBe(0);
+    const info = await fetch(`${worker.url}/model_info`, { headers: { authorization: `Bearer ${KEY}` } });
+    expect(((await info.json()) as { weight_version: string }).weight_version).toBe('0');
   });
 
   it('refuses requests without the key or with a wrong one, and keeps /health open', async () => {
@@ -135,13 +134,13 @@ describe('the embedded worker with an API key', () => {
         engine.close();
       }
     }
-    await expect(new TrainerClient({ baseUrl: worker.url }).state()).rejects.toMatchObject({ status: 401 });
-    const trained = fetch(`${worker.url}/train/sft_step`, {
+    expect((await fetch(`${worker.url}/model_info`)).status).toBe(401);
+    const update = fetch(`${worker.url}/update_weights_from_disk`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: 'Bearer wrong-key' },
-      body: JSON.stringify({ sequences: [{ input_ids: [1, 2, 3], loss_mask: [0, 1, 1] }] }),
+      body: JSON.stringify({ model_path: '/tmp' }),
     });
-    expect((await trained).status).toBe(401);
+    expect((await update).status).toBe(401);
     expect((await fetch(`${worker.url}/health`)).status).toBe(200);
   });
 

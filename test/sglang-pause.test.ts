@@ -22,7 +22,7 @@ describe('SGLang pause routes on the embedded worker', () => {
   let engine: SglangEngine;
 
   beforeAll(async () => {
-    worker = await startEmbeddedWorker({ model: 'test', decodeThreads: 1, trainThreads: 1, restart: false });
+    worker = await startEmbeddedWorker({ model: 'test', decodeThreads: 1, restart: false });
     engine = new SglangEngine({
       client: new JsonHttpClient({ baseUrl: worker.url, timeoutMs: 60_000, maxConcurrency: 8 }),
     });
@@ -36,10 +36,12 @@ describe('SGLang pause routes on the embedded worker', () => {
   /** The worker's queue, read until `done` holds (the test's own timeout bounds the wait). */
   async function waitForEngine(done: (stats: { running: number; waiting: number }) => boolean) {
     for (;;) {
-      const answer = (await (await fetch(`${worker.url}/train/state`)).json()) as {
-        engine: { running: number; waiting: number };
+      // SGLang's /server_info: the scheduler's live state per data-parallel rank.
+      const answer = (await (await fetch(`${worker.url}/server_info`)).json()) as {
+        internal_states: { num_running_reqs: number; num_waiting_reqs: number }[];
       };
-      const stats = answer.engine;
+      const state = answer.internal_states[0];
+      const stats = { running: state?.num_running_reqs ?? 0, waiting: state?.num_waiting_reqs ?? 0 };
       if (done(stats)) return stats;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }

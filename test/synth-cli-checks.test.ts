@@ -1,5 +1,5 @@
 /**
- * `agentmath synth run` as a careful user meets it (issue 29), through the real CLI against a
+ * `agentmath synth run` as a careful user meets it, through the real CLI against a
  * scripted teacher: an outage (401 with the key echoed) is not a result — the run exits 1,
  * prints the cause with the key redacted, and `--resume` retries those records once the teacher
  * is fixed, with the request count matching what the server received; a BOM and `--input -`

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -57,6 +57,28 @@ describe('agentmath tasks', () => {
         "option '--kinds <list>' argument 'division' is invalid. expected one of product,",
       ),
     });
+  });
+
+  it('refuses --out naming a folder or a file it did not write (exit 2), changing nothing', async () => {
+    const write = (out: string) =>
+      run(process.execPath, [cli, 'tasks', 'write-arith', '--out', out, '--count', '2'], { timeout: 60_000 });
+    await expect(write(directory)).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining(
+        `--out ${directory} is a folder; give the JSONL file to write or resume`,
+      ),
+    });
+    const foreign = join(directory, 'mine.jsonl');
+    const lines = `${Array.from({ length: 30 }, (_, index) => JSON.stringify({ line: index })).join('\n')}\n{"torn": tr`;
+    writeFileSync(foreign, lines);
+    const refused = await write(foreign).catch((error: { code: number; stderr: string }) => error);
+    expect(refused).toMatchObject({ code: 2 });
+    const stderr = (refused as { stderr: string }).stderr;
+    expect(stderr).toContain(
+      `[RUN_FOLDER_REFUSED] ${foreign} line 1: not an arith solution record (field "problem": `,
+    );
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(readFileSync(foreign, 'utf8')).toBe(lines);
   });
 
   it('writes a tool-style dataset through the jailed sandbox, then resumes it', async () => {

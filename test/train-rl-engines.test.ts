@@ -7,20 +7,24 @@
  *   and continues; each engine reports each policy version (syncs.jsonl).
  * - An engine that refuses the weights (SGLang's 400) stops the run with exit 1 naming it and
  *   SGLang's message; an engine that cannot be connected to is skipped and said so.
- * - vLLM: the same run through its RL routes.
+ * - vLLM: the same run through its RL routes, at --temperature 0.7 on servers that return
+ *   logprobs after temperature, its held-out evaluation through vLLM too; a server that returns
+ *   them before temperature (vLLM's default) is refused at the start.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadTokenizer } from '../src/engine/load-tokenizer.ts';
 import type { Tokenizer } from '../src/engine/tokenizer.ts';
 import { killAllClis, startCli } from './cli-process.ts';
+import { expectRecordFiles } from './record-checks.ts';
 import {
   type ScriptedRlEngine,
   type ScriptedRlEngineOptions,
   startScriptedRlEngine,
 } from './scripted-rl-engine.ts';
+import { writeSumProblems } from './sum-problems.ts';
 
 let root: string;
 let model: string;
@@ -42,12 +46,7 @@ beforeAll(async () => {
   expect(init.code, init.stderr).toBe(0);
   tokenizer = await loadTokenizer(model);
   data = join(root, 'sums.jsonl');
-  const rows = Array.from({ length: 12 }, (_, index) => ({
-    id: `sum-${index}`,
-    problem: `Add ${index + 3} and ${2 * index + 5}.`,
-    answer: String(3 * index + 8),
-  }));
-  writeFileSync(data, rows.map((row) => JSON.stringify(row)).join('\n'));
+  writeSumProblems(data);
 }, 400_000);
 
 beforeEach(() => {
@@ -129,6 +128,25 @@ describe('train rl against SGLang-faithful and vLLM-faithful engines', () => {
     const [a, b] = [await engine(), await engine()];
     const run = await trainRl('sglang', [a!.url, b!.url]);
     expect(run.code, run.stderr).toBe(0);
+    // Every record file of the run, and of its held-out evaluation, as the schemas promise.
+    const out = join(root, 'sglang');
+    expectRecordFiles(out, [
+      'rl/config.json',
+      'rl/metrics.jsonl',
+      'rl/evals.jsonl',
+      'rl/syncs.jsonl',
+      'rollout/trajectories.jsonl',
+      'rollout/groups.jsonl',
+      'rollout/steps.jsonl',
+      'rollout/problem-history.jsonl',
+    ]);
+    const evaluations = readdirSync(join(out, 'eval-runs'));
+    expect(evaluations).toEqual(['step-00001']);
+    expectRecordFiles(join(out, 'eval-runs', 'step-00001'), [
+      'held-out-eval/config.json',
+      'eval/trajectories.jsonl',
+      'eval/summary.json',
+    ]);
     const lines = syncs('sglang');
     expect(lines.map((line) => line.policyVersion)).toEqual([0, 1, 2]);
     for (const line of lines) {
@@ -175,8 +193,10 @@ describe('train rl against SGLang-faithful and vLLM-faithful engines', () => {
   }, 600_000);
 
   it('vLLM: --api vllm trains through /pause, /reset_prefix_cache, /collective_rpc reload_weights, /update_weight_version, /resume', async () => {
-    const [a, b] = [await engine({ api: 'vllm' }), await engine({ api: 'vllm' })];
-    const run = await trainRl('vllm', [a!.url, b!.url], ['--api', 'vllm']);
+    // At T ≠ 1, on servers that return logprobs after temperature (--logprobs-mode processed_logprobs).
+    const vllm = { api: 'vllm', logprobsMode: 'processed_logprobs' } as const;
+    const [a, b] = [await engine(vllm), await engine(vllm)];
+    const run = await trainRl('vllm', [a!.url, b!.url], ['--api', 'vllm', '--temperature', '0.7']);
     expect(run.code, run.stderr).toBe(0);
     expect(syncs('vllm').map((line) => line.engines.map((engine) => engine.weightVersion))).toEqual([
       ['0', '0'],
@@ -186,5 +206,25 @@ describe('train rl against SGLang-faithful and vLLM-faithful engines', () => {
     for (const scripted of [a!, b!]) {
       expect(updatesFollowTheProtocol(scripted.log, /^reload 200$/, /^reset_prefix_cache true$/)).toBe(3);
     }
+    // The held-out evaluation at the end speaks the run's API: its one problem was answered and graded.
+    const evals = readFileSync(join(root, 'vllm', 'evals.jsonl'), 'utf8')
+      .trim()
+      .split('\n');
+    expect(evals.map((line) => (JSON.parse(line) as { problems: number }).problems)).toEqual([1]);
+  }, 600_000);
+
+  it('vLLM at --temperature ≠ 1 returning logprobs before temperature (its default) is refused at the start', async () => {
+    const raw = await engine({ api: 'vllm' });
+    const run = await trainRl(
+      'vllm-raw',
+      [raw.url],
+      ['--api', 'vllm', '--temperature', '0.7', '--steps', '1'],
+    );
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      `${raw.url}: vLLM returns logprobs before temperature (its default --logprobs-mode raw_logprobs)`,
+    );
+    expect(run.stderr).toContain('restart it with --logprobs-mode processed_logprobs');
+    expect(raw.log).toEqual([]);
   }, 600_000);
 });

@@ -1,5 +1,5 @@
 /**
- * `train rl` on the cluster layout under faults (issue #26), with real processes: a tiny Qwen3
+ * `train rl` on the cluster layout under faults, with real processes: a tiny Qwen3
  * from `model init`, SFT'd on arith tool solutions (shared by every test), trained by RL on two
  * engine replicas and the distributed trainer.
  *
@@ -61,7 +61,7 @@ afterAll(() => {
 
 const STEPS = 3;
 
-/** The issue's CPU recipe: two replicas, two trainer ranks, rollout one step ahead. */
+/** The CPU recipe: two replicas, two trainer ranks, rollout one step ahead. */
 const rlArgs = (out: string) => [
   ...['train', 'rl', '--model', model, '--levels', '0', '--problems', '64', '--batch-size', '2'],
   ...['--group-size', '4', '--max-tokens', '320', '--max-tool-calls', '2', '--partial-rollouts', '1'],

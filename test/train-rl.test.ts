@@ -1,12 +1,13 @@
 /**
- * `agentmath train rl` end to end, killed with SIGKILL and resumed. The model is the worker's
- * untrained `test` preset saved as a model folder (its answers are noise, so every group is
+ * `agentmath train rl` end to end, killed with SIGKILL and resumed, on the byte model: one
+ * local engine, one trainer rank and a disk sync, as for every model. The model is an untrained
+ * byte model of the `test` shape (`model init`; its answers are noise, so every group is
  * all-wrong and dropped: this test is about the run's records, not learning). A run killed
  * after its first step and resumed ends with every step in `metrics.jsonl` exactly once, the
  * committed checkpoint at the last step, and a model checkpoint for each step a resume needs.
  *
- * The second test needs groups that are kept (mixed right and wrong answers), so it trains the
- * `test` preset for a few seconds on tool solutions of the very problems the RL run draws
+ * The second test needs groups that are kept (mixed right and wrong answers), so it trains that
+ * model (`train sft --model`) for a few seconds on tool solutions of the very problems the RL run draws
  * (`train rl` takes its pool from the train split seeded `rl:SEED`): the model half knows them,
  * and at T = 1 a group holds both. A run killed with SIGKILL after a committed step and resumed
  * must record the same steps as one that ran through: same samples, same rewards and group
@@ -14,34 +15,28 @@
  * which requests shared a decode batch, at the 1e-6 level). That run skips problems by their
  * history and resamples on correct, so `problem-history.jsonl` and the resampled groups are
  * checked the same way.
+ *
+ * A SIGINT during a held-out evaluation stops it at once (it does not grade its remaining
+ * problems first): the evaluation is recorded missing with its reason, never as 0%, and the
+ * command printed to resume runs as printed.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmbeddedWorker } from '../src/engine/local/index.ts';
-import { TrainerClient } from '../src/train/index.ts';
+import { initHfModel } from '../src/model/index.ts';
 import { killAllClis, killGroup, startCli } from './cli-process.ts';
 
 let folder: string;
 let init: string;
-/** A `test`-preset model trained on the RL pool's problems (see the file comment). */
+/** A `test`-shape byte model trained on the RL pool's problems (see the file comment). */
 let knowing: string;
 
 beforeAll(async () => {
   folder = mkdtempSync(join(tmpdir(), 'agentmath-train-rl-'));
   init = join(folder, 'init');
-  const worker = await startEmbeddedWorker({
-    model: 'test',
-    decodeThreads: 1,
-    trainThreads: 1,
-    restart: false,
-  });
-  try {
-    await new TrainerClient({ baseUrl: worker.url }).saveCheckpoint(init);
-  } finally {
-    await worker.stop();
-  }
+  await initHfModel({ arch: 'byte-gpt', shape: 'test', out: init });
   const data = join(folder, 'pool-solutions.jsonl');
   knowing = join(folder, 'knowing');
   const commands = [
@@ -60,7 +55,20 @@ beforeAll(async () => {
       data,
     ],
     [
-      ...['train', 'sft', '--data', data, '--model', 'test', '--steps', '100', '--batch-size', '8'],
+      ...[
+        'train',
+        'sft',
+        '--data',
+        data,
+        '--model',
+        init,
+        '--steps',
+        '100',
+        '--batch-size',
+        '8',
+        '--threads',
+        '1',
+      ],
       ...['--learning-rate', '0.01', '--warmup-steps', '10', '--eval-problems', '1', '--out', knowing],
     ],
   ];
@@ -68,6 +76,7 @@ beforeAll(async () => {
     const result = await startCli(command, { cwd: folder, limitMs: 240_000 }).done;
     expect(result.code, result.stderr).toBe(0);
   }
+  knowing = join(knowing, 'model');
 }, 360_000);
 
 afterAll(() => {
@@ -78,7 +87,7 @@ afterAll(() => {
 const args = (out: string) => [
   'train',
   'rl',
-  '--init',
+  '--model',
   init,
   '--steps',
   '3',
@@ -152,13 +161,64 @@ describe('agentmath train rl', () => {
     expect(refused.stderr).toMatch(/groupSize/);
   }, 600_000);
 
-  it('defects 2 and 3 end to end: on-policy at --temperature 0.8 the ratio is 1, and a resumed run with --kl-coef computes KL against --init', async () => {
+  it('stops at once on a SIGINT during the held-out evaluation: the evaluation is missing with its reason, and the printed command resumes the run', async () => {
+    const out = join(folder, 'stopped-in-eval');
+    const first = startCli([...args(out), '--steps', '2', '--eval-every', '1', '--eval-problems', '80'], {
+      cwd: folder,
+      limitMs: 240_000,
+    });
+    const evalRun = join(out, 'eval-runs', 'step-00000');
+    // Signal once the evaluation after step 0 has graded its first problem.
+    await new Promise<void>((resolve) => {
+      const poll = setInterval(() => {
+        if (existsSync(join(evalRun, 'trajectories.jsonl')) || first.child.exitCode !== null) {
+          clearInterval(poll);
+          resolve();
+        }
+      }, 50);
+    });
+    process.kill(first.child.pid!, 'SIGINT');
+    const stopped = await first.done;
+    expect(stopped.signal, stopped.stderr).toBe('SIGINT');
+    // Stopped with problems left, not after evaluating all 80.
+    expect(lines(join(evalRun, 'trajectories.jsonl')).length).toBeLessThan(80);
+    expect(lines(join(out, 'evals.jsonl'))).toEqual([
+      expect.objectContaining({
+        step: 0,
+        accuracy: null,
+        problems: 0,
+        missing: expect.stringMatching(/stopped by SIGINT/),
+      }),
+    ]);
+    expect(stopped.stderr).toMatch(/eval after step 0: missing \(stopped by SIGINT/);
+    expect(stopped.stderr).not.toMatch(/held-out accuracy 0\.0%/);
+    const table = await startCli(['report', out, '--table'], { cwd: folder }).done;
+    expect(table.stdout).toMatch(/\| stopped-in-eval \| missing \|/);
+
+    // The command printed to resume runs as it is printed.
+    const hint = /resume with:\n {2}(agentmath .*)\n/.exec(stopped.stderr)?.[1];
+    expect(hint, stopped.stderr).toBeDefined();
+    const words = execFileSync('sh', ['-c', `printf '%s\\n' ${hint!}`], { encoding: 'utf8' })
+      .trimEnd()
+      .split('\n');
+    const resumed = await startCli(words.slice(1), { cwd: folder, limitMs: 240_000 }).done;
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(lines(join(out, 'metrics.jsonl')).map((line) => line.step)).toEqual([0, 1]);
+    const evals = lines(join(out, 'evals.jsonl'));
+    expect(evals.map((line) => [line.step, line.missing === undefined])).toEqual([
+      [0, false],
+      [1, true],
+    ]);
+    expect(evals[1]?.problems).toBe(80);
+  }, 600_000);
+
+  it('end to end: on-policy at --temperature 0.8 the ratio is 1, and a resumed run with --kl-coef computes KL against --model', async () => {
     const options =
       // behaviour: the ratio is taken against the engine's logprobs, which is what this checks
       // (with recompute it is 1 by construction).
       '--levels 0 --problems 16 --batch-size 2 --group-size 8 --mode sync --seed 0 --temperature 0.8 --kl-coef 0.1 --partial-rollouts 1 --proximal behaviour';
     const run = (steps: number) => [
-      ...['train', 'rl', '--init', knowing, ...options.split(' '), '--steps', String(steps)],
+      ...['train', 'rl', '--model', knowing, ...options.split(' '), '--steps', String(steps)],
       ...['--eval-every', '0', '--eval-problems', '2', '--out', join(folder, 'kl-resumed')],
     ];
     const first = await startCli(run(1), { cwd: folder, limitMs: 240_000 }).done;
@@ -173,7 +233,7 @@ describe('agentmath train rl', () => {
     expect(Math.abs(step0?.approxKl as number)).toBeLessThan(1e-5);
     expect(step0?.clipFraction).toBe(0);
     expect(Math.abs(step0?.klRef as number)).toBeLessThan(1e-5);
-    // Step 1, in a worker started by the resume from the step-1 checkpoint: the KL to --init is
+    // Step 1, in a worker started by the resume from the step-1 checkpoint: the KL to --model is
     // that of one update away (the old worker built its reference from the weights it resumed
     // from, and the KL of the step's first forward pass was 0).
     expect(step1?.step).toBe(1);
@@ -186,7 +246,7 @@ describe('agentmath train rl', () => {
     const options =
       '--levels 0 --problems 16 --steps 5 --batch-size 2 --group-size 4 --mode sync --seed 0 --skip-history --skip-base 0.6 --resample-on-correct 1.5';
     const run = (out: string) => [
-      ...['train', 'rl', '--init', knowing, ...options.split(' ')],
+      ...['train', 'rl', '--model', knowing, ...options.split(' ')],
       ...['--eval-every', '0', '--eval-problems', '2', '--out', out],
     ];
     const through = join(folder, 'through');
@@ -231,12 +291,21 @@ describe('agentmath train rl', () => {
       'clipFraction',
       'offPolicyWeight',
     ]);
+    // The engine-vs-trainer logprob gap is float noise (1e-7): equal to its own rounding.
+    const gapFields = new Set(['rolloutLogprobGap']);
     expected.forEach((want, index) => {
       const got = actual[index] as Record<string, unknown>;
       for (const [key, value] of Object.entries(want)) {
         if (WALL_CLOCK_FIELDS.has(key)) continue;
         if (trainingStatistics.has(key) && typeof value === 'number') {
           expect(got[key], `step ${index} ${key}`).toBeCloseTo(value, 5);
+        } else if (gapFields.has(key) && value !== null && typeof value === 'object') {
+          for (const [part, number] of Object.entries(value as Record<string, number>)) {
+            expect((got[key] as Record<string, number>)[part], `step ${index} ${key}.${part}`).toBeCloseTo(
+              number,
+              5,
+            );
+          }
         } else {
           expect(got[key], `step ${index} ${key}`).toEqual(value);
         }

@@ -18,6 +18,7 @@ import {
 import { killAllClis, killGroup, startCli } from './cli-process.ts';
 import { metricSteps } from './metric-steps.ts';
 import { alive, descendantsOf } from './process-tree.ts';
+import { expectRecordFiles } from './record-checks.ts';
 
 let folder: string;
 let model: string;
@@ -66,6 +67,8 @@ const trainArgs = (out: string) => [
   '1',
   '--micro-batch-tokens',
   '512',
+  '--eval-problems',
+  '0',
 ];
 
 beforeAll(async () => {
@@ -91,7 +94,7 @@ afterAll(async () => {
   await rm(folder, { recursive: true, force: true });
 });
 
-describe('train sft --model (distributed trainer)', () => {
+describe('train sft --model (a Qwen3 from model init)', () => {
   it('learns, and kill -9 then --resume ends with the weights of an uninterrupted run', async () => {
     const straight = join(folder, 'straight');
     const first = await startCli(trainArgs(straight), { cwd: folder, limitMs: 400_000 }).done;
@@ -110,11 +113,18 @@ describe('train sft --model (distributed trainer)', () => {
             gradNorm: number;
             stepMs: number;
             tokensTotalPerSecond: number;
+            tokens: number;
+            tokensPerSecond: number;
           },
       );
+    expectRecordFiles(straight, ['sft/metrics.jsonl', 'sft/config.json']);
     expect(losses.map((row) => row.step)).toEqual([1, 2, 3, 4, 5, 6]);
     for (const row of losses) {
       expect(row.tokensTrained).toBeGreaterThan(0);
+      // The first documented names: trained tokens of the step, and those per second of it.
+      expect(row.tokens).toBe(row.tokensTrained);
+      expect(row.tokensPerSecond).toBeGreaterThanOrEqual((1000 * row.tokens) / (row.stepMs + 0.5));
+      expect(row.tokensPerSecond).toBeLessThanOrEqual((1000 * row.tokens) / (row.stepMs - 0.5));
       // Text solutions behind a prompt: the prompt's tokens are counted, not trained.
       expect(row.tokensTotal).toBeGreaterThan(row.tokensTrained);
       // stepMs is rounded to the millisecond; the rate divides by the step's unrounded time.
@@ -197,11 +207,11 @@ describe('train sft --model (distributed trainer)', () => {
   it('refuses a folder that holds another run, and a resume of nothing', async () => {
     const other = join(folder, 'straight');
     const again = await startCli(trainArgs(other), { cwd: folder }).done;
-    expect(again.code).not.toBe(0);
-    expect(again.stderr).toContain('already holds a training run');
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain('already holds an `agentmath train sft` run');
     const nothing = await startCli([...trainArgs(join(folder, 'nothing')), '--resume'], { cwd: folder }).done;
-    expect(nothing.code).not.toBe(0);
-    expect(nothing.stderr).toContain('no training run to resume');
+    expect(nothing.stderr).toContain('there is no `agentmath train sft` run to resume');
+    expect(nothing.code).toBe(2);
   }, 120_000);
 });
 

@@ -1,7 +1,8 @@
 /**
- * One contract suite for every `Trainer`: the embedded worker's colocated trainer (the byte
- * model, `TrainerClient`) and the distributed trainer (FSDP2 under torchrun, a random-init
- * Qwen3, `DistributedTrainerClient`). The same calls must mean the same thing on both: scores
+ * One contract suite for the `Trainer` on every kind of model: the trainer service on the byte
+ * model and on a random-init Qwen3, one process each (FSDP2 on two ranks is compared with one in
+ * python/agentmath_train/test_distributed.py). The same
+ * calls must mean the same thing on both: scores
  * per token with 0 at position 0, an on-policy GRPO step with ratio 1 that raises the
  * positive-advantage sequence, SFT that lowers the loss, and a checkpoint that restores weights
  * and policy version.
@@ -10,9 +11,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type EmbeddedWorker, startEmbeddedWorker } from '../src/engine/local/index.ts';
 import { initHfModel } from '../src/model/index.ts';
-import { startTrainerService, type Trainer, TrainerClient, type TrainerService } from '../src/train/index.ts';
+import { startTrainerService, type Trainer, type TrainerService } from '../src/train/index.ts';
 
 type Subject = {
   name: string;
@@ -21,14 +21,16 @@ type Subject = {
 
 const subjects: Subject[] = [
   {
-    name: 'embedded worker (byte model)',
-    start: async () => {
-      const worker: EmbeddedWorker = await startEmbeddedWorker({ model: 'test', port: 0, restart: false });
-      return { trainer: new TrainerClient({ baseUrl: worker.url }), stop: () => worker.stop() };
+    name: 'trainer (byte model, one process)',
+    start: async (folder) => {
+      const model = join(folder, 'byte');
+      await initHfModel({ arch: 'byte-gpt', shape: 'test', out: model, seed: 4 });
+      const service: TrainerService = await startTrainerService({ model, threads: 1 });
+      return { trainer: service.client, stop: () => service.stop() };
     },
   },
   {
-    name: 'distributed trainer (Qwen3, FSDP2)',
+    name: 'trainer (Qwen3)',
     start: async (folder) => {
       const model = join(folder, 'qwen3');
       await initHfModel({ arch: 'qwen3', out: model, hidden: 32, seed: 4 });

@@ -1,6 +1,7 @@
-"""AgentMath's PyTorch worker: serves a policy over SGLang's /generate and trains it (SFT, GRPO).
+"""AgentMath's PyTorch engine: serves a model over SGLang's routes (`/generate`, the weight
+updates RL's sync sends) and nothing else; training is `agentmath_train`'s.
 
-Run it with `python3 -m agentmath_engine --model tiny --port 0`. The default model is a small
-byte-level transformer trained from scratch; a local Hugging Face folder works where
-`transformers` is installed.
+Run it with `python3 -m agentmath_engine --model FOLDER --port 0`: a model folder (the byte
+model's or a Hugging Face one), or a byte-model shape name (`tiny`, `test`) for a random-init
+byte model.
 """

@@ -27,11 +27,11 @@ from .server import api_key_for, is_loopback, serve
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="agentmath_engine", description="AgentMath PyTorch worker (engine + trainer)")
-    parser.add_argument("--model", default="tiny", help="preset (tiny, test), a saved model folder, or a Hugging Face folder")
+    parser = argparse.ArgumentParser(prog="agentmath_engine", description="AgentMath PyTorch engine (SGLang's routes)")
+    parser.add_argument("--model", default="tiny", help="a model folder (byte model or any Hugging Face causal LM), or a byte-model shape (tiny, test) for a random-init model")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=30000, help="0 picks a free port")
-    parser.add_argument("--seed", type=int, default=None, help="initialisation seed for a preset")
+    parser.add_argument("--seed", type=int, default=None, help="initialisation seed of a byte-model shape")
     parser.add_argument("--max-running-requests", type=int, default=64)
     parser.add_argument("--decode-threads", type=int, default=None,
                         help="torch threads while generating (0: all cores; default: 1 for the byte model, all cores for a Hugging Face model)")
@@ -39,15 +39,10 @@ def main(argv=None) -> int:
                         help="Hugging Face models: the dtype generation reads the weights in (auto: bf16 where this CPU runs the model's layers faster in it, timed at start, else fp32; int8: int8 weights, bf16 activations)")
     parser.add_argument("--decode-linear", choices=("packed", "plain"), default="packed",
                         help="Hugging Face models on a CPU: generation's linear layers on weights packed once for oneDNN (default) or plain")
-    parser.add_argument("--train-threads", type=int, default=0, help="torch threads while training (0: all cores)")
-    parser.add_argument("--learning-rate", type=float, default=1e-3)
-    parser.add_argument("--weight-decay", type=float, default=0.01)
-    parser.add_argument("--max-grad-norm", type=float, default=1.0)
-    parser.add_argument("--micro-batch-tokens", type=int, default=8192)
     parser.add_argument("--device", default="auto", help="Hugging Face models: auto, cpu or cuda")
     parser.add_argument("--log-level", default="info")
     parser.add_argument("--no-auth", action="store_true",
-                        help="serve a non-loopback --host without AGENTMATH_ENGINE_API_KEY (anyone who reaches it can train the model)")
+                        help="serve a non-loopback --host without AGENTMATH_ENGINE_API_KEY (anyone who reaches it can generate and change the weights)")
     args = parser.parse_args(argv)
     # Started by a program (train rl, rollout, eval, engine serve): gone with it, kill -9 included.
     watch_parent("agentmath_engine")
@@ -65,9 +60,8 @@ def main(argv=None) -> int:
         logging.getLogger("agentmath_engine").warning(
             "serving %s without authentication (--no-auth): anyone who can reach it can generate and change the weights", args.host)
     options = WorkerOptions(
-        model=args.model, seed=args.seed, max_running_requests=args.max_running_requests, decode_threads=args.decode_threads, decode_dtype=args.decode_dtype, decode_linear=args.decode_linear, train_threads=args.train_threads,
-        learning_rate=args.learning_rate, weight_decay=args.weight_decay, max_grad_norm=args.max_grad_norm,
-        micro_batch_tokens=args.micro_batch_tokens, device=args.device,
+        model=args.model, seed=args.seed, max_running_requests=args.max_running_requests, decode_threads=args.decode_threads, decode_dtype=args.decode_dtype, decode_linear=args.decode_linear,
+        device=args.device,
     )
     try:
         worker = build_worker(options)

@@ -1,7 +1,6 @@
-"""Builds a worker from options: picks the backend for `--model` and wires engine and trainer.
-
-`--model` is a preset (`tiny`, `test`), a folder this worker saved (config.json with
-model_type agentmath-byte-gpt), or a local Hugging Face causal-LM folder (needs `transformers`).
+"""Builds the engine from options: picks the backend for `--model` by what its config.json
+declares (`model_type` agentmath-byte-gpt: the byte model's slot-cache decode; any other: the
+Hugging Face backend), or a byte-model shape name (`tiny`, `test`) for a random-init model.
 """
 
 from __future__ import annotations
@@ -12,11 +11,12 @@ from typing import Optional
 
 import torch
 
+from agentmath_models import register_architectures
+from agentmath_models.byte_gpt import BYTE_GPT_SHAPES
+
 from .byte_backend import ByteBackend, is_byte_model_folder
-from .config import PRESETS
 from .engine import Engine
 from .server import Worker
-from .trainer import OptimizerSettings, Trainer
 
 # int8: int8 weights, bf16 activations (int8_linear.py); auto: timed at start (decode_dtype_choice.py).
 DECODE_DTYPES = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16, "int8": torch.int8}
@@ -38,19 +38,16 @@ class WorkerOptions:
     decode_dtype: str = "float32"
     # packed: a CPU decodes on linear weights reordered once for oneDNN (packed_linear.py).
     decode_linear: str = "packed"
-    train_threads: int = 0  # 0: the machine's cores
-    learning_rate: float = 1e-3
-    weight_decay: float = 0.01
-    max_grad_norm: float = 1.0
-    micro_batch_tokens: int = 8192
     device: str = "auto"
 
 
 def build_backend(options: WorkerOptions):
-    if options.model in PRESETS or is_byte_model_folder(options.model):
+    register_architectures()
+    if options.model in BYTE_GPT_SHAPES or is_byte_model_folder(options.model):
         return ByteBackend.create(options.model, options.max_running_requests, options.seed)
     if not os.path.isdir(options.model):
-        raise ValueError(f"--model {options.model!r}: not a preset ({', '.join(PRESETS)}) and not a folder")
+        found = "is a file, not a folder" if os.path.exists(options.model) else "no such folder"
+        raise ValueError(f"--model {options.model}: not a byte-model shape ({', '.join(BYTE_GPT_SHAPES)}) and {found}")
     if not os.path.isfile(os.path.join(options.model, "config.json")):
         raise ValueError(f"--model {options.model}: no config.json in the folder")
     # config.json decided the kind; a Hugging Face folder needs its fast tokenizer, else
@@ -81,10 +78,6 @@ def resolve_decode_dtype(options: WorkerOptions) -> Optional[torch.dtype]:
 
 def build_worker(options: WorkerOptions) -> Worker:
     backend = build_backend(options)
-    settings = OptimizerSettings(
-        learning_rate=options.learning_rate, weight_decay=options.weight_decay, max_grad_norm=options.max_grad_norm
-    )
-    trainer = Trainer(backend, settings, options.micro_batch_tokens, options.train_threads or os.cpu_count() or 1)
     decode_threads = backend.default_decode_threads if options.decode_threads is None else options.decode_threads
     engine = Engine(backend, options.max_running_requests, decode_threads or os.cpu_count() or 1)
-    return Worker(backend, trainer, engine, backend.vocab_size)
+    return Worker(backend, engine, backend.vocab_size)

@@ -1,72 +1,72 @@
-"""Backend for the embedded byte-level model: building, loading and saving its model folder,
-and the slot-cache generation calls the engine drives.
+"""Backend for the byte model (`agentmath-byte-gpt`): its folder loaded through transformers'
+Auto classes (the architecture is registered by `agentmath_models`), and the slot-cache
+generation calls the engine drives (`byte_slot_cache.py`).
 
-A model folder holds config.json, pytorch_model.bin (a state dict), tokenizer.json,
-tokenizer_config.json, special_tokens_map.json and, when the trainer wrote it,
-trainer_state.json (policy version) and optimizer.pt.
+`--model` is a folder in the Hugging Face layout (`agentmath model init --arch byte-gpt`
+writes one, the trainer exports one), or a shape name (`tiny`, `test`) for a random-init model
+of that shape (benchmarks and tests). A folder the old worker wrote (`pytorch_model.bin` under
+the old names) is refused with the command that converts it once.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 from typing import Dict, List, Optional
 
 import torch
+import transformers
+from safetensors.torch import load_file
 
-from . import tokenizer_files
-from .config import EOS_TOKEN_ID, MODEL_TYPE, PRESETS, ModelConfig
-from .model import ByteGPT, SlotKVCache
+from agentmath_models import byte_tokenizer
+from agentmath_models.byte_folder import byte_config, is_legacy_byte_folder
+from agentmath_models.byte_gpt import BYTE_GPT_SHAPES, EOS_TOKEN_ID, MODEL_TYPE, ByteGptForCausalLM, seeded_init
 
-WEIGHTS_FILE = "pytorch_model.bin"
+from .byte_slot_cache import SlotKVCache, decode, prefill
 
 
 def is_byte_model_folder(path: str) -> bool:
-    config_path = os.path.join(path, "config.json")
-    if not os.path.isfile(config_path):
-        return False
-    with open(config_path, "r", encoding="utf-8") as handle:
-        try:
+    try:
+        with open(os.path.join(path, "config.json"), encoding="utf-8") as handle:
             return json.load(handle).get("model_type") == MODEL_TYPE
-        except json.JSONDecodeError:
-            return False
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return False
 
 
 class ByteBackend:
-    """The byte GPT behind the engine and the trainer."""
+    """The byte model behind the engine."""
 
     kind = "byte-gpt"
     default_decode_threads = 1  # 0: every core (see WorkerOptions.decode_threads)
 
-    def __init__(self, model: ByteGPT, model_path: str, n_slots: int) -> None:
-        self.model = model.eval()
+    def __init__(self, model: ByteGptForCausalLM, model_path: str, n_slots: int) -> None:
+        self.model = model.eval().requires_grad_(False)
         self.model_path = model_path
         self.config = model.config
-        self.context_length = model.config.context_length
+        self.context_length = model.config.max_position_embeddings
         self.eos_token_ids = {EOS_TOKEN_ID}
         self.vocab_size = model.config.vocab_size
         self.n_slots = n_slots
-        self.cache = SlotKVCache(model.config, n_slots)
+        self.cache = SlotKVCache(model.model, n_slots)
 
     @staticmethod
     def create(model: str, n_slots: int, seed: Optional[int] = None) -> "ByteBackend":
-        """`model` is a preset name (tiny, test) or a model folder written by `save`."""
-        if model in PRESETS:
-            config = PRESETS[model]
-            if seed is not None:
-                config = ModelConfig(**{**config.__dict__, "seed": seed})
-            return ByteBackend(ByteGPT(config), model, n_slots)
-        config = ModelConfig.load(os.path.join(model, "config.json"))
-        network = ByteGPT(config)
-        network.load_state_dict(_read_state_dict(model))
+        """`model`: a shape name (a random-init model from `seed`) or a byte model folder."""
+        if model in BYTE_GPT_SHAPES:
+            network = ByteGptForCausalLM(byte_config(model))
+            seeded_init(network, seed or 0)
+            return ByteBackend(network, model, n_slots)
+        _refuse_legacy(model)
+        network = transformers.AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32)
         return ByteBackend(network, model, n_slots)
 
     # Text -------------------------------------------------------------------------------
     def encode(self, text: str) -> List[int]:
-        return tokenizer_files.encode(text)
+        return byte_tokenizer.encode(text)
 
     def decode(self, token_ids: List[int], skip_special_tokens: bool = True) -> str:
-        return tokenizer_files.decode(token_ids, skip_special_tokens)
+        return byte_tokenizer.decode(token_ids, skip_special_tokens)
 
     def extend_bytes(self, previous: bytes, output_ids: List[int]) -> bytes:
         """The generated text's bytes after output_ids[-1] was appended (specials add nothing)."""
@@ -75,59 +75,62 @@ class ByteBackend:
 
     # Generation ---------------------------------------------------------------------------
     def prefill(self, slot: int, token_ids: List[int]) -> torch.Tensor:
-        return self.model.prefill(self.cache, slot, torch.tensor(token_ids, dtype=torch.long))
+        hidden = prefill(self.model.model, self.cache, slot, torch.tensor(token_ids, dtype=torch.long))
+        return self.model.lm_head(hidden)
 
     def decode_step(self, tokens: torch.Tensor, positions: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
-        return self.model.decode(self.cache, tokens, positions, active=active)
+        return self.model.lm_head(decode(self.model.model, self.cache, tokens, positions, active=active))
 
     def release(self, slot: int) -> None:
         """Nothing to free: a slot's stale keys sit beyond the next owner's positions."""
 
-    # Training -----------------------------------------------------------------------------
-    def trainable(self) -> torch.nn.Module:
-        return self.model
-
-    def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        # Right padding: causal attention means pads never influence earlier real tokens.
-        del attention_mask
-        return self.model(input_ids)
-
-    def frozen_copy(self, folder: Optional[str] = None) -> torch.nn.Module:
-        """A frozen model: the one saved in `folder`, else a copy of the weights held now."""
-        reference = ByteGPT(self.config)
-        reference.load_state_dict(self.model.state_dict() if folder is None else _read_state_dict(folder))
-        reference.eval().requires_grad_(False)
-        return reference
-
-    def reference_logits(self, reference: torch.nn.Module, input_ids, attention_mask) -> torch.Tensor:
-        del attention_mask
-        return reference(input_ids)
-
-    # Folders ------------------------------------------------------------------------------
-    def save(self, folder: str) -> None:
-        os.makedirs(folder, exist_ok=True)
-        with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as handle:
-            json.dump(self.config.to_json(), handle, indent=2)
-        torch.save(self.model.state_dict(), os.path.join(folder, WEIGHTS_FILE))
-        tokenizer_files.write_tokenizer_files(folder, self.context_length)
-
+    # Weights ------------------------------------------------------------------------------
     def load_weights(self, folder: str) -> None:
-        config = ModelConfig.load(os.path.join(folder, "config.json"))
-        if {**config.__dict__, "seed": 0} != {**self.config.__dict__, "seed": 0}:
-            raise ValueError(f"{folder}/config.json describes a different model shape than the one served")
-        self.model.load_state_dict(_read_state_dict(folder))
+        """The folder's weights copied into the served model; a folder of another shape, or whose
+        tensors do not cover the model, is refused before anything is copied."""
+        _refuse_legacy(folder)
+        config = transformers.AutoConfig.from_pretrained(folder)
+        if getattr(config, "model_type", None) != MODEL_TYPE or _shape(config) != _shape(self.config):
+            raise ValueError(f"{folder}/config.json describes a different model than the one served")
+        files = sorted(glob.glob(os.path.join(folder, "*.safetensors")))
+        if not files:
+            raise FileNotFoundError(f"{folder}: no *.safetensors weights")
+        state: Dict[str, torch.Tensor] = {}
+        for path in files:
+            state.update(load_file(path))
+        self.load_tensors(state, origin=folder, complete=True)
         self.model_path = folder
 
+    def load_tensors(self, state: Dict[str, torch.Tensor], origin: str, complete: bool = False) -> None:
+        """Named tensors (the checkpoint's names) copied into the served model in place."""
+        own = self.model.state_dict()
+        unknown = sorted(set(state) - set(own))
+        wrong = [name for name, tensor in state.items() if name in own and tuple(tensor.shape) != tuple(own[name].shape)]
+        if unknown or wrong:
+            raise ValueError(f"{origin}: tensors the served model does not have, or of another shape: {', '.join((unknown + wrong)[:5])}")
+        # The head is tied to the embedding: a checkpoint names it once.
+        missing = [name for name in own if name not in state and name != "lm_head.weight"]
+        if complete and missing:
+            raise ValueError(f"{origin}: tensors missing: {', '.join(missing[:5])}")
+        with torch.no_grad():
+            for name, tensor in state.items():
+                own[name].copy_(tensor.to(own[name].dtype))
+
     def describe(self) -> Dict:
-        return {"architecture": MODEL_TYPE, **self.config.to_json(), "parameters": _count(self.model)}
+        return {"architecture": MODEL_TYPE, **self.config.to_dict(), "parameters": sum(p.numel() for p in self.model.parameters())}
 
 
-def _read_state_dict(folder: str) -> Dict[str, torch.Tensor]:
-    path = os.path.join(folder, WEIGHTS_FILE)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: weights file not found")
-    return torch.load(path, map_location="cpu")
+def _shape(config) -> Dict:
+    """What decides the weights' shapes and meaning (not the seed or the dtype)."""
+    keys = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "max_position_embeddings",
+            "intermediate_size", "rope_theta", "token_shift", "digit_index", "number_index", "digit_match",
+            "max_digit_index", "max_number_index")
+    return {key: getattr(config, key, None) for key in keys}
 
 
-def _count(module: torch.nn.Module) -> int:
-    return sum(parameter.numel() for parameter in module.parameters())
+def _refuse_legacy(folder: str) -> None:
+    if is_legacy_byte_folder(folder):
+        raise ValueError(
+            f"{folder} holds a byte model in the layout of an older AgentMath (pytorch_model.bin); convert it once: "
+            f"agentmath model convert {folder} --out NEW_FOLDER"
+        )

@@ -48,6 +48,9 @@ PAUSE_MODES = ("abort", "in_place", "retract")
 # not trusted (a cut multi-byte character decodes to up to 3 replacement characters).
 WINDOW_TOKENS = 16
 WINDOW_EDGE_BYTES = 16
+# SGLang 0.5.23's finish reason of an aborted request: FINISH_ABORT("Aborted").to_json()
+# (srt/managers/schedule_batch.py; the scheduler's abort path, srt/managers/scheduler.py).
+ABORTED = {"type": "abort", "message": "Aborted", "status_code": None, "err_type": None}
 logger = logging.getLogger("agentmath_engine.engine")
 _seed_source = itertools.count(0x5EED)
 
@@ -281,10 +284,10 @@ class Engine:
             aborted, self._aborted = self._aborted, set()
             for sequence in list(self._running.values()):
                 if sequence.request_id in aborted:
-                    self._finish(sequence, {"type": "abort"})
+                    self._finish(sequence, dict(ABORTED))
             for sequence in [s for s in self._waiting if s.request_id in aborted]:
                 self._waiting.remove(sequence)
-                self._finish(sequence, {"type": "abort"})
+                self._finish(sequence, dict(ABORTED))
         with self._condition:
             retracted, self._retracted = self._retracted, set()
         for slot in sorted(retracted):
@@ -395,7 +398,7 @@ class Engine:
         if sequence in self._waiting:
             self._waiting.remove(sequence)
         self._retracted.discard(sequence.slot)
-        self._finish(sequence, {"type": "abort", "message": "aborted"})
+        self._finish(sequence, dict(ABORTED))
 
     def _finish(self, sequence: Sequence, reason: Dict[str, Any]) -> None:
         """Builds the SGLang-shaped result, frees the slot, wakes the waiting request. Holds the lock."""

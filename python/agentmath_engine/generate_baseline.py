@@ -89,6 +89,9 @@ class Baseline:
     def __init__(self, model_path: str, dtype: torch.dtype) -> None:
         import transformers
 
+        from agentmath_models import register_architectures
+
+        register_architectures()
         self.dtype = dtype
         self.model_path = model_path
         self.model = transformers.AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype).eval()

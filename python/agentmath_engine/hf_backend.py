@@ -1,6 +1,6 @@
 """Backend for a local Hugging Face causal LM (needs `transformers`; on a GPU when there is one).
 
-Same engine and trainer as the byte model, same routes. Each decode step runs ONE forward pass
+Same engine as the byte model, same routes; it trains nothing (agentmath_train does). Each decode step runs ONE forward pass
 over every running sequence: their KV caches are stacked into a left-padded batch (see
 `packed_batch.py`) with an attention mask hiding the padding and each row's own position ids,
 so a sequence's tokens are computed once (a real KV cache) and requests share the matmuls.
@@ -8,16 +8,14 @@ Prefill runs per request. Caches that are not plain growing tensors (sliding-win
 recurrent layers) fall back to decoding those sequences one by one. Production serving at
 scale belongs to SGLang or vLLM.
 
-Weights are held in fp32 (the master weights the optimizer updates, and AdamW's state with
-them); on a GPU the forward passes run under bf16 autocast. Updating bf16 weights directly
-loses every update smaller than bf16's resolution (at lr 1e-6 almost no weight moves).
+Weights are held in fp32 (the trainer's master weights, whose logprobs RL's ratios assume); on
+a GPU the forward passes run under bf16 autocast.
 
 Generation may decode in another dtype than the master weights (`decode_dtype`, bf16 where the
 CPU computes bf16 natively): a copy of the model in that dtype serves prefill and decode, so a
 step reads half the bytes (decoding is bound by reading every weight once per step), and it is
 refreshed from the master weights before the first generation after any weight change
-(`trainable()` hands the weights to the optimizer; `load_weights` copies new ones in).
-Training and scoring always run on the fp32 master weights.
+(`load_weights` and `load_tensors` copy new ones in).
 
 On a CPU, generation's linear layers run on weights pre-packed for oneDNN (`decode_linear=
 "packed"`, see `packed_linear.py`): then there is always a decode copy, in fp32 too, refreshed
@@ -312,35 +310,7 @@ class HuggingFaceBackend:
             output = self._decoder()(input_ids=ids, attention_mask=attention, use_cache=True, **{self._cache_argument: cache})
         return output.logits[0, -1].float().cpu()
 
-    # Training ---------------------------------------------------------------------------------
-    def trainable(self) -> torch.nn.Module:
-        self._decode_stale = True  # the optimizer is about to change the master weights
-        return self.model
-
-    def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        with self._autocast():
-            output = self.model(input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device))
-        return output.logits.float().cpu()
-
-    def frozen_copy(self, folder: Optional[str] = None) -> torch.nn.Module:
-        """A frozen model: the one saved in `folder`, else a copy of the weights held now."""
-        if folder is None:
-            reference = copy.deepcopy(self.model)
-        else:
-            reference = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-        return reference.to(self.device).eval().requires_grad_(False)
-
-    def reference_logits(self, reference, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        with self._autocast():
-            output = reference(input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device))
-        return output.logits.float().cpu()
-
     # Folders ----------------------------------------------------------------------------------
-    def save(self, folder: str) -> None:
-        os.makedirs(folder, exist_ok=True)
-        self.model.save_pretrained(folder)
-        self.tokenizer.save_pretrained(folder)
-
     def load_weights(self, folder: str) -> None:
         """Copies a Hugging Face folder's weights into the served model in place (the folder's
         *.safetensors files straight into the parameters; other formats through
@@ -362,24 +332,15 @@ class HuggingFaceBackend:
         self.model_path = folder
 
     def load_tensors(self, state: Dict[str, torch.Tensor], origin: str, complete: bool = False) -> None:
-        """Copies named tensors (Hugging Face names) into the served model in place, cast to its
-        dtype. A name the model does not have, or another shape, is refused before any is copied;
-        `complete`: every parameter must be given (a tied one through its twin)."""
-        own = self.model.state_dict()
-        unknown = sorted(set(state) - set(own))
-        if unknown:
-            raise ValueError(f"{origin}: tensors the served model does not have: {', '.join(unknown[:5])}")
-        wrong = [name for name, tensor in state.items() if tuple(tensor.shape) != tuple(own[name].shape)]
-        if wrong:
-            raise ValueError(f"{origin}: tensors of another shape than the served model's: {', '.join(wrong[:5])}")
-        if complete:
-            storage = {own[name].data_ptr() for name in state}
-            missing = [name for name in own if name not in state and own[name].data_ptr() not in storage]
-            if missing:
-                raise ValueError(f"{origin}: tensors missing from the folder: {', '.join(missing[:5])}")
-        with torch.no_grad():
-            for name, tensor in state.items():
-                own[name].copy_(tensor.to(own[name].device, own[name].dtype))
+        """Copies named tensors (the checkpoint's names, as `save_pretrained` writes them) into
+        the served model in place, cast to its dtype (`checkpoint_layout.py`). A name the model
+        does not have, or another shape, is refused before any is copied; `complete`: every
+        parameter must be given (a tied one through its twin)."""
+        if getattr(self, "_checkpoint_layout", None) is None:
+            from .checkpoint_layout import CheckpointLayout
+
+            self._checkpoint_layout = CheckpointLayout(self.model)
+        self._checkpoint_layout.load(state, origin, complete)
         self._decode_stale = True
 
     def describe(self) -> Dict[str, Any]:

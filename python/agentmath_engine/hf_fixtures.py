@@ -15,7 +15,7 @@ ARCHITECTURES = ("qwen3", "qwen3-moe", "llama")
 
 def make_models(folder: str, seeds=(1,), architectures=ARCHITECTURES, hidden: int = 64) -> Dict[str, str]:
     """Writes one tiny model per (architecture, seed) under `folder`; returns {"arch-seed": path}."""
-    from agentmath_train.init_model import init_model
+    from agentmath_models.init_model import init_model
 
     corpus = os.path.join(folder, "corpus.txt")
     with open(corpus, "w", encoding="utf-8") as handle:

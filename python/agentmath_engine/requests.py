@@ -1,4 +1,4 @@
-"""Parsing and validation of the worker's JSON request bodies. Bad input raises `BadRequest`
+"""Parsing and validation of the engine's JSON request bodies. Bad input raises `BadRequest`
 naming the field (e.g. `sequences[3].loss_mask`), which the server returns as HTTP 400."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .engine import SamplingParams
 from .stop import normalise_stop
-from .trainer import GrpoOptions, TrainSequence
 
 _SAMPLING_KEYS = {
     "max_new_tokens", "temperature", "top_p", "stop", "stop_token_ids", "no_stop_trim", "ignore_eos",
@@ -86,7 +85,23 @@ def parse_sampling(body: Any) -> SamplingParams:
     return params
 
 
-def parse_generate(body: Any, vocab_size: int, encode) -> Tuple[List[List[int]], bool, SamplingParams, bool, Optional[List[str]]]:
+def check_total_tokens(prompts: List[List[int]], max_new_tokens: int, context_length: int) -> None:
+    """SGLang 0.5.23's check of a request's total (TokenizerManager._validate_one_request, with
+    its default validate_total_tokens and no auto-truncate): a `max_new_tokens` that with the
+    input exceeds the context is refused (HTTP 400) with SGLang's words, instead of decoding
+    until the context is full."""
+    for prompt in prompts:
+        total = len(prompt) + max_new_tokens
+        if total > context_length:
+            raise BadRequest(
+                f"Requested token count exceeds the model's maximum context length of {context_length} tokens. "
+                f"You requested a total of {total} tokens: {len(prompt)} tokens from the input messages and "
+                f"{max_new_tokens} tokens for the completion. Please reduce the number of tokens in the input "
+                "messages or the completion to fit within the limit."
+            )
+
+
+def parse_generate(body: Any, vocab_size: int, encode, context_length: int) -> Tuple[List[List[int]], bool, SamplingParams, bool, Optional[List[str]]]:
     """Returns (prompts, batched, sampling, return_logprob, request ids)."""
     body = _object(body, "request body")
     if "input_ids" in body:
@@ -105,6 +120,9 @@ def parse_generate(body: Any, vocab_size: int, encode) -> Tuple[List[List[int]],
     if body.get("stream"):
         raise BadRequest("stream is not supported by this worker; send stream: false")
     sampling = parse_sampling(body.get("sampling_params"))
+    # As SGLang: only a max_new_tokens the client gave is checked (the default is not).
+    if isinstance(body.get("sampling_params"), dict) and body["sampling_params"].get("max_new_tokens") is not None:
+        check_total_tokens(prompts, sampling.max_new_tokens, context_length)
     rid = body.get("rid")
     request_ids: Optional[List[str]] = None
     if rid is not None:
@@ -114,50 +132,10 @@ def parse_generate(body: Any, vocab_size: int, encode) -> Tuple[List[List[int]],
     return prompts, batched, sampling, bool(body.get("return_logprob", False)), request_ids
 
 
-def parse_train_sequences(body: Dict[str, Any], vocab_size: int, context_length: int, grpo: bool) -> List[TrainSequence]:
-    raw = body.get("sequences")
-    if not isinstance(raw, list) or not raw:
-        raise BadRequest("sequences must be a non-empty list")
-    sequences: List[TrainSequence] = []
-    for index, item in enumerate(raw):
-        field = f"sequences[{index}]"
-        item = _object(item, field)
-        ids = _token_ids(item.get("input_ids"), f"{field}.input_ids", vocab_size)
-        if len(ids) < 2:
-            raise BadRequest(f"{field}.input_ids needs at least 2 tokens")
-        if len(ids) > context_length:
-            raise BadRequest(f"{field}.input_ids has {len(ids)} tokens, more than the context length {context_length}")
-        mask = item.get("loss_mask")
-        if not isinstance(mask, list) or len(mask) != len(ids) or any(m not in (0, 1) for m in mask):
-            raise BadRequest(f"{field}.loss_mask must be a list of 0/1, one per input id ({len(ids)})")
-        sequence = TrainSequence(input_ids=ids, loss_mask=[int(m) for m in mask])
-        if grpo:
-            sequence.advantage = _number(item.get("advantage"), f"{field}.advantage")
-            old = item.get("old_logprobs")
-            if not isinstance(old, list) or len(old) != len(ids):
-                raise BadRequest(f"{field}.old_logprobs must be a list of numbers, one per input id ({len(ids)})")
-            sequence.old_logprobs = [_number(v, f"{field}.old_logprobs[{i}]") if mask[i] else 0.0 for i, v in enumerate(old)]
-        sequences.append(sequence)
-    return sequences
-
-
 def optional_number(body: Dict[str, Any], key: str, default: Optional[float], minimum: Optional[float] = None) -> Optional[float]:
     if body.get(key) is None:
         return default
     return _number(body[key], key, minimum)
-
-
-def optional_integer(body: Dict[str, Any], key: str, default: int, minimum: int) -> int:
-    if body.get(key) is None:
-        return default
-    return _integer(body[key], key, minimum)
-
-
-def optional_path(body: Dict[str, Any], key: str) -> Optional[str]:
-    """A non-empty path string, or None when absent."""
-    if body.get(key) is None:
-        return None
-    return required_path(body, key)
 
 
 def optional_choice(body: Dict[str, Any], key: str, choices: Tuple[str, ...]) -> str:
@@ -168,27 +146,6 @@ def optional_choice(body: Dict[str, Any], key: str, choices: Tuple[str, ...]) ->
     if value not in choices:
         raise BadRequest(f"{key} must be one of {', '.join(repr(c) for c in choices)}, got {value!r}")
     return value
-
-
-def parse_grpo_options(body: Dict[str, Any]) -> GrpoOptions:
-    """The objective's options of a /train/grpo_step body (defaults: token-mean, behaviour
-    anchor, no dual clip, k3)."""
-    dual_clip = optional_number(body, "dual_clip", None, 1.0)
-    if dual_clip is not None and dual_clip <= 1.0:
-        raise BadRequest(f"dual_clip must be above 1, got {dual_clip}")
-    return GrpoOptions(
-        dual_clip=dual_clip,
-        kl_estimator=optional_choice(body, "kl_estimator", ("k3", "k2")),
-        aggregation=optional_choice(body, "aggregation", ("token-mean", "sequence-mean")),
-        proximal=optional_choice(body, "proximal", ("behaviour", "recompute")),
-        off_policy_cap=optional_number(body, "off_policy_cap", 2.0, 1.0),
-        off_policy_mode=optional_choice(body, "off_policy_mode", ("truncate", "mask")),
-        off_policy_floor=optional_number(body, "off_policy_floor", 0.0, 0.0),
-        temperature=optional_number(body, "temperature", 1.0, 0.0),
-        mini_batches=optional_integer(body, "mini_batches", 1, 1),
-        epochs=optional_integer(body, "epochs", 1, 1),
-        reference_path=optional_path(body, "reference_path"),
-    )
 
 
 def optional_flag(body: Dict[str, Any], key: str, default: bool) -> bool:

@@ -1,10 +1,11 @@
-"""The worker's HTTP server: SGLang's native routes plus the training routes.
+"""The engine's HTTP server: SGLang's native routes.
 
 Inference (SGLang's names, fields, status codes and answers, followed from SGLang 0.5.23's
 http_server.py, io_struct.py, tokenizer_manager.py and the scheduler's weight_updater.py;
 docs/engines.md lists every route with the line it follows):
   GET  /health                  200 when the engine thread is alive
   GET  /model_info, /get_model_info  model_path, tokenizer_path, is_generation, weight_version, …
+  GET  /server_info, /get_server_info  configuration and internal_states[0]: the queue (num_running_reqs, …)
   POST /generate                input_ids (or text), sampling_params, return_logprob, rid
   GET|POST /flush_cache         200 text when flushed; 400 text while a request holds its cache
   POST /update_weights_from_disk {model_path, load_format?, abort_all_requests?, weight_version?,
@@ -14,14 +15,10 @@ docs/engines.md lists every route with the line it follows):
                                 fails (weights loaded, weight_version not moved), as SGLang does
   POST /pause_generation        {mode: abort | in_place | retract} (default abort)
   POST /continue_generation     {}
-  POST /init_weights_update_group, /update_weights_from_distributed   weight_update_group.py
+  POST /init_weights_update_group, /destroy_weights_update_group, /begin_weight_update,
+       /end_weight_update, /update_weights_from_distributed   weight_update_group.py
   POST /abort_request           {rid} or {abort_all: true}; an aborted request answers its
                                 partial output with finish_reason {type: abort}
-Training (this worker's own; bodies in docs/embedded-model.md):
-  POST /train/sft_step  /train/grpo_step  /train/score
-  POST /train/save_checkpoint {path}  /train/load_checkpoint {path}
-  GET  /train/state
-
 Authentication (SGLang's --api-key rule): when the worker has an API key (from the
 AGENTMATH_ENGINE_API_KEY environment variable, never the command line), every route but
 /health needs `Authorization: Bearer <key>`, compared in constant time; a refused request
@@ -35,7 +32,6 @@ import ipaddress
 import json
 import logging
 import os
-import threading
 import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -44,7 +40,6 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import requests as parse
 from .engine import PAUSE_MODES, Engine, RequestError
-from .trainer import Trainer
 from .weight_update_group import WeightUpdateReceiver
 
 logger = logging.getLogger("agentmath_engine.server")
@@ -73,21 +68,21 @@ class Reply:
 
 
 class Worker:
-    """The engine and trainer over one backend, with the route logic (no HTTP here)."""
+    """The engine over one backend, with the route logic (no HTTP here)."""
 
-    def __init__(self, backend, trainer: Trainer, engine: Engine, vocab_size: int) -> None:
+    def __init__(self, backend, engine: Engine, vocab_size: int) -> None:
         self.backend = backend
-        self.trainer = trainer
         self.engine = engine
         self.vocab_size = vocab_size
-        self._train_lock = threading.Lock()
 
     @property
     def policy_version(self) -> int:
         return self.engine.policy_version
 
     def generate(self, body: Any) -> Any:
-        prompts, batched, sampling, return_logprob, request_ids = parse.parse_generate(body, self.vocab_size, self.backend.encode)
+        prompts, batched, sampling, return_logprob, request_ids = parse.parse_generate(
+            body, self.vocab_size, self.backend.encode, self.backend.context_length
+        )
         sequences = [
             self.engine.submit(prompt, sampling, return_logprob, request_ids[i] if request_ids else None)
             for i, prompt in enumerate(prompts)
@@ -112,6 +107,31 @@ class Worker:
             "model": self.backend.describe(),
         }
 
+    def server_info(self) -> Dict[str, Any]:
+        """SGLang's /server_info: the configuration and, per data-parallel rank (one here), the
+        scheduler's live state; ours holds the queue (running and waiting requests, decode steps)."""
+        stats = self.engine.stats()
+        return {
+            "model_path": self.backend.model_path,
+            "max_running_requests": self.engine.max_running,
+            "internal_states": [
+                {
+                    "effective_max_running_requests_per_dp": self.engine.max_running,
+                    "num_running_reqs": stats["running"],
+                    "num_waiting_reqs": stats["waiting"],
+                    "decode_steps": stats["decode_steps"],
+                }
+            ],
+            "version": "agentmath",
+        }
+
+    def models(self) -> Dict[str, Any]:
+        """SGLang's OpenAI-compatible `GET /v1/models` (a ModelList of one ModelCard), whose
+        `max_model_len` tells a client the context a request must fit in."""
+        card = {"id": self.backend.model_path, "object": "model", "created": int(time.time()), "owned_by": "agentmath",
+                "root": self.backend.model_path, "parent": None, "max_model_len": self.backend.context_length}
+        return {"object": "list", "data": [card]}
+
     def update_weights_from_disk(self, body: Any) -> Reply:
         """SGLang's update: load, then flush (unless `flush_cache: false`). The answer is SGLang's
         {success, message, num_paused_requests} (always 0 there too), 200 or 400."""
@@ -119,9 +139,10 @@ class Worker:
         given_version = parse.optional_weight_version(body)
         flush = parse.optional_flag(body, "flush_cache", True)
         if not os.path.isdir(path):  # a hub-style name or a file: refused at once, never looked up on the hub
+            found = "a file, not a folder" if os.path.exists(path) else "no such folder"
             return Reply(
                 HTTPStatus.BAD_REQUEST,
-                {"success": False, "message": f"Failed to get weights iterator: no such folder: {path}.", "num_paused_requests": 0},
+                {"success": False, "message": f"Failed to get weights iterator: {found}: {path}.", "num_paused_requests": 0},
             )
         if body.get("abort_all_requests"):
             self.engine.abort()
@@ -135,16 +156,23 @@ class Worker:
                 return False, f"Failed to update weights: {error}.\nRolling back to original weights."
             # The new weights are served from here on; the reported version moves only when the
             # whole update succeeds (SGLang's tokenizer manager sets it after a successful answer).
-            if flush and not self.engine.flush_cache(ignore_waiting=True):
-                return False, FLUSH_FAILED_AFTER_UPDATE
-            version = given_version if given_version is not None else _read_version(path)
-            self.engine.policy_version = version if version is not None else self.engine.policy_version + 1
+            refused = self.flush_after_update(flush)
+            if refused is not None:
+                return False, refused
+            self.engine.policy_version = given_version if given_version is not None else self.engine.policy_version + 1
             suffix = "" if given_version is None else f" Weight version updated to {given_version}."
             return True, UPDATE_SUCCEEDED + suffix
 
         success, message = self.engine.exclusive(load)
         return Reply(HTTPStatus.OK if success else HTTPStatus.BAD_REQUEST,
                      {"success": success, "message": message, "num_paused_requests": 0})
+
+    def flush_after_update(self, flush: bool) -> Optional[str]:
+        """SGLang's flush after a load (the engine runs nothing else meanwhile): None when done or
+        not asked for, else SGLang's message (it fails while requests still run)."""
+        if flush and not self.engine.flush_cache(ignore_waiting=True):
+            return FLUSH_FAILED_AFTER_UPDATE
+        return None
 
     def flush_cache(self, body: Any = None) -> Reply:
         """SGLang's /flush_cache: a text answer, 200 or 400."""
@@ -172,87 +200,6 @@ class Worker:
         if body.get("abort_all"):
             return {"aborted": self.engine.abort()}
         return {"aborted": self.engine.abort(rid) if rid else 0}
-
-    def train(self, kind: str, body: Any) -> Dict[str, Any]:
-        body = parse._object(body, "request body")
-        sequences = parse.parse_train_sequences(body, self.vocab_size, self.backend.context_length, grpo=kind == "grpo")
-        learning_rate = parse.optional_number(body, "learning_rate", None, 0.0)
-
-        def step() -> Dict[str, Any]:
-            if kind == "sft":
-                stats = self.trainer.sft_step(sequences, learning_rate)
-            else:
-                stats = self.trainer.grpo_step(
-                    sequences,
-                    clip_low=parse.optional_number(body, "clip_epsilon_low", 0.2, 0.0),
-                    clip_high=parse.optional_number(body, "clip_epsilon_high", 0.2, 0.0),
-                    kl_coef=parse.optional_number(body, "kl_coef", 0.0, 0.0),
-                    learning_rate=learning_rate,
-                    options=parse.parse_grpo_options(body),
-                )
-            # A step whose update was skipped (non-finite gradient) left the weights as they were.
-            if not stats["skipped"]:
-                self.engine.policy_version += 1
-            return {**stats, "policy_version": self.engine.policy_version}
-
-        with self._train_lock:
-            return self.engine.exclusive(step)
-
-    def score(self, body: Any) -> Dict[str, Any]:
-        body = parse._object(body, "request body")
-        raw = body.get("input_ids")
-        if not isinstance(raw, list) or not raw:
-            raise parse.BadRequest("input_ids must be a non-empty list of token id lists")
-        sequences = [parse._token_ids(ids, f"input_ids[{i}]", self.vocab_size) for i, ids in enumerate(raw)]
-        for index, ids in enumerate(sequences):
-            if not 1 <= len(ids) <= self.backend.context_length:
-                raise parse.BadRequest(f"input_ids[{index}] must hold 1..{self.backend.context_length} tokens")
-        temperature = parse.optional_number(body, "temperature", 1.0, 0.0)
-        logprobs = self.engine.exclusive(lambda: self.trainer.score(sequences, temperature))
-        return {"token_logprobs": logprobs, "policy_version": self.policy_version}
-
-    def save_checkpoint(self, body: Any) -> Dict[str, Any]:
-        path = parse.required_path(body, "path")
-
-        def save() -> Dict[str, Any]:
-            os.makedirs(path, exist_ok=True)
-            self.backend.save(path)
-            self.trainer.save_optimizer(path)
-            with open(os.path.join(path, "trainer_state.json"), "w", encoding="utf-8") as handle:
-                json.dump({"policy_version": self.policy_version, "optimizer_steps": self.trainer.optimizer_steps}, handle)
-            return {"success": True, "path": path, "policy_version": self.policy_version}
-
-        with self._train_lock:
-            return self.engine.exclusive(save)
-
-    def load_checkpoint(self, body: Any) -> Dict[str, Any]:
-        path = parse.required_path(body, "path")
-
-        def load() -> Dict[str, Any]:
-            self.backend.load_weights(path)
-            optimizer = self.trainer.load_optimizer(path)
-            version = _read_version(path)
-            self.engine.policy_version = version if version is not None else 0
-            return {"success": True, "path": path, "policy_version": self.policy_version, "optimizer_restored": optimizer}
-
-        with self._train_lock:
-            return self.engine.exclusive(load)
-
-    def train_state(self) -> Dict[str, Any]:
-        return {
-            "policy_version": self.policy_version,
-            "optimizer_steps": self.trainer.optimizer_steps,
-            "settings": self.trainer.settings.__dict__,
-            "engine": self.engine.stats(),
-        }
-
-
-def _read_version(folder: str) -> Optional[int]:
-    path = os.path.join(folder, "trainer_state.json")
-    if not os.path.isfile(path):
-        return None
-    with open(path, "r", encoding="utf-8") as handle:
-        return int(json.load(handle)["policy_version"])
 
 
 API_KEY_VARIABLE = "AGENTMATH_ENGINE_API_KEY"
@@ -291,23 +238,23 @@ def make_handler(worker: Worker, api_key: Optional[str] = None):
         "/generate": worker.generate,
         "/update_weights_from_disk": worker.update_weights_from_disk,
         "/flush_cache": worker.flush_cache,
-        "/init_weights_update_group": receiver.init_group,
-        "/update_weights_from_distributed": receiver.update,
+        "/init_weights_update_group": lambda body: Reply(*receiver.init_group(body)),
+        "/destroy_weights_update_group": lambda body: Reply(*receiver.destroy_group(body)),
+        "/begin_weight_update": lambda body: Reply(*receiver.begin(body)),
+        "/end_weight_update": lambda body: Reply(*receiver.end(body)),
+        "/update_weights_from_distributed": lambda body: Reply(*receiver.update(body)),
         "/abort_request": lambda body: worker.abort_request(body),
         "/pause_generation": lambda body: worker.pause_generation(body),
         "/continue_generation": lambda body: worker.continue_generation(body),
-        "/train/sft_step": lambda body: worker.train("sft", body),
-        "/train/grpo_step": lambda body: worker.train("grpo", body),
-        "/train/score": worker.score,
-        "/train/save_checkpoint": worker.save_checkpoint,
-        "/train/load_checkpoint": worker.load_checkpoint,
     }
     get_routes: Dict[str, Callable[[], Any]] = {
         "/health": lambda: None,
         "/model_info": worker.model_info,
         "/get_model_info": worker.model_info,
+        "/server_info": worker.server_info,
+        "/get_server_info": worker.server_info,
+        "/v1/models": worker.models,
         "/flush_cache": worker.flush_cache,
-        "/train/state": worker.train_state,
     }
 
     class Handler(BaseHTTPRequestHandler):

@@ -9,7 +9,7 @@ import torch
 
 from agentmath_engine.byte_backend import ByteBackend
 from agentmath_engine.engine import Engine, RequestError, SamplingParams
-from agentmath_engine.tokenizer_files import decode, encode
+from agentmath_models.byte_tokenizer import decode, encode
 
 
 class ScriptedBackend:
@@ -122,7 +122,10 @@ class FinishReasonTest(unittest.TestCase):
             time.sleep(0.2)
             self.assertEqual(engine.abort("r1"), 1)
             self.assertTrue(sequence.done.wait(10))
-            self.assertEqual(sequence.result["meta_info"]["finish_reason"], {"type": "abort"})
+            self.assertEqual(
+                sequence.result["meta_info"]["finish_reason"],
+                {"type": "abort", "message": "Aborted", "status_code": None, "err_type": None},
+            )
             self.assertLess(len(sequence.result["output_ids"]), 300)
         finally:
             engine.shutdown()

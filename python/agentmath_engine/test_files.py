@@ -7,11 +7,13 @@ import shutil
 import tempfile
 import unittest
 
-from agentmath_engine import hf_backend, tokenizer_files
+from agentmath_engine import hf_backend
 from agentmath_engine.app import WorkerOptions, build_backend
 from agentmath_engine.sampling import sample_tokens, uniform_draws
 
 import torch
+
+from agentmath_models import byte_tokenizer as tokenizer_files
 
 
 class TokenizerFilesTest(unittest.TestCase):
@@ -68,7 +70,7 @@ class HuggingFaceGuardTest(unittest.TestCase):
             shutil.rmtree(folder)
 
     def test_unknown_model_name_is_a_clear_error(self):
-        with self.assertRaisesRegex(ValueError, "not a preset"):
+        with self.assertRaisesRegex(ValueError, "not a byte-model shape"):
             build_backend(WorkerOptions(model="/no/such/folder"))
 
 

@@ -63,12 +63,9 @@ class DecodeDtypeTest(unittest.TestCase):
         engine = Engine(backend, 8)
         self.addCleanup(engine.shutdown)
         before, _ = self.generate(engine, PROMPTS[1], 10)
-        # What a training step does: take the trainable module, change its weights in place.
-        def change():
-            with torch.no_grad():
-                for parameter in backend.trainable().parameters():
-                    parameter.add_(torch.randn_like(parameter) * 0.5)
-        engine.exclusive(change)
+        # What a weight update does: new tensors copied into the master weights.
+        changed = {name: tensor + torch.randn_like(tensor) * 0.5 for name, tensor in backend.model.state_dict().items()}
+        engine.exclusive(lambda: backend.load_tensors(changed, origin="test"))
         after, _ = self.generate(engine, PROMPTS[1], 10)
         expected = transformers_greedy(copy.deepcopy(backend.model).to(torch.bfloat16).eval(), PROMPTS[1], 10)
         self.assertEqual(after, expected)

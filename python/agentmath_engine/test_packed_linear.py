@@ -87,12 +87,9 @@ class PackedLinearTest(unittest.TestCase):
         for prompt, sequence in zip(PROMPTS, sequences):
             self.assertTrue(sequence.done.wait(120))
             self.assertEqual(sequence.result["output_ids"], transformers_greedy(backend.model, prompt, 12))
-        # A training step changes the master weights; the next generation reads the new ones.
-        def change():
-            with torch.no_grad():
-                for parameter in backend.trainable().parameters():
-                    parameter.add_(torch.randn_like(parameter) * 0.5)
-        engine.exclusive(change)
+        # A weight update changes the master weights; the next generation reads the new ones.
+        changed = {name: tensor + torch.randn_like(tensor) * 0.5 for name, tensor in backend.model.state_dict().items()}
+        engine.exclusive(lambda: backend.load_tensors(changed, origin="test"))
         sequence = engine.submit(PROMPTS[1], SamplingParams(max_new_tokens=10, temperature=0.0, ignore_eos=True), False, None)
         self.assertTrue(sequence.done.wait(120))
         self.assertEqual(sequence.result["output_ids"], transformers_greedy(backend.model, PROMPTS[1], 10))

@@ -12,13 +12,15 @@ import unittest
 import urllib.error
 import urllib.request
 
+from agentmath_models.byte_folder import init_byte_model
+
 PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def start_worker(*extra, env=None):
     environ = {key: value for key, value in os.environ.items() if key != "AGENTMATH_ENGINE_API_KEY"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "agentmath_engine", "--model", "test", "--port", "0", "--decode-threads", "1", "--train-threads", "1", *extra],
+        [sys.executable, "-m", "agentmath_engine", "--model", "test", "--port", "0", "--decode-threads", "1", *extra],
         cwd=PYTHON_DIR, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={**environ, **(env or {})},
     )
     line = process.stdout.readline()
@@ -91,71 +93,49 @@ class ServerTest(unittest.TestCase):
         status, body = self.call("/generate", {"input_ids": [1], "sampling_params": {"temprature": 1}})
         self.assertEqual(status, 400)
         self.assertIn("temprature", body["error"]["message"])
-        status, body = self.call("/train/sft_step", {"sequences": [{"input_ids": [1, 2, 3], "loss_mask": [0, 1]}]})
-        self.assertEqual(status, 400)
-        self.assertIn("sequences[0].loss_mask", body["error"]["message"])
         self.assertEqual(self.call("/nope", {})[0], 404)
 
-    def test_training_checkpoint_and_weight_update_round_trip(self):
-        ids = list(b"<|user|>\n2*3\n<|assistant|>\n6") + [256]
-        mask = [0] * 27 + [1, 1]
-        greedy = {"input_ids": ids[:27], "sampling_params": {"max_new_tokens": 8, "temperature": 0}}
-        status, stats = self.call("/train/sft_step", {"sequences": [{"input_ids": ids, "loss_mask": mask}], "learning_rate": 0.01})
-        self.assertEqual(status, 200)
-        version = stats["policy_version"]
-        self.assertEqual(stats["tokens"], 2)
-        folder = os.path.join(self.temp, "checkpoint")
-        self.assertEqual(self.call("/train/save_checkpoint", {"path": folder})[0], 200)
-        for name in ("config.json", "pytorch_model.bin", "tokenizer.json", "tokenizer_config.json", "trainer_state.json"):
-            self.assertTrue(os.path.isfile(os.path.join(folder, name)), name)
-        with open(os.path.join(folder, "tokenizer_config.json")) as handle:
-            self.assertEqual(json.load(handle)["eos_token"], "<|endoftext|>")
-        _, saved_output = self.call("/generate", greedy)
-        self.assertEqual(saved_output["meta_info"]["weight_version"], str(version))
-        _, logprobs = self.call("/train/score", {"input_ids": [ids]})
-        old = logprobs["token_logprobs"][0]
-        status, grpo = self.call("/train/grpo_step", {
-            "sequences": [{"input_ids": ids, "loss_mask": mask, "advantage": 1.0, "old_logprobs": old}],
-            "learning_rate": 0.05, "kl_coef": 0.01,
-        })
-        self.assertEqual(status, 200)
-        self.assertEqual(grpo["policy_version"], version + 1)
-        _, moved = self.call("/train/score", {"input_ids": [ids]})
-        self.assertGreater(sum(moved["token_logprobs"][0][27:]), sum(old[27:]))
-        sequence = {"input_ids": ids, "loss_mask": mask, "advantage": -1.0, "old_logprobs": [v - 0.5 for v in old]}
-        status, decoupled = self.call("/train/grpo_step", {
-            "sequences": [sequence], "learning_rate": 0.0, "proximal": "recompute", "off_policy_cap": 1.2,
-            "aggregation": "sequence-mean", "dual_clip": 3.0, "kl_estimator": "k2",
-            "temperature": 0.7, "mini_batches": 1, "epochs": 2,
-        })
-        self.assertEqual(status, 200)
-        self.assertGreater(decoupled["off_policy_weight"], 1.0)
-        self.assertEqual(decoupled["off_policy_capped"], 1.0)  # e^0.5 > 1.2 on every trained token
-        status, refused = self.call("/train/grpo_step", {"sequences": [sequence], "aggregation": "per-token"})
-        self.assertEqual(status, 400)
-        self.assertIn("aggregation must be one of", refused["error"]["message"])
-        self.assertEqual(decoupled["updates"], 2)
-        status, refused = self.call("/train/grpo_step", {"sequences": [sequence], "kl_estimator": "k1"})
-        self.assertEqual(status, 400)
-        self.assertIn("kl_estimator must be one of 'k3', 'k2'", refused["error"]["message"])
-        status, refused = self.call("/train/grpo_step", {"sequences": [sequence], "dual_clip": 1.0})
-        self.assertEqual(status, 400)
-        self.assertIn("dual_clip must be above 1", refused["error"]["message"])
-        status, update = self.call("/update_weights_from_disk", {"model_path": folder})
+    def test_weight_update_from_disk_round_trip(self):
+        # Two folders of the served shape: the update serves the second's weights, a version
+        # given is reported, and loading the first again gives its greedy tokens back.
+        first, second = os.path.join(self.temp, "first"), os.path.join(self.temp, "second")
+        for folder, seed in ((first, 0), (second, 11)):
+            os.makedirs(folder)
+            init_byte_model(folder, seed=seed, shape="test")
+        greedy = {"input_ids": list(b"2*3="), "sampling_params": {"max_new_tokens": 8, "temperature": 0}, "return_logprob": True}
+        status, update = self.call("/update_weights_from_disk", {"model_path": first, "weight_version": "7"})
         self.assertEqual((status, update["success"]), (200, True))
-        _, restored = self.call("/generate", greedy)
-        self.assertEqual(restored["output_ids"], saved_output["output_ids"])
-        self.assertEqual(restored["meta_info"]["weight_version"], str(version))
+        _, from_first = self.call("/generate", greedy)
+        self.assertEqual(from_first["meta_info"]["weight_version"], "7")
+        self.assertEqual(self.call("/update_weights_from_disk", {"model_path": second})[0], 200)
+        _, from_second = self.call("/generate", greedy)
+        # Random weights repeat a token; the logprobs tell the two models apart.
+        logprobs = lambda answer: [round(entry[0], 5) for entry in answer["meta_info"]["output_token_logprobs"]]  # noqa: E731
+        self.assertNotEqual(logprobs(from_second), logprobs(from_first))
+        self.assertEqual(from_second["meta_info"]["weight_version"], "8")
+        self.call("/update_weights_from_disk", {"model_path": first})
+        self.assertEqual(logprobs(self.call("/generate", greedy)[1]), logprobs(from_first))
         # SGLang's answer to a refused load: 400, success false, the message; never a hub lookup.
-        for path in (os.path.join(self.temp, "missing"), "Qwen/Qwen3-0.6B", os.path.join(folder, "config.json")):
+        for path in (os.path.join(self.temp, "missing"), "Qwen/Qwen3-0.6B", os.path.join(first, "config.json")):
             status, failed = self.call("/update_weights_from_disk", {"model_path": path})
             self.assertEqual((status, failed["success"]), (400, False))
             self.assertTrue(failed["message"].startswith("Failed to get weights iterator: "), failed)
-            self.assertIn(f"no such folder: {path}", failed["message"])
+            found = "a file, not a folder" if path.endswith("config.json") else "no such folder"
+            self.assertIn(f"{found}: {path}", failed["message"])
+        # A folder of another shape is refused and the served weights stay.
+        other = os.path.join(self.temp, "other-shape")
+        os.makedirs(other)
+        init_byte_model(other, seed=0, shape="test", num_hidden_layers=1)
+        status, failed = self.call("/update_weights_from_disk", {"model_path": other})
+        self.assertEqual((status, failed["success"]), (400, False))
+        self.assertIn("different model", failed["message"])
+        self.assertEqual(logprobs(self.call("/generate", greedy)[1]), logprobs(from_first))
 
     def test_served_folder_loads_in_a_fresh_worker(self):
         folder = os.path.join(self.temp, "fresh")
-        self.call("/train/save_checkpoint", {"path": folder})
+        os.makedirs(folder)
+        init_byte_model(folder, seed=3, shape="test")
+        self.call("/update_weights_from_disk", {"model_path": folder})
         greedy = {"input_ids": [72, 105], "sampling_params": {"max_new_tokens": 6, "temperature": 0}}
         _, expected = self.call("/generate", greedy)
         process, url = start_worker("--model", folder)
@@ -193,7 +173,7 @@ class AuthTest(unittest.TestCase):
             self.assertEqual(status("/health"), 200)
             self.assertEqual(status("/get_model_info"), 401)
             self.assertEqual(status("/generate", body=generate), 401)
-            self.assertEqual(status("/train/sft_step", "Bearer wrong-key", {"input_ids": [[1, 2]]}), 401)
+            self.assertEqual(status("/update_weights_from_disk", "Bearer wrong-key", {"model_path": "/tmp"}), 401)
             self.assertEqual(status("/generate", "worker-key", generate), 401)
             self.assertEqual(status("/get_model_info", "Bearer worker-key"), 200)
             self.assertEqual(status("/generate", "Bearer worker-key", generate), 200)
@@ -245,8 +225,8 @@ class ClientGoneTest(unittest.TestCase):
         from agentmath_engine.server import make_handler
 
         worker = SimpleNamespace(
-            generate=None, update_weights_from_disk=None, engine=None, train=None, score=None,
-            save_checkpoint=None, load_checkpoint=None, model_info=None, train_state=None, flush_cache=None,
+            generate=None, update_weights_from_disk=None, engine=None, model_info=None, server_info=None, flush_cache=None,
+            models=None,
         )
         handler_class = make_handler(worker)
         handler = handler_class.__new__(handler_class)

@@ -2,5 +2,5 @@
 
 Entered by `torchrun … -m agentmath_train serve` (rank 0 answers HTTP and broadcasts each
 command to every rank) or `python -m agentmath_train init-model` (a random-init model for tests).
-The losses are the embedded worker's (`agentmath_engine.losses`): one definition for both.
+Every model trains here, the byte model too (`agentmath_models` registers it with transformers).
 """

@@ -1,4 +1,5 @@
-"""`python -m agentmath_train init-model|import-gguf …` and `torchrun … -m agentmath_train serve …`."""
+"""`python -m agentmath_train init-model|convert-byte-model|import-gguf …` (model folders, from
+`agentmath_models`) and `torchrun … -m agentmath_train serve …` (the trainer service)."""
 
 from __future__ import annotations
 
@@ -35,17 +36,21 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="agentmath_train")
     commands = parser.add_subparsers(dest="command", required=True)
     init = commands.add_parser("init-model", help="a random-init Hugging Face model with a tokenizer")
-    init.add_argument("--arch", required=True, choices=("qwen3", "qwen3-moe", "llama"))
+    init.add_argument("--arch", required=True, choices=("qwen3", "qwen3-moe", "llama", "byte-gpt"))
     init.add_argument("--out", required=True)
-    init.add_argument("--corpus", required=True, help="text the tokenizer's BPE merges are learned from")
-    init.add_argument("--layers", type=int, default=2)
-    init.add_argument("--hidden", type=int, default=64)
+    init.add_argument("--corpus", default=None, help="text the tokenizer's BPE merges are learned from (not for byte-gpt: its tokens are bytes)")
+    init.add_argument("--shape", default="tiny", help="byte-gpt only: the named shape the other flags change (tiny, test)")
+    init.add_argument("--layers", type=int, default=None, help="default 2 (byte-gpt: its shape's)")
+    init.add_argument("--hidden", type=int, default=None, help="default 64 (byte-gpt: its shape's)")
     init.add_argument("--vocab-size", type=int, default=1024)
     init.add_argument("--seed", type=int, default=0)
     init.add_argument("--heads", type=int, default=None)
     init.add_argument("--kv-heads", type=int, default=None)
     init.add_argument("--intermediate", type=int, default=None)
     init.add_argument("--embedding-rows", type=int, default=None)
+    convert = commands.add_parser("convert-byte-model", help="a byte model folder of the old worker's layout in the Hugging Face layout")
+    convert.add_argument("--from", dest="source", required=True)
+    convert.add_argument("--out", required=True)
     imported = commands.add_parser("import-gguf", help="a GGUF file as a Hugging Face model folder")
     imported.add_argument("--gguf", required=True)
     imported.add_argument("--out", required=True)
@@ -74,6 +79,7 @@ def main(argv=None) -> int:
     serve.add_argument("--weight-decay", type=float, default=0.01)
     serve.add_argument("--max-grad-norm", type=float, default=1.0)
     serve.add_argument("--seed", type=int, default=0)
+    serve.add_argument("--threads", type=int, default=0, help="torch threads of a CPU rank (default 0: its share of the machine's cores)")
     serve.add_argument("--compute-dtype", choices=("float32", "bfloat16"), default=None,
                        help="the forward and backward's dtype (default: bf16 on a GPU, fp32 on CPU)")
     serve.add_argument(
@@ -131,16 +137,38 @@ def main(argv=None) -> int:
         print(json.dumps(report) if args.json else render(report), end="\n" if args.json else "")
         return 0
 
-    if args.command == "init-model":
-        from .init_model import init_model
+    if args.command in ("init-model", "convert-byte-model", "import-gguf"):
+        # Started by the CLI: gone with it (kill -9 included); stopped by a signal: its finally
+        # blocks remove what it wrote half, before torch and transformers are even imported.
+        watch_parent(f"agentmath_train {args.command}")
+        _signals_stop_the_work()
 
+    if args.command == "init-model" and args.arch == "byte-gpt":
+        from agentmath_models.byte_folder import init_byte_model
+
+        given = {"num_hidden_layers": args.layers, "hidden_size": args.hidden, "num_attention_heads": args.heads,
+                 "num_key_value_heads": args.kv_heads, "intermediate_size": args.intermediate}
+        try:
+            result = init_byte_model(args.out, args.seed, args.shape, **{key: value for key, value in given.items() if value is not None})
+        except ValueError as error:
+            print(f"agentmath_train init-model: {error}", file=sys.stderr)
+            return 2
+        print(json.dumps(result))
+        return 0
+
+    if args.command == "init-model":
+        from agentmath_models.init_model import init_model
+
+        if args.corpus is None:
+            print(f"agentmath_train init-model: --arch {args.arch} needs --corpus (the text its tokenizer is learned from)", file=sys.stderr)
+            return 2
         try:
             result = init_model(
                 args.arch,
                 args.out,
                 args.corpus,
-                args.layers,
-                args.hidden,
+                args.layers or 2,
+                args.hidden or 64,
                 args.vocab_size,
                 args.seed,
                 heads=args.heads,
@@ -154,8 +182,19 @@ def main(argv=None) -> int:
         print(json.dumps(result))
         return 0
 
+    if args.command == "convert-byte-model":
+        from agentmath_models.byte_folder import convert_legacy_folder
+
+        try:
+            result = convert_legacy_folder(args.source, args.out)
+        except ValueError as error:
+            print(f"agentmath_train convert-byte-model: {error}", file=sys.stderr)
+            return 2
+        print(json.dumps(result))
+        return 0
+
     if args.command == "import-gguf":
-        from .import_gguf import ImportRefused, import_gguf
+        from agentmath_models.import_gguf import ImportRefused, import_gguf
 
         try:
             result = import_gguf(args.gguf, args.out, args.dtype, args.source)
@@ -202,8 +241,28 @@ def main(argv=None) -> int:
         sequence_parallel=args.sp,
         cpu_offload=args.cpu_offload,
     )
-    run_service(settings, args.host, args.port, token)
+    run_service(settings, args.host, args.port, token, args.threads)
     return 0
+
+
+class Stopped(BaseException):
+    """A signal asked a one-shot command to stop (raised where the main thread is)."""
+
+    def __init__(self, number: int):
+        super().__init__(f"stopped by signal {number}")
+        self.number = number
+
+
+def _signals_stop_the_work() -> None:
+    """TERM, INT and HUP raise `Stopped` in the main thread, so `finally` blocks run; `main`
+    then ends with 128+N, as death by the signal would."""
+    import signal
+
+    def stop(number, _frame):
+        raise Stopped(number)
+
+    for name in ("SIGTERM", "SIGINT", "SIGHUP"):
+        signal.signal(getattr(signal, name), stop)
 
 
 def _probe(args) -> int:
@@ -244,4 +303,7 @@ def _probe(args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Stopped as stopped:
+        sys.exit(128 + stopped.number)

@@ -27,6 +27,11 @@ from torch.distributed.checkpoint.state_dict import (
     set_state_dict,
 )
 
+from agentmath_models import register_architectures
+from agentmath_models.file_modes import match_umask
+
+register_architectures()
+
 STATE_FILE = "trainer-state.json"
 TOKENIZER_FILES = (
     "tokenizer.json",
@@ -36,6 +41,8 @@ TOKENIZER_FILES = (
     "vocab.json",
     "merges.txt",
     "generation_config.json",
+    # How the model is prompted (the project's declaration, src/model/training-prompt.ts).
+    "training-prompt.json",
 )
 
 
@@ -106,6 +113,7 @@ def export_hugging_face(folder: str, model, source: str, dtype: torch.dtype = to
             path = os.path.join(source, name)
             if os.path.isfile(path) and not os.path.exists(os.path.join(temporary, name)):
                 shutil.copy(path, os.path.join(temporary, name))
+        match_umask(temporary)
         shutil.rmtree(folder, ignore_errors=True)
         os.replace(temporary, folder)
     dist.barrier()

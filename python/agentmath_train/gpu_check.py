@@ -96,7 +96,7 @@ def generation_tokens_per_second(shape: ModelShape, where: Placement, batch: int
     from agentmath_engine.engine import Engine, SamplingParams
     from agentmath_engine.hf_backend import HuggingFaceBackend
 
-    from .init_model import build_tokenizer
+    from agentmath_models.init_model import build_tokenizer
 
     tokenizer = build_tokenizer(CORPUS, 300)
     torch.manual_seed(0)

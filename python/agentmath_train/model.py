@@ -20,7 +20,11 @@ import torch
 import torch.distributed as dist
 import transformers
 
+from agentmath_models import register_architectures
+
 from .attention import ATTENTION_IMPLEMENTATION
+
+register_architectures()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,11 +76,19 @@ def _require_model_folder(path: str) -> None:
         raise FileNotFoundError(f"{path}: not a Hugging Face model folder (no config.json)")
 
 
+def _attention(config, attention: str) -> dict:
+    """The attn_implementation to ask for: `attention`, unless the model computes its own
+    attention (the byte model: transformers does not dispatch it, and refuses to be asked)."""
+    model_class = transformers.AutoModelForCausalLM._model_mapping[type(config)]
+    return {"attn_implementation": attention} if getattr(model_class, "_supports_attention_backend", True) else {}
+
+
 def load_model(path: str, where: Placement, attention: str = ATTENTION_IMPLEMENTATION) -> torch.nn.Module:
     """The whole model in fp32 on this rank's device (every rank a full copy). `attention`: a
     transformers attn_implementation; "sdpa" is the dense-mask path, kept for comparison."""
     _require_model_folder(path)
-    model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation=attention)
+    config = transformers.AutoConfig.from_pretrained(path)
+    model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, **_attention(config, attention))
     model.config.use_cache = False
     return model.to(where.device)
 
@@ -86,7 +98,7 @@ def meta_model(path: str, dtype: torch.dtype) -> torch.nn.Module:
     _require_model_folder(path)
     config = transformers.AutoConfig.from_pretrained(path)
     with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation=ATTENTION_IMPLEMENTATION)
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype, **_attention(config, ATTENTION_IMPLEMENTATION))
     model.config.use_cache = False
     return model
 

@@ -18,8 +18,8 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import torch
 
-from agentmath_engine.lm_head_logprobs import model_token_logprobs
-from agentmath_engine.losses import token_entropy, token_logprobs
+from .lm_head_logprobs import model_token_logprobs
+from .losses import token_entropy, token_logprobs
 
 
 def split_across_ranks(lengths: Sequence[int], world_size: int) -> List[List[int]]:

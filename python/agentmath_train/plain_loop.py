@@ -36,7 +36,16 @@ class PlainLoop:
     def __init__(self, model_path: str, micro_batch_tokens: int) -> None:
         import transformers
 
-        self.model = transformers.AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32, attn_implementation="sdpa")
+        from agentmath_models import register_architectures
+
+        register_architectures()
+
+        # transformers' SDPA where the model lets transformers dispatch its attention; the byte
+        # model computes its own.
+        config = transformers.AutoConfig.from_pretrained(model_path)
+        model_class = transformers.AutoModelForCausalLM._model_mapping[type(config)]
+        attention = {"attn_implementation": "sdpa"} if getattr(model_class, "_supports_sdpa", False) else {}
+        self.model = transformers.AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32, **attention)
         self.model.train()
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=0.0, betas=(0.9, 0.95), weight_decay=0.01)
         self.micro_batch_tokens = micro_batch_tokens

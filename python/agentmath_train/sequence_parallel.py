@@ -34,7 +34,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from transformers import AttentionInterface
 
-from agentmath_engine.lm_head_logprobs import chunked_logprobs_entropy, final_hidden_states
+from .lm_head_logprobs import chunked_logprobs_entropy, final_hidden_states
 
 from .attention import varlen_attention
 from .packing import PackedRow, pack
@@ -135,6 +135,11 @@ def check_heads(config, size: int) -> None:
 
 def use_ulysses_attention(model: torch.nn.Module, size: int) -> torch.nn.Module:
     """The model's attention becomes `ulysses_attention` (nothing changes when size is 1)."""
+    if size > 1 and not getattr(model, "_supports_attention_backend", False):
+        raise ValueError(
+            f"--sp {size}: {type(model).__name__} computes its own attention (transformers does not dispatch it), "
+            "so it cannot be split across ranks; use --sp 1"
+        )
     check_heads(model.config, size)
     if size > 1:
         model.set_attn_implementation(ATTENTION_NAME)

@@ -13,6 +13,7 @@ Routes (JSON unless noted; a binary batch is `batch_io`'s format):
                             {master_port, buckets}: rank 0 hosts the group's store (weight_broadcast.py)
   POST /join_weights_update_group  {group_name}: rank 0 joins (blocks until every engine did)
   POST /broadcast_weights   {group_name}: every parameter, bucket by bucket, into the group
+  POST /destroy_weights_update_group  {group_name}: rank 0 leaves and destroys its side of the group
   POST /transfer_probe      binary batch → every rank decodes it, nothing else (bench trainer)
   POST /shutdown            stops every rank
 HTTP runs in a thread; the main thread owns every collective: it takes one command at a time
@@ -42,7 +43,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import torch
 import torch.distributed as dist
 
-from agentmath_engine.lm_head_logprobs import DEFAULT_CHUNK_TOKENS
+from .lm_head_logprobs import default_chunk_tokens
 
 from .batch_io import BatchFormatError, check_ranges, decode_batch
 from .checkpoint import export_hugging_face, load_checkpoint, save_checkpoint
@@ -74,8 +75,9 @@ class TrainerSettings:
     reference: Optional[str] = None
     micro_batch_tokens: int = 8192
     activation_checkpointing: bool = False
-    # Tokens per LM-head chunk when scoring (0: the model's full [T × V] logits).
-    logits_chunk_tokens: int = DEFAULT_CHUNK_TOKENS
+    # Tokens per LM-head chunk when scoring (0: the model's full [T × V] logits; None: by the
+    # vocabulary, lm_head_logprobs.default_chunk_tokens).
+    logits_chunk_tokens: Optional[int] = None
     # What a rank may hold (0: the device's memory); steps estimated above it are refused.
     memory_limit_bytes: int = 0
     weight_decay: float = 0.01
@@ -106,6 +108,9 @@ class TrainerCore:
             torch.float32,
             lambda model: parallelize(model, self.where, settings.activation_checkpointing, settings.sequence_parallel),
         )
+        self.logits_chunk_tokens = (
+            settings.logits_chunk_tokens if settings.logits_chunk_tokens is not None else default_chunk_tokens(self.vocab_size)
+        )
         decay = [p for p in self.model.parameters() if p.requires_grad and p.dim() >= 2]
         no_decay = [p for p in self.model.parameters() if p.requires_grad and p.dim() < 2]
         self.optimizer = torch.optim.AdamW(
@@ -127,7 +132,7 @@ class TrainerCore:
                 self.where.compute_dtype,
                 lambda model: freeze(model, self.where, settings.sequence_parallel),
             ),
-            logits_chunk_tokens=settings.logits_chunk_tokens,
+            logits_chunk_tokens=self.logits_chunk_tokens,
             sequence_parallel=sequence_parallel if settings.sequence_parallel > 1 else None,
         )
         if settings.reference is not None:
@@ -153,7 +158,7 @@ class TrainerCore:
             dist.get_world_size(),
             MemoryOptions(
                 self.settings.activation_checkpointing,
-                self.settings.logits_chunk_tokens,
+                self.logits_chunk_tokens,
                 cpu_offload=self.where.cpu_offload,
                 reference=self.runner.reference_loaded,
             ),
@@ -181,6 +186,7 @@ class TrainerCore:
             "device": str(self.where.device),
             "compute_dtype": str(self.where.compute_dtype).replace("torch.", ""),
             "threads": torch.get_num_threads(),
+            "logits_chunk_tokens": self.logits_chunk_tokens,
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
             "parameters": sum(p.numel() for p in self.model.parameters()),
             "sequence_parallel": self.settings.sequence_parallel,
@@ -245,10 +251,14 @@ class TrainerCore:
             return self.broadcaster.join(payload)
         if route == "/broadcast_weights":
             return {**self.broadcaster.broadcast(payload), "policy_version": self.runner.policy_version}
+        if route == "/destroy_weights_update_group":
+            return self.broadcaster.destroy(payload)
         raise KeyError(route)
 
 
-WEIGHT_GROUP_ROUTES = {"/open_weights_update_group", "/join_weights_update_group", "/broadcast_weights"}
+WEIGHT_GROUP_ROUTES = {
+    "/open_weights_update_group", "/join_weights_update_group", "/broadcast_weights", "/destroy_weights_update_group",
+}
 ROUTES = {
     "/state", "/sft_step", "/grpo_step", "/score", "/save_checkpoint", "/load_checkpoint", "/export", "/transfer_probe",
     "/shutdown", *WEIGHT_GROUP_ROUTES,
@@ -429,13 +439,14 @@ def report_start_failure(error: Exception) -> None:
     print(json.dumps({"event": "start-failed", "rank": rank, "error": message}), flush=True)
 
 
-def run_service(settings: TrainerSettings, host: str, port: int, token: Optional[str]) -> None:
+def run_service(settings: TrainerSettings, host: str, port: int, token: Optional[str], threads: int = 0) -> None:
     """Every rank: join the process group, load and shard the model, then serve (rank 0) or
-    follow. An error before rank 0 listens is reported by `report_start_failure`."""
+    follow. An error before rank 0 listens is reported by `report_start_failure`. `threads`:
+    torch threads of a CPU rank (0: its share of the machine's cores)."""
     try:
         where = placement(settings.compute_dtype, settings.cpu_offload)
         if where.device.type == "cpu":
-            torch.set_num_threads(rank_threads(int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
+            torch.set_num_threads(threads or rank_threads(int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
             if settings.cpu_offload and int(os.environ.get("RANK", "0")) == 0:
                 print("agentmath_train: --cpu-offload changes nothing on CPU ranks (their state is in host memory already)", file=sys.stderr, flush=True)
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
@@ -456,7 +467,13 @@ def run_service(settings: TrainerSettings, host: str, port: int, token: Optional
 
 
 def init_distributed_with_timeout(where: Placement) -> None:
+    """Under torchrun, the group torchrun's rendezvous describes; started alone (one rank, no
+    launcher: what `--nproc 1` runs), a group of one over an in-memory store, so no port is
+    taken and two such trainers on one machine never meet."""
+    if "WORLD_SIZE" not in os.environ:
+        os.environ.update({"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1"})
+        dist.init_process_group(where.backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timedelta(minutes=30))
+        return
     os.environ.setdefault("RANK", "0")
-    os.environ.setdefault("WORLD_SIZE", "1")
     os.environ.setdefault("MASTER_PORT", "29533")
     dist.init_process_group(where.backend, timeout=timedelta(minutes=30))

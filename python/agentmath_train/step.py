@@ -24,8 +24,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from agentmath_engine.lm_head_logprobs import DEFAULT_CHUNK_TOKENS
-from agentmath_engine.losses import grpo_loss_sum, sft_loss_sum
+from .lm_head_logprobs import DEFAULT_CHUNK_TOKENS
+from .losses import grpo_loss_sum, sft_loss_sum
 
 from .batch_io import Batch
 from .options import StepOptions

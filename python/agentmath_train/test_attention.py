@@ -36,7 +36,7 @@ from agentmath_train.model import Placement, load_model  # noqa: E402
 from agentmath_train.packing import pack, packed_scores  # noqa: E402
 from agentmath_train.parallelize import parallelize  # noqa: E402
 from agentmath_train.test_distributed import OneProcessGroupTestCase  # noqa: E402
-from agentmath_engine.losses import token_entropy, token_logprobs  # noqa: E402
+from agentmath_train.losses import token_entropy, token_logprobs  # noqa: E402
 
 CPU = Placement(torch.device("cpu"), torch.float32, "gloo")
 LENGTHS = (23, 2, 41, 9, 17)

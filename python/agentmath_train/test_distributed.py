@@ -1,7 +1,7 @@
 """Tests of the distributed trainer on CPU: the batch format, packing, 2-process FSDP2 against
 1 process (which is not wrapped in FSDP2), sharded checkpoints (one process's resumed on 2) and
-the Hugging Face export. Models are random-init Qwen3, Qwen3-MoE and Llama built from config
-(2 layers, hidden 64), never downloaded."""
+the Hugging Face export. Models are random-init Qwen3, Qwen3-MoE, Llama and the byte model built
+from config (2 layers, hidden 64; the byte model with every option on), never downloaded."""
 
 from __future__ import annotations
 
@@ -25,14 +25,15 @@ from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_
 
 from agentmath_train.batch_io import BatchFormatError, check_ranges, decode_batch, encode_batch  # noqa: E402
 from agentmath_train.equivalence_probe import fixed_batch  # noqa: E402
-from agentmath_train.init_model import init_model  # noqa: E402
+from agentmath_models.byte_folder import init_byte_model  # noqa: E402
+from agentmath_models.init_model import init_model  # noqa: E402
 from agentmath_train.options import StepOptionsError, parse_step_options  # noqa: E402
 from agentmath_train.packing import micro_batches, pack, packed_logprobs, split_across_ranks  # noqa: E402
-from agentmath_engine.losses import token_logprobs  # noqa: E402
+from agentmath_train.losses import token_logprobs  # noqa: E402
 
 PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = "def f(x):\n    return x * 2\n\nprint(f(21))\n\nThe answer is \\boxed{42}.\n\nCompute 123 * 456 + 789.\n"
-ARCHITECTURES = ("qwen3", "qwen3-moe", "llama")
+ARCHITECTURES = ("qwen3", "qwen3-moe", "llama", "byte-gpt")
 # 1 vs 2 processes: the same sums in another order. Losses agree to ~1e-7 relative. After an
 # SFT and a GRPO step at lr 1e-2 a weight can move by up to 2e-2; the two runs differ by up to
 # ~6e-5 (Adam divides by √v, which turns rounding in near-zero gradients into visible update
@@ -60,7 +61,11 @@ class TrainerTestCase(unittest.TestCase):
         cls.models = {}
         for arch in ARCHITECTURES:
             out = os.path.join(cls.folder, arch)
-            init_model(arch, out, corpus, layers=2, hidden=64, vocab_size=400, seed=1)
+            if arch == "byte-gpt":
+                os.makedirs(out)
+                init_byte_model(out, seed=1, shape="test", token_shift=True, digit_index=True, number_index=True, digit_match=True)
+            else:
+                init_model(arch, out, corpus, layers=2, hidden=64, vocab_size=400, seed=1)
             cls.models[arch] = out
 
     @classmethod

@@ -78,7 +78,7 @@ class MemoryPlanTest(unittest.TestCase):
 
 class TrainerRefusalTest(unittest.TestCase):
     def test_the_service_refuses_before_the_step(self):
-        from agentmath_train.init_model import init_model
+        from agentmath_models.init_model import init_model
         from agentmath_train.service import TrainerCore, TrainerSettings, validate
 
         folder = tempfile.mkdtemp(prefix="agentmath-memory-plan-")

@@ -29,7 +29,7 @@ from torch.distributed.tensor import DTensor  # noqa: E402
 
 from agentmath_train.batch_io import decode_batch, encode_batch  # noqa: E402
 from agentmath_train.equivalence_probe import fixed_batch  # noqa: E402
-from agentmath_train.init_model import init_model  # noqa: E402
+from agentmath_models.init_model import init_model  # noqa: E402
 from agentmath_train.model import Placement  # noqa: E402
 from agentmath_train.options import parse_step_options  # noqa: E402
 from agentmath_train.parallelize import parallelize  # noqa: E402

@@ -1,13 +1,12 @@
 /**
- * `bench engine` figures for a running worker: generation tokens/s at several batch sizes
+ * `bench engine` figures for a running engine: generation tokens/s at several batch sizes
  * (B concurrent `/generate` requests of `newTokens` tokens each, EOS ignored so every
- * request runs its full length) and SFT step time. The baseline, measured in the same run,
- * is batch 1: the ratio says what continuous batching buys.
+ * request runs its full length). The baseline, measured in the same run, is batch 1: the
+ * ratio says what continuous batching buys. (Training speed is `bench trainer`'s.)
  */
 
 import { generateExactly } from '../engine/local/generate-exactly.ts';
 import { ascending, percentile } from '../shared/percentile.ts';
-import { TrainerClient } from '../train/index.ts';
 
 export type EngineBenchOptions = {
   url: string;
@@ -17,9 +16,6 @@ export type EngineBenchOptions = {
   promptTokens?: number;
   newTokens?: number;
   rounds?: number;
-  sftSteps?: number;
-  sftSequences?: number;
-  sftSequenceTokens?: number;
   onProgress?: (message: string) => void;
 };
 
@@ -39,16 +35,9 @@ export type EngineBenchReport = {
   newTokens: number;
   rounds: number;
   generation: GenerationFigures[];
-  sft: {
-    sequences: number;
-    tokensPerStep: number;
-    stepMsP50: number;
-    stepMsP99: number;
-    tokensPerSecondP50: number;
-  } | null;
 };
 
-/** Runs the benchmark against the worker at `url` (which it trains: use a throwaway worker). */
+/** Runs the benchmark against the engine at `url`. */
 export async function benchEngine(options: EngineBenchOptions): Promise<EngineBenchReport> {
   const {
     url,
@@ -56,9 +45,6 @@ export async function benchEngine(options: EngineBenchOptions): Promise<EngineBe
     promptTokens = 100,
     newTokens = 256,
     rounds = 3,
-    sftSteps = 5,
-    sftSequences = 32,
-    sftSequenceTokens = 300,
     onProgress = () => {},
   } = options;
   const headers: Record<string, string> = {
@@ -97,35 +83,7 @@ export async function benchEngine(options: EngineBenchOptions): Promise<EngineBe
     ...figures,
     ratioToBatch1: baseline ? figures.tokensPerSecondP50 / baseline : null,
   }));
-  let sft: EngineBenchReport['sft'] = null;
-  if (sftSteps > 0) {
-    const trainer = new TrainerClient({
-      baseUrl: url,
-      ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
-    });
-    const sequences = Array.from({ length: sftSequences }, (_, row) => {
-      const inputIds = Array.from({ length: sftSequenceTokens }, (_, index) => (row * 31 + index * 7) % 256);
-      const lossMask = inputIds.map((_, index) => (index < 60 ? 0 : 1));
-      return { inputIds, lossMask };
-    });
-    await trainer.sftStep({ sequences: sequences.slice(0, 2) }); // warm-up: optimizer state
-    const stepMs: number[] = [];
-    for (let step = 0; step < sftSteps; step++) {
-      const started = performance.now();
-      await trainer.sftStep({ sequences });
-      stepMs.push(performance.now() - started);
-    }
-    const tokensPerStep = sftSequences * sftSequenceTokens;
-    sft = {
-      sequences: sftSequences,
-      tokensPerStep,
-      stepMsP50: percentileOf(stepMs, 50),
-      stepMsP99: percentileOf(stepMs, 99),
-      tokensPerSecondP50: tokensPerStep / (percentileOf(stepMs, 50) / 1000),
-    };
-    onProgress(`sft: ${sft.stepMsP50.toFixed(0)} ms/step`);
-  }
-  return { url, promptTokens, newTokens, rounds, generation, sft };
+  return { url, promptTokens, newTokens, rounds, generation };
 }
 
 function generate(

@@ -14,6 +14,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { countNoun } from '../shared/count-noun.ts';
 import { ascending, percentile } from '../shared/percentile.ts';
 import { type DecodeProfile, renderDecodeProfile, runDecodeProfile } from './decode-profile.ts';
 import { startPythonLineProcess } from './python-line-process.ts';
@@ -324,7 +325,7 @@ export function describeMachine(machine: MachineDescription): string {
 export function renderEngineModelBench(report: EngineModelBenchReport): string {
   const lines = [
     describeMachine(report.machine),
-    `model ${report.model}: decode ${report.decodeDtype} (${report.decodeLinear} linear weights), ${report.decodeThreads || 'all'} threads; prompt ${report.promptTokens} tokens, ${report.newTokens} new tokens per request (greedy, EOS ignored), ${report.rounds} rounds`,
+    `model ${report.model}: decode ${report.decodeDtype} (${report.decodeLinear} linear weights), ${report.decodeThreads || 'all'} threads; prompt ${report.promptTokens} tokens, ${report.newTokens} new tokens per request (greedy, EOS ignored), ${countNoun(report.rounds, 'round')}`,
     `bound: copy bandwidth ${(report.copyBytesPerSecond / 1e9).toFixed(1)} GB/s, ${(report.weightBytes / 1e6).toFixed(0)} MB of weights read per decode step`,
     '',
     'concurrent | engine tok/s p50 (p99) | transformers tok/s p50 (p99) | engine/transformers | bound tok/s | engine/bound | matmuls alone tok/s | engine/matmuls',

@@ -1,9 +1,13 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   choiceOption,
   defaultOf,
+  existingFolderOption,
   hostOption,
   httpUrlOption,
   integerOption,
@@ -86,6 +90,25 @@ describe('httpUrlOption', () => {
     expect(httpUrlOption('http://127.0.0.1:30000/v1')).toBe('http://127.0.0.1:30000/v1');
     expect(httpUrlOption('https://api.openai.com')).toBe('https://api.openai.com');
     rejects(httpUrlOption, 'not-a-url', 'expected an http:// or https:// URL');
-    rejects(httpUrlOption, 'ftp://host', 'got ftp:');
+    rejects(httpUrlOption, 'ftp://host', 'expected an http:// or https:// URL, e.g. http://127.0.0.1:30000');
+    rejects(httpUrlOption, 'localhost:31599', 'e.g. http://localhost:31599');
+  });
+});
+
+describe('existingFolderOption', () => {
+  it('keeps a folder and refuses a missing path or a file', () => {
+    const folder = mkdtempSync(join(tmpdir(), 'agentmath-folder-option-'));
+    try {
+      writeFileSync(join(folder, 'tokenizer.json'), '{}');
+      expect(existingFolderOption(folder)).toBe(folder);
+      rejects(
+        existingFolderOption,
+        join(folder, 'tokenizer.json'),
+        'it is a file; give the folder that holds it',
+      );
+      rejects(existingFolderOption, join(folder, 'missing'), 'no such folder');
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 });

@@ -17,6 +17,8 @@
  * - `numberOption({ min, max, minExclusive })`: a finite number in range.
  * - `portOption`, `hostOption`: a TCP port 0..65535; an IP address or a host name.
  * - `httpUrlOption`: an http:// or https:// URL (a server's base URL).
+ * - `existingFolderOption`: a path that is an existing folder (`--tokenizer DIR`), so a file or
+ *   a typo is refused naming the option instead of failing later as ENOTDIR.
  * - `collectHttpUrls`: for `--engine <url...>`, an option given once with several URLs
  *   (`--engine A B`), repeated (`--engine A --engine B`), or both: every URL, in order. Only for
  *   commands without positional arguments (a variadic option takes the words that follow it);
@@ -29,6 +31,7 @@
  * - `usageError(message)`: an error for a bad combination of options found in an action;
  *   `main.ts` prints it and exits with status 2 (code `CLI_BAD_OPTION`).
  */
+import { existsSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { type Command, InvalidArgumentError } from 'commander';
 import type { z } from 'zod';
@@ -115,14 +118,24 @@ export function hostOption(value: string): string {
 
 /** An `http://` or `https://` URL (a server's base URL), kept as written. */
 export function httpUrlOption(value: string): string {
-  let url: URL;
+  let url: URL | null = null;
   try {
     url = new URL(value);
   } catch {
-    throw new InvalidArgumentError('expected an http:// or https:// URL, e.g. http://127.0.0.1:30000');
+    // reported below
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new InvalidArgumentError(`expected an http:// or https:// URL (got ${url.protocol})`);
+  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    const meant = value.includes('://') ? 'e.g. http://127.0.0.1:30000' : `e.g. http://${value}`;
+    throw new InvalidArgumentError(`expected an http:// or https:// URL, ${meant}`);
+  }
+  return value;
+}
+
+/** A path that exists and is a folder, kept as written. */
+export function existingFolderOption(value: string): string {
+  if (!existsSync(value)) throw new InvalidArgumentError('no such folder');
+  if (!statSync(value).isDirectory())
+    throw new InvalidArgumentError('it is a file; give the folder that holds it');
   return value;
 }
 

@@ -8,6 +8,7 @@
  * (see `process-lifecycle.ts`).
  */
 import { Command } from 'commander';
+import { MODEL_IMPORT_REFUSED } from '../model/index.ts';
 import { BIND_AUTH_CODES } from '../shared/bind-auth.ts';
 import { RUN_FOLDER_REFUSED } from '../shared/run-folder-check.ts';
 import { RUN_FOLDER_LOCKED } from '../shared/run-folder-lock.ts';
@@ -24,6 +25,7 @@ const USAGE_CODES = new Set<string>([
   RUN_IDENTITY_MISMATCH,
   RUN_FOLDER_REFUSED,
   RUN_FOLDER_LOCKED,
+  MODEL_IMPORT_REFUSED,
   ...BIND_AUTH_CODES,
 ]);
 

@@ -40,6 +40,7 @@ export {
   type RouterPolicyName,
   type RouterReplica,
 } from './router/index.ts';
+export { type ServedContextLengthOptions, servedContextLength } from './served-context-length.ts';
 export { type PauseMode, SglangEngine, type SglangEngineOptions } from './sglang-engine.ts';
 export { resolveTextStop, type TextStop, type TextStopInput } from './text-stop-resolution.ts';
 export type { ChatMessage, EncodeOptions, Tokenizer } from './tokenizer.ts';

@@ -77,8 +77,8 @@ export class JsonHttpClient {
     return this.#limiter.active;
   }
 
-  /** POSTs `body` as JSON to `path` and parses the JSON answer. */
-  async postJson(path: string, body: unknown, signal?: AbortSignal): Promise<PostResult> {
+  /** POSTs `body` as JSON to `path` and parses the JSON answer; `timeoutMs` overrides the client's. */
+  async postJson(path: string, body: unknown, signal?: AbortSignal, timeoutMs?: number): Promise<PostResult> {
     const url = new URL(this.baseUrl + path);
     const payload = JSON.stringify(body);
     let release: () => void;
@@ -89,7 +89,7 @@ export class JsonHttpClient {
       throw error;
     }
     try {
-      return await this.#postOnce(url, payload, signal);
+      return await this.#postOnce(url, payload, signal, timeoutMs ?? this.#options.timeoutMs);
     } finally {
       release();
     }
@@ -108,6 +108,7 @@ export class JsonHttpClient {
         url,
         body === undefined ? '' : JSON.stringify(body),
         undefined,
+        this.#options.timeoutMs,
         method,
       );
       if (result.kind === 'timeout')
@@ -129,12 +130,17 @@ export class JsonHttpClient {
     this.#agent.destroy();
   }
 
-  async #postOnce(url: URL, payload: string, signal: AbortSignal | undefined): Promise<PostResult> {
+  async #postOnce(
+    url: URL,
+    payload: string,
+    signal: AbortSignal | undefined,
+    timeoutMs: number,
+  ): Promise<PostResult> {
     const where = url.toString();
-    const result = await this.#sendOnce(url, payload, signal);
+    const result = await this.#sendOnce(url, payload, signal, timeoutMs);
     if (result.kind === 'aborted') return { status: 'aborted' };
     if (result.kind === 'timeout') {
-      throw new EngineTimeoutError(where, this.#options.timeoutMs, { cause: result.error });
+      throw new EngineTimeoutError(where, timeoutMs, { cause: result.error });
     }
     if (result.kind === 'connection-error') {
       throw new EngineUnavailableError(where, isRetryableConnectionError(result.error), {
@@ -170,6 +176,7 @@ export class JsonHttpClient {
     url: URL,
     payload: string,
     signal: AbortSignal | undefined,
+    timeoutMs: number,
     method: 'GET' | 'POST' = 'POST',
   ): Promise<Attempt> {
     if (signal?.aborted) return Promise.resolve({ kind: 'aborted' });
@@ -199,12 +206,9 @@ export class JsonHttpClient {
         request.destroy();
       };
       const timer = setTimeout(() => {
-        finish({
-          kind: 'timeout',
-          error: new Error(`no complete answer within ${this.#options.timeoutMs} ms`),
-        });
+        finish({ kind: 'timeout', error: new Error(`no complete answer within ${timeoutMs} ms`) });
         request.destroy();
-      }, this.#options.timeoutMs);
+      }, timeoutMs);
       signal?.addEventListener('abort', onAbort, { once: true });
       request.on('error', (error) => finish({ kind: 'connection-error', error }));
       request.on('response', (response) => {

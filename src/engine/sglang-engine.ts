@@ -100,7 +100,7 @@ export class SglangEngine implements WeightUpdatableEngine {
   /** Loads new weights from a checkpoint folder the server can read (`/update_weights_from_disk`). */
   async updateWeightsFromDisk(
     modelPath: string,
-    options: { signal?: AbortSignal; weightVersion?: number } = {},
+    options: { signal?: AbortSignal; weightVersion?: number; timeoutMs?: number } = {},
   ): Promise<WeightUpdateResult> {
     let answer: Awaited<ReturnType<JsonHttpClient['postJson']>>;
     try {
@@ -113,6 +113,7 @@ export class SglangEngine implements WeightUpdatableEngine {
           ...(options.weightVersion === undefined ? {} : { weight_version: String(options.weightVersion) }),
         },
         options.signal,
+        options.timeoutMs,
       );
     } catch (error) {
       // SGLang answers a refused update with 400 {success: false, message}: a value, not an outage.

@@ -65,6 +65,7 @@ export interface WeightUpdatableEngine extends Engine {
    */
   updateWeightsFromDisk(
     modelPath: string,
-    options?: { signal?: AbortSignal; weightVersion?: number },
+    /** `timeoutMs`: how long this load may take (a large model's takes longer than a request). */
+    options?: { signal?: AbortSignal; weightVersion?: number; timeoutMs?: number },
   ): Promise<WeightUpdateResult>;
 }

@@ -115,13 +115,14 @@ export class VllmEngine implements WeightUpdatableEngine {
    */
   async updateWeightsFromDisk(
     modelPath: string,
-    options: { signal?: AbortSignal; weightVersion?: number } = {},
+    options: { signal?: AbortSignal; weightVersion?: number; timeoutMs?: number } = {},
   ): Promise<WeightUpdateResult> {
     try {
       await this.#control.postJson(
         '/collective_rpc',
         { method: 'reload_weights', kwargs: { weights_path: modelPath } },
         options.signal,
+        options.timeoutMs,
       );
       if (options.weightVersion !== undefined) {
         await this.#control.postJson(

@@ -83,6 +83,6 @@ describe('the interval of a paired difference', () => {
     const table = evalComparisonTable(
       await Promise.all([readEvalRunFigures(before), readEvalRunFigures(after)]),
     );
-    expect(table).toContain('+91.7 points (95% interval +75.3 to +100.0;');
+    expect(table).toContain('+91.7 points (95% interval +52.9 to +100.0;');
   });
 });

@@ -20,6 +20,7 @@ import { openTrajectoryWriter } from '../trajectory/index.ts';
 import type { Trajectory } from '../trajectory/trajectory.ts';
 import type { BenchmarkProblem } from './benchmark-problem.ts';
 import { EvalInfrastructureError, EvalOutputExistsError, EvalResumeMismatchError } from './eval-errors.ts';
+import type { EvalRunnerConfig } from './eval-run-config.ts';
 import type { AnswerEquivalence } from './majority-vote.ts';
 import { folderHasEntries, RUN_FILES, readRunJson, readRunTrajectories, writeRunJson } from './run-folder.ts';
 import { plannedTrajectories, type RunSummary, summarizeRun } from './run-summary.ts';
@@ -57,7 +58,10 @@ export type EvalRunOptions = {
   concurrency: number;
   outDir: string;
   resume: boolean;
-  /** The resolved configuration, saved to config.json at the start. */
+  /**
+   * The resolved configuration, saved to config.json at the start beside the runner's own
+   * fields (`eval-run-config.ts`); each caller's record schema says what it holds.
+   */
   config: Record<string, unknown>;
   solve: SolveTrajectory;
   grade: GradeTrajectory;
@@ -102,15 +106,15 @@ export async function runEval(options: EvalRunOptions): Promise<EvalRunResult> {
     throw new RangeError(`concurrency must be a positive integer, got ${concurrency}`);
   }
   const existing = await prepareFolder(options);
-  await writeRunJson(outDir, RUN_FILES.config, {
-    ...options.config,
+  const runnerConfig: EvalRunnerConfig = {
     benchmark: benchmark.name,
     problems: benchmark.problems.length,
     k,
     concurrency,
     startedAt: now().toISOString(),
     resumed: existing.length > 0,
-  });
+  };
+  await writeRunJson(outDir, RUN_FILES.config, { ...options.config, ...runnerConfig });
 
   const planned = plannedTrajectories(benchmark.problems, k, existing);
   const doneKeys = new Set(

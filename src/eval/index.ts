@@ -27,6 +27,16 @@ export {
   EvalRunFormatError,
 } from './eval-errors.ts';
 export {
+  type EvalCommandConfig,
+  type EvalRunnerConfig,
+  evalAgentConfigSchema,
+  evalCommandConfigSchema,
+  evalRunnerConfigSchema,
+  evalRunnerConfigShape,
+  recordedBudgetsSchema,
+  recordedSamplingSchema,
+} from './eval-run-config.ts';
+export {
   type EvalProgress,
   type EvalRunOptions,
   type EvalRunResult,
@@ -35,6 +45,7 @@ export {
   type SolveTrajectory,
 } from './eval-runner.ts';
 export { evalSamplingSchema } from './eval-sampling.ts';
+export { type EvalTrajectoryRecord, evalTrajectoryRecordSchema } from './eval-trajectory-record.ts';
 export { compact, type Histogram, histogram } from './histogram.ts';
 export {
   BENCHMARK_PRESETS,
@@ -67,6 +78,13 @@ export {
 } from './run-folder.ts';
 export { readRunForReport, writeRunReport } from './run-report.ts';
 export { type ProblemSummary, plannedTrajectories, type RunSummary, summarizeRun } from './run-summary.ts';
+export {
+  lengthStatsSchema,
+  majorityVoteSchema,
+  problemSummarySchema,
+  runSummarySchema,
+  toolUseStatsSchema,
+} from './run-summary-record.ts';
 export { type BarChartOptions, type BarSeries, barChart, niceStep, SERIES_COLORS } from './svg-bar-chart.ts';
 export {
   finishReasonCounts,
@@ -78,4 +96,10 @@ export {
   type ToolUseStats,
   toolUseStats,
 } from './tool-use-stats.ts';
-export { attachGrade, gradeTrajectory, readGrade, type StoredGrade } from './trajectory-grade.ts';
+export {
+  attachGrade,
+  gradeMetaSchema,
+  gradeTrajectory,
+  readGrade,
+  type StoredGrade,
+} from './trajectory-grade.ts';

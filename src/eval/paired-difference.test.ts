@@ -46,13 +46,25 @@ describe('pairedDifference', () => {
     expect(noisy.difference).toBeCloseTo(3 / 200, 12);
     expect(noisy.gainMeasured).toBe(false);
     expect(formatPairedDifference(noisy)).toBe(
-      '+1.5 points (95% interval −0.7 to +3.7; 4 gained, 1 lost of 200; McNemar p = 0.38)',
+      '+1.5 points (95% interval −0.9 to +3.9; 4 gained, 1 lost of 200; McNemar p = 0.38)',
     );
   });
 
-  it('says nothing changed when no problem differs', () => {
+  it('says nothing changed when no problem differs, with the width 4 problems leave', () => {
     const result = pairedDifference(grades('1010'), grades('1010'));
-    expect(result).toMatchObject({ gained: 0, lost: 0, difference: 0, interval95: [0, 0], pValue: 1 });
+    expect(result).toMatchObject({ gained: 0, lost: 0, difference: 0, pValue: 1 });
     expect(result.gainMeasured).toBe(false);
+    // Half a problem per cell: ±1.96 · √1 / 6 = ±32.7 points, not a zero-width [0, 0].
+    expect(result.interval95[0]).toBeCloseTo(-1.96 / 6, 12);
+    expect(result.interval95[1]).toBeCloseTo(1.96 / 6, 12);
+  });
+
+  it('keeps a width when every problem moved the same way (4 of 4 gained)', () => {
+    const result = pairedDifference(grades('0000'), grades('1111'));
+    expect(result.difference).toBe(1);
+    // Centre 4/6, standard error √(5 − 16/6) / 6.
+    expect(result.interval95[0]).toBeCloseTo(4 / 6 - (1.96 * Math.sqrt(5 - 16 / 6)) / 6, 12);
+    expect(result.interval95[1]).toBe(1);
+    expect(formatPairedDifference(result)).toContain('95% interval +16.8 to +100.0');
   });
 });

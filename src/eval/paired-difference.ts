@@ -3,8 +3,11 @@
  * Only the discordant problems (right for one model, wrong for the other) carry information
  * about the difference, so the test is McNemar's: under "no difference" each discordant
  * problem is a fair coin between the two, and the two-sided exact binomial p-value says how
- * surprising the observed split is. The interval is the normal one for the mean of the
- * per-problem differences (−1, 0, +1).
+ * surprising the observed split is. The interval is Agresti and Min's adjusted Wald interval
+ * for matched pairs ("Wald+2", Statistics in Medicine 2005): the normal interval after half a
+ * problem is added to each of the four right/wrong cells, so it keeps a width when every problem
+ * moved the same way (4 of 4 gained, or none discordant), where the plain normal interval of the
+ * per-problem differences collapses to a point; clipped to [−1, 1].
  */
 
 export type PairedDifference = {
@@ -16,7 +19,7 @@ export type PairedDifference = {
   lost: number;
   /** Accuracy of the second minus accuracy of the first, as a fraction. */
   difference: number;
-  /** 95% interval of the difference (normal approximation, paired). */
+  /** 95% interval of the difference (adjusted Wald for matched pairs, see the header). */
   interval95: [number, number];
   /** Two-sided exact McNemar p-value (1 when no problem is discordant). */
   pValue: number;
@@ -40,9 +43,11 @@ export function pairedDifference(
     if (beforeCorrect && !afterCorrect) lost++;
   }
   const difference = problems === 0 ? 0 : (gained - lost) / problems;
-  // Sample variance of the per-problem differences, then the standard error of their mean.
-  const variance = problems < 2 ? 0 : (gained + lost - problems * difference * difference) / (problems - 1);
-  const halfWidth = problems === 0 ? 0 : 1.96 * Math.sqrt(Math.max(0, variance) / problems);
+  // Half a problem added to each cell: n + 2 problems, gained + 0.5 and lost + 0.5 discordant.
+  const adjusted = problems + 2;
+  const center = (gained - lost) / adjusted;
+  const standardError = Math.sqrt(gained + lost + 1 - (gained - lost) ** 2 / adjusted) / adjusted;
+  const halfWidth = 1.96 * standardError;
   const pValue = mcNemarExactPValue(gained, lost);
   return {
     problems,
@@ -50,7 +55,7 @@ export function pairedDifference(
     lost,
     difference,
     // A difference of two accuracies lies in [−1, 1]; the normal interval can pass those bounds.
-    interval95: [Math.max(-1, difference - halfWidth), Math.min(1, difference + halfWidth)],
+    interval95: [Math.max(-1, center - halfWidth), Math.min(1, center + halfWidth)],
     pValue,
     gainMeasured: gained > lost && pValue < 0.05,
   };
@@ -71,7 +76,7 @@ export function mcNemarExactPValue(gained: number, lost: number): number {
   return Math.min(1, 2 * tail);
 }
 
-/** "+1.5 points (95% interval −0.7 to +3.7; 4 gained, 1 lost of 200; McNemar p = 0.38)". */
+/** "+1.5 points (95% interval −0.9 to +3.9; 4 gained, 1 lost of 200; McNemar p = 0.38)". */
 export function formatPairedDifference(result: PairedDifference): string {
   const points = (value: number) => `${value >= 0 ? '+' : '−'}${Math.abs(100 * value).toFixed(1)}`;
   const [low, high] = result.interval95;

@@ -14,50 +14,13 @@
 import type { Trajectory } from '../trajectory/trajectory.ts';
 import type { BenchmarkProblem } from './benchmark-problem.ts';
 import { EvalRunFormatError } from './eval-errors.ts';
-import { type AnswerEquivalence, type MajorityVote, majorityVote } from './majority-vote.ts';
+import { type AnswerEquivalence, majorityVote } from './majority-vote.ts';
 import { averageAccuracy, passAtK, reportedKs } from './pass-at-k.ts';
-import {
-  finishReasonCounts,
-  type LengthStats,
-  lengthStats,
-  type ToolUseStats,
-  toolUseStats,
-} from './tool-use-stats.ts';
+import type { ProblemSummary, RunSummary } from './run-summary-record.ts';
+import { finishReasonCounts, lengthStats, toolUseStats } from './tool-use-stats.ts';
 import { hasVerdict, readGrade } from './trajectory-grade.ts';
 
-export type ProblemSummary = {
-  id: string;
-  reference: string;
-  samples: number;
-  correct: number;
-  /** Trajectories whose grade has no verdict (not in `samples`, not in any figure). */
-  gradeUnavailable: number;
-  /** avg@k of this problem. */
-  avg: number;
-  /** pass@k for each reported k not above this problem's sample count. */
-  passAtK: Record<string, number>;
-  majority: MajorityVote;
-  codeCallsPerTrajectory: number;
-};
-
-export type RunSummary = {
-  benchmark: string;
-  k: number;
-  problems: number;
-  trajectories: number;
-  /** problems × k. */
-  expectedTrajectories: number;
-  complete: boolean;
-  /** Trajectories whose grade has no verdict (an outage of the grader), apart from all figures. */
-  gradeUnavailable: number;
-  avgAtK: number;
-  passAtK: Record<string, number>;
-  majAtK: number;
-  toolUse: ToolUseStats;
-  length: LengthStats;
-  finishReasons: Record<string, number>;
-  perProblem: ProblemSummary[];
-};
+export type { ProblemSummary, RunSummary };
 
 /**
  * Trajectories of the planned (problem, sample) pairs, one per pair: the first occurrence,

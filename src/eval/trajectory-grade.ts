@@ -7,13 +7,16 @@ import { z } from 'zod';
 import type { GradeOptions, GradeResult, Grader } from '../grader/types.ts';
 import type { Trajectory } from '../trajectory/trajectory.ts';
 
-const gradeMetaSchema = z.object({
-  reference: z.string(),
+/** The grade in a trajectory's `meta` (a field of the `trajectories.jsonl` contract, docs/records.md). */
+export const gradeMetaSchema = z.object({
+  reference: z.string().meta({ description: "the problem's reference answer" }),
   /** null: the grade has no verdict (`grader-unavailable`); it is graded again on resume. */
-  correct: z.boolean().nullable(),
-  reason: z.string(),
-  extracted: z.string().nullable(),
-  gradeCause: z.string().optional(),
+  correct: z.boolean().nullable().meta({
+    description: 'graded correct, wrong, or null: no verdict (the grader was down), graded again on resume',
+  }),
+  reason: z.string().meta({ description: "the grader's reason (exact, symbolic, no-answer, …)" }),
+  extracted: z.string().nullable().meta({ description: 'the answer as the grader read it (null: none)' }),
+  gradeCause: z.string().optional().meta({ description: 'why there is no verdict (only with correct null)' }),
 });
 
 /** A grade as a run records it. */

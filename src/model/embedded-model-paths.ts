@@ -1,12 +1,12 @@
 /**
- * Where the embedded models live in a project: `.agentmath/models/arith-tool` (trained on
- * tool-augmented solutions, the default policy) and `.agentmath/models/arith-text` (the
- * text-only baseline). Each is a model folder the worker can serve (`--model DIR`).
+ * Where the embedded models live in a project: `.agentmath/models/arith-tool` (the SFT run on
+ * tool-augmented solutions, whose `model/` is the default policy) and `.agentmath/models/arith-text`
+ * (the text-only baseline's run). A run's `model/` is a folder the engine serves (`--model DIR`).
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
-/** The two embedded model folders of a project, and the folder holding them. */
+/** The two embedded SFT run folders of a project, and the folder holding them. */
 export type EmbeddedModelPaths = { models: string; tool: string; text: string };
 
 /** Resolves the embedded model folders under `root` (default: the working directory). */
@@ -15,9 +15,23 @@ export function embeddedModelPaths(root: string = process.cwd()): EmbeddedModelP
   return { models, tool: join(models, 'arith-tool'), text: join(models, 'arith-text') };
 }
 
-/** Whether `folder` is a servable model folder (it has a config.json). */
+/** Whether `folder` is a servable model folder (a config.json with a model_type; a run's config.json has none). */
 export function isModelFolder(folder: string): boolean {
-  return existsSync(join(folder, 'config.json'));
+  try {
+    return (
+      typeof (JSON.parse(readFileSync(join(folder, 'config.json'), 'utf8')) as { model_type?: unknown })
+        .model_type === 'string'
+    );
+  } catch {
+    return false;
+  }
+}
+
+/** The servable model of a folder: itself, or the `model/` a training run exported into it; else null. */
+export function servedModelOf(folder: string): string | null {
+  if (isModelFolder(folder)) return folder;
+  const exported = join(folder, 'model');
+  return isModelFolder(exported) ? exported : null;
 }
 
 /**
@@ -27,22 +41,21 @@ export function isModelFolder(folder: string): boolean {
 const IMPORTED_MODEL_MARKER = 'agentmath-import.json';
 
 /**
- * The default embedded model of a project: the tool model when it exists, else the first
- * other model folder under `.agentmath/models/` by name that is not an imported pretrained
- * model, else null.
+ * The default embedded model of a project: the tool run's model when it exists, else the first
+ * other model under `.agentmath/models/` by name (a model folder, or a run's `model/`) that is
+ * not an imported pretrained model, else null.
  */
 export function findEmbeddedModel(root: string = process.cwd()): string | null {
   const paths = embeddedModelPaths(root);
-  if (isModelFolder(paths.tool)) return paths.tool;
+  const tool = servedModelOf(paths.tool);
+  if (tool !== null) return tool;
   if (!existsSync(paths.models)) return null;
   const folders = readdirSync(paths.models, { withFileTypes: true })
     .filter(
-      (entry) =>
-        entry.isDirectory() &&
-        isModelFolder(join(paths.models, entry.name)) &&
-        !existsSync(join(paths.models, entry.name, IMPORTED_MODEL_MARKER)),
+      (entry) => entry.isDirectory() && !existsSync(join(paths.models, entry.name, IMPORTED_MODEL_MARKER)),
     )
-    .map((entry) => join(paths.models, entry.name))
+    .map((entry) => servedModelOf(join(paths.models, entry.name)))
+    .filter((folder): folder is string => folder !== null)
     .sort();
   return folders[0] ?? null;
 }

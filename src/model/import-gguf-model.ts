@@ -3,20 +3,24 @@
  * reads) as an ordinary Hugging Face model folder, by `agentmath_train.import_gguf` in the
  * project's `.venv`. Bad input (a missing, truncated or non-GGUF file, an architecture
  * transformers cannot build as a causal LM, an `--out` holding other files) is refused before
- * anything is written: `ModelImportRefused`, whose message names the file or folder.
+ * anything is written: `ModelImportRefused` (code `MODEL_IMPORT_REFUSED`, exit 2), whose message
+ * names the file or folder. An import into an earlier import's folder replaces only the files
+ * that import wrote; the user's own files there stay. The Python child never outlives the caller.
  */
-import { execFile } from 'node:child_process';
-import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
+import { resolve } from 'node:path';
 import { AgentMathError } from '../shared/agentmath-error.ts';
-import { PROJECT_ROOT, trainerPython } from '../shared/python-environments.ts';
+import { runTrainerModule } from './trainer-module-run.ts';
 
-const run = promisify(execFile);
+/** How the Python side prefixes a refusal on stderr (exit 2). */
+const REFUSAL_PREFIX = 'agentmath_train import-gguf: ';
 
 export const IMPORT_DTYPES = ['float32', 'bfloat16'] as const;
 export type ImportDtype = (typeof IMPORT_DTYPES)[number];
 
-/** The file each imported folder carries; a folder with it may be replaced by a new import. */
+/**
+ * The file each imported folder carries, written last: the files the import wrote (name → bytes),
+ * its source and dtype. A folder with it may be imported into again (only those files change).
+ */
 export const IMPORT_MARKER_FILE = 'agentmath-import.json';
 
 export type ImportGgufOptions = {
@@ -26,6 +30,8 @@ export type ImportGgufOptions = {
   dtype?: ImportDtype;
   /** Where the file came from, recorded in the folder (default: its path). */
   source?: string;
+  /** Aborting it stops the import; nothing is left half-written (`ModelCommandStopped`). */
+  signal?: AbortSignal;
 };
 
 export type ImportGgufResult = {
@@ -36,43 +42,45 @@ export type ImportGgufResult = {
   vocabSize: number;
   dtype: ImportDtype;
   chatTemplate: boolean;
+  /** Entries of an earlier import's folder that the import did not write: the user's, left as they were. */
+  kept: string[];
 };
+
+export const MODEL_IMPORT_REFUSED = 'MODEL_IMPORT_REFUSED';
 
 /** Bad input found before anything was written (the command exits 2). */
 export class ModelImportRefused extends AgentMathError {
   constructor(message: string) {
-    super('MODEL_IMPORT_REFUSED', message);
+    super(MODEL_IMPORT_REFUSED, message);
   }
 }
 
 export async function importGgufModel(options: ImportGgufOptions): Promise<ImportGgufResult> {
   const { dtype = 'float32' } = options;
-  const args = ['-m', 'agentmath_train', 'import-gguf', '--gguf', resolve(options.gguf)];
-  args.push('--out', resolve(options.out), '--dtype', dtype);
+  const args = [
+    'import-gguf',
+    '--gguf',
+    resolve(options.gguf),
+    '--out',
+    resolve(options.out),
+    '--dtype',
+    dtype,
+  ];
   if (options.source !== undefined) args.push('--source', options.source);
-  try {
-    const { stdout } = await run(trainerPython(), args, {
-      env: {
-        ...process.env,
-        PYTHONPATH: join(PROJECT_ROOT, 'python'),
-        HF_HUB_OFFLINE: '1',
-        TQDM_DISABLE: '1',
-      },
-      timeout: 1_800_000,
-      maxBuffer: 16 * 1024 * 1024,
-    });
-    return JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as ImportGgufResult;
-  } catch (error) {
-    const failure = error as { code?: unknown; stderr?: string };
-    const lines = (failure.stderr ?? '').trim().split('\n');
-    const refusal = lines.find((line) => line.startsWith('agentmath_train import-gguf: '));
-    if (failure.code === 2 && refusal !== undefined) {
-      throw new ModelImportRefused(refusal.slice('agentmath_train import-gguf: '.length));
-    }
-    throw new AgentMathError(
-      'MODEL_IMPORT_FAILED',
-      `model import --gguf ${options.gguf}: ${lines.slice(-3).join(' ') || (error as Error).message}`,
-      { cause: error },
-    );
-  }
+  const outcome = await runTrainerModule({
+    command: 'model import',
+    args,
+    ...(options.signal ? { signal: options.signal } : {}),
+    timeoutMs: 1_800_000,
+  });
+  const lines = outcome.stderr.trim().split('\n');
+  if (outcome.code === 0)
+    return JSON.parse(outcome.stdout.trim().split('\n').at(-1) ?? '') as ImportGgufResult;
+  const refusal = lines.find((line) => line.startsWith(REFUSAL_PREFIX));
+  if (outcome.code === 2 && refusal !== undefined)
+    throw new ModelImportRefused(refusal.slice(REFUSAL_PREFIX.length));
+  throw new AgentMathError(
+    'MODEL_IMPORT_FAILED',
+    `model import --gguf ${options.gguf}: ${lines.slice(-3).join(' ') || `the importer exited with ${outcome.code ?? outcome.signal}`}`,
+  );
 }

@@ -5,11 +5,13 @@
  * models (`.agentmath/models/`). Nothing downstream knows where a folder came from.
  */
 
+export { type ConvertByteModelResult, convertByteModel } from './convert-byte-model.ts';
 export {
   type EmbeddedModelPaths,
   embeddedModelPaths,
   findEmbeddedModel,
   isModelFolder,
+  servedModelOf,
 } from './embedded-model-paths.ts';
 export { assertHuggingFaceTokenizerFiles, isHuggingFaceModelFolder } from './hf-model-folder.ts';
 export {
@@ -19,17 +21,24 @@ export {
   type ImportGgufOptions,
   type ImportGgufResult,
   importGgufModel,
+  MODEL_IMPORT_REFUSED,
   ModelImportRefused,
 } from './import-gguf-model.ts';
 export {
+  BYTE_GPT_SHAPES,
+  type ByteGptShape,
   type InitHfModelOptions,
   type InitHfModelResult,
   initHfModel,
+  isModelInitFolder,
   MODEL_ARCHITECTURES,
+  MODEL_INIT_MARKER,
   type ModelArchitecture,
   tokenizerCorpus,
 } from './init-hf-model.ts';
+export { modelFolderIssue } from './model-folder-check.ts';
 export {
+  importedFolderProblem,
   isImportedModelFolder,
   locateWheelFile,
   PULLABLE_MODEL_NAMES,
@@ -39,5 +48,13 @@ export {
   type PullModelOptions,
   type PullModelResult,
   pulledModelFolder,
+  pulledModelSource,
   pullModel,
 } from './pull-model.ts';
+export { ModelCommandStopped } from './trainer-module-run.ts';
+export {
+  readTrainingPrompt,
+  TRAINING_PROMPT_FILE,
+  type TrainingPrompt,
+  writeTrainingPrompt,
+} from './training-prompt.ts';

@@ -1,9 +1,11 @@
 /**
- * `agentmath model init`: a random-init model of a real architecture (Qwen3, Qwen3-MoE, Llama)
- * in Hugging Face layout, with a byte-level BPE tokenizer whose merges are learned from the
- * arith task's problems and solutions and the agent's prompts, and a ChatML chat template.
- * For smoke tests, CI and trying the real path without weights; nothing is downloaded. The
- * Python side (`agentmath_train.init_model`) builds it with `transformers` and `tokenizers`.
+ * `agentmath model init`: a random-init model in Hugging Face layout. Qwen3, Qwen3-MoE and
+ * Llama get a byte-level BPE tokenizer whose merges are learned from the arith task's problems
+ * and solutions and the agent's prompts, and a ChatML chat template (for smoke tests, CI and
+ * trying the real path without weights; nothing is downloaded); `byte-gpt` is the embedded
+ * byte model (`agentmath_models.byte_gpt`, registered with transformers), its shape `tiny` by
+ * default, its tokenizer the 256 bytes. The Python side (`agentmath_models`) builds them with
+ * `transformers` and `tokenizers`.
  *
  * The folder is written whole or not at all: into a fresh temporary folder of our own beside
  * `--out` (`.NAME.model-init-XXXXXX`, made by mkdtemp, so it never is a folder of the user's),
@@ -11,27 +13,31 @@
  * `model-init.json`), which is replaced; anything else (a file, a folder of other files) is
  * refused with code `RUN_FOLDER_REFUSED` before anything is written, unless `force`.
  */
-import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { promisify } from 'node:util';
 import { instructedPrompt } from '../agent/index.ts';
 import { getDialect } from '../protocol/index.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
-import { HUB_OFFLINE_ENVIRONMENT, PROJECT_ROOT, trainerPython } from '../shared/python-environments.ts';
 import { RUN_FOLDER_REFUSED } from '../shared/run-folder-check.ts';
 import { arithToolPlan, arithTrainProblems, writeArithTextSolution } from '../tasks/index.ts';
+import { runTrainerModule } from './trainer-module-run.ts';
+import { writeTrainingPrompt } from './training-prompt.ts';
 
-const run = promisify(execFile);
-
-export const MODEL_ARCHITECTURES = ['qwen3', 'qwen3-moe', 'llama'] as const;
+export const MODEL_ARCHITECTURES = ['qwen3', 'qwen3-moe', 'llama', 'byte-gpt'] as const;
 export type ModelArchitecture = (typeof MODEL_ARCHITECTURES)[number];
+
+/** The byte model's named shapes (`agentmath_models.byte_gpt.BYTE_GPT_SHAPES`). */
+export const BYTE_GPT_SHAPES = ['tiny', 'test'] as const;
+export type ByteGptShape = (typeof BYTE_GPT_SHAPES)[number];
 
 export type InitHfModelOptions = {
   arch: ModelArchitecture;
   out: string;
+  /** byte-gpt: the named shape the other shape options change (default tiny). */
+  shape?: ByteGptShape;
+  /** Default 2 and 64 (byte-gpt: its shape's). */
   layers?: number;
   hidden?: number;
   vocabSize?: number;
@@ -44,10 +50,17 @@ export type InitHfModelOptions = {
   intermediate?: number;
   /** Embedding and head rows when more than the tokenizer's vocabulary (padded, as real models). */
   embeddingRows?: number;
+  /** Aborting it stops the Python side and removes the half-written folder (`ModelCommandStopped`). */
+  signal?: AbortSignal;
 };
 
 /** The file that marks a folder as written by `model init` (so a second init may replace it). */
 export const MODEL_INIT_MARKER = 'model-init.json';
+
+/** Whether `model init` wrote the folder: a random-init model, trained from scratch. */
+export function isModelInitFolder(folder: string): boolean {
+  return existsSync(join(folder, MODEL_INIT_MARKER));
+}
 
 export type InitHfModelResult = {
   arch: string;
@@ -109,6 +122,8 @@ function existingAncestor(path: string): string {
 
 function shapeArguments(options: InitHfModelOptions): string[] {
   const given: [string, number | undefined][] = [
+    ['--layers', options.layers],
+    ['--hidden', options.hidden],
     ['--heads', options.heads],
     ['--kv-heads', options.kvHeads],
     ['--intermediate', options.intermediate],
@@ -118,7 +133,8 @@ function shapeArguments(options: InitHfModelOptions): string[] {
 }
 
 export async function initHfModel(options: InitHfModelOptions): Promise<InitHfModelResult> {
-  const { arch, layers = 2, hidden = 64, vocabSize = 1024, seed = 0, force = false } = options;
+  const { arch, vocabSize = 1024, seed = 0, force = false } = options;
+  const byteModel = arch === 'byte-gpt';
   const out = resolve(options.out);
   checkModelInitOut(out, force);
   await mkdir(dirname(out), { recursive: true });
@@ -129,41 +145,42 @@ export async function initHfModel(options: InitHfModelOptions): Promise<InitHfMo
     throw error;
   });
   try {
+    // The byte model's tokens are bytes; the others learn their merges from the corpus.
     const corpus = join(folder, 'corpus.txt');
-    await writeFile(corpus, tokenizerCorpus());
-    const { stdout } = await run(
-      trainerPython(),
-      [
-        '-m',
-        'agentmath_train',
+    if (!byteModel) await writeFile(corpus, tokenizerCorpus());
+    const outcome = await runTrainerModule({
+      command: 'model init',
+      args: [
         'init-model',
         '--arch',
         arch,
         '--out',
         staging,
-        '--corpus',
-        corpus,
-        '--layers',
-        String(layers),
-        '--hidden',
-        String(hidden),
-        '--vocab-size',
-        String(vocabSize),
+        ...(byteModel
+          ? ['--shape', options.shape ?? 'tiny']
+          : ['--corpus', corpus, '--vocab-size', String(vocabSize)]),
         '--seed',
         String(seed),
         ...shapeArguments(options),
       ],
-      {
-        env: { ...process.env, PYTHONPATH: join(PROJECT_ROOT, 'python'), ...HUB_OFFLINE_ENVIRONMENT },
-        timeout: 300_000,
-        maxBuffer: 16 * 1024 * 1024,
-      },
-    );
-    const last = stdout.trim().split('\n').at(-1) ?? '';
+      ...(options.signal ? { signal: options.signal } : {}),
+      timeoutMs: 300_000,
+    });
+    if (outcome.code !== 0) {
+      const stderr = outcome.stderr.trim();
+      throw new AgentMathError(
+        'MODEL_INIT_FAILED',
+        `model init --arch ${arch}: ${stderr ? stderr.split('\n').slice(-3).join(' ') : `exited with ${outcome.code ?? outcome.signal}`}`,
+      );
+    }
+    const last = outcome.stdout.trim().split('\n').at(-1) ?? '';
     const result = { ...(JSON.parse(last) as InitHfModelResult), out };
+    // The byte model is prompted with the problem alone in the tags dialect (it learns no
+    // instructions): declared, so every command prompts it so by default.
+    if (byteModel) await writeTrainingPrompt(staging, { prompt: 'problem-only', dialect: 'tags' });
     await writeFile(
       join(staging, MODEL_INIT_MARKER),
-      `${JSON.stringify({ command: 'agentmath model init', arch, layers, hidden, vocabSize, seed }, null, 2)}\n`,
+      `${JSON.stringify({ command: 'agentmath model init', arch, layers: result.layers, hidden: result.hidden, vocabSize: result.vocabSize, seed }, null, 2)}\n`,
     );
     checkModelInitOut(out, force); // unchanged meanwhile
     await rm(out, { recursive: true, force: true });
@@ -171,12 +188,9 @@ export async function initHfModel(options: InitHfModelOptions): Promise<InitHfMo
     return result;
   } catch (error) {
     if (error instanceof AgentMathError) throw error;
-    const stderr = (error as { stderr?: string }).stderr?.trim();
-    throw new AgentMathError(
-      'MODEL_INIT_FAILED',
-      `model init --arch ${arch}: ${stderr ? stderr.split('\n').slice(-3).join(' ') : (error as Error).message}`,
-      { cause: error },
-    );
+    throw new AgentMathError('MODEL_INIT_FAILED', `model init --arch ${arch}: ${(error as Error).message}`, {
+      cause: error,
+    });
   } finally {
     await rm(folder, { recursive: true, force: true });
     await rm(staging, { recursive: true, force: true });

@@ -7,12 +7,14 @@
 import { type PromptBuilderName, promptBuilders, runAgent } from '../agent/index.ts';
 import { startEmbeddedEngine } from '../engine/local/index.ts';
 import type { BenchmarkProblem } from '../eval/benchmark-problem.ts';
+import type { EvalRunnerConfig } from '../eval/eval-run-config.ts';
 import { type EvalProgress, type EvalRunResult, runEval } from '../eval/eval-runner.ts';
 import { readRunTrajectories } from '../eval/run-folder.ts';
 import { gradeTrajectory, readGrade } from '../eval/trajectory-grade.ts';
 import { answersEquivalent, gradeAnswer } from '../grader/index.ts';
 import { type DialectName, getDialect } from '../protocol/index.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
+import type { ArithEvaluationConfig } from './arith-evaluation-config.ts';
 
 export type ArithEvaluationOptions = {
   modelDir: string;
@@ -28,7 +30,7 @@ export type ArithEvaluationOptions = {
   /** Continue the trajectories already in `runDir` (else it must be new or empty). */
   resume: boolean;
   /** Saved in the run's config.json beside what defines the run. */
-  config: Record<string, unknown>;
+  config: Pick<ArithEvaluationConfig, 'command' | 'stage' | 'style'>;
   /** Written into every trajectory's meta. */
   meta: Record<string, string>;
   signal?: AbortSignal;
@@ -58,12 +60,11 @@ export async function evaluateOnArith(options: ArithEvaluationOptions): Promise<
       resume: options.resume,
       config: {
         ...options.config,
-        benchmark: 'arith',
         model: options.modelDir,
         dialect: options.dialect,
         prompt: options.prompt,
         agent: agentConfig,
-      },
+      } satisfies Omit<ArithEvaluationConfig, keyof EvalRunnerConfig>,
       ...(options.signal === undefined ? {} : { signal: options.signal }),
       ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
       solve: (problem, sample, signal) =>

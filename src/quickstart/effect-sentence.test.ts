@@ -13,7 +13,7 @@ describe('describeEffect', () => {
   it('says the paired difference in the RL line’s format and whether a gain was measured', () => {
     const gain = describeEffect(pairedDifference(grades('0'.repeat(10)), grades('1'.repeat(10))), names);
     expect(gain).toBe(
-      'Tool SFT against the base model: +100.0 points (95% interval +100.0 to +100.0; 10 gained, 0 lost of 10; ' +
+      'Tool SFT against the base model: +100.0 points (95% interval +56.7 to +100.0; 10 gained, 0 lost of 10; ' +
         'McNemar p = 0.00); a gain measured (McNemar p < 0.05).',
     );
     expect(describeEffect(pairedDifference(grades('1'.repeat(10)), grades('0'.repeat(10))), names)).toContain(

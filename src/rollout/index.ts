@@ -12,6 +12,7 @@ export {
 } from './budget-stages.ts';
 export { type AdvantageScale, type GroupAdvantageOptions, groupAdvantages } from './group-advantages.ts';
 export { type GroupDropReason, type GroupFilterInput, groupDropReason } from './group-filter.ts';
+export { dropReasonSchema, groupRecordSchema } from './group-record.ts';
 export {
   historyOutcome,
   PROBLEM_HISTORY_FILE,
@@ -20,6 +21,11 @@ export {
   type ProblemHistoryLine,
   type ProblemSkipLine,
 } from './problem-history.ts';
+export {
+  problemGroupLineSchema,
+  problemHistoryLineSchema,
+  problemSkipLineSchema,
+} from './problem-history-record.ts';
 export { ProblemSkipper, type ProblemSkipperOptions } from './problem-skipper.ts';
 export {
   formatFaultCount,
@@ -55,6 +61,12 @@ export {
   type RolloutRunResult,
   runRollout,
 } from './rollout-run.ts';
+export { type RolloutRunConfig, rolloutRunConfigSchema } from './rollout-run-config.ts';
+export {
+  type RolloutTrajectoryRecord,
+  rolloutTrajectoryMetaSchema,
+  rolloutTrajectoryRecordSchema,
+} from './rollout-trajectory-record.ts';
 export { initialRolloutState, runRolloutStep, sampledGroupSize } from './run-rollout-step.ts';
 export {
   DEFAULT_SKIP_RULE,
@@ -65,6 +77,7 @@ export {
   zeroVarianceStreak,
 } from './skip-rule.ts';
 export { isStale, oldestPolicyVersion } from './staleness.ts';
+export { replicaStepStatsSchema, stepStatsSchema } from './step-record.ts';
 export { rewardOrMissing } from './trajectory-reward.ts';
 export { barrierEngine, TurnBarrier } from './turn-barrier.ts';
 export type {

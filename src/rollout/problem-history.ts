@@ -5,39 +5,13 @@
  * probability). Every line carries the step it belongs to, so a resume cuts it back with the
  * other run files and rebuilds the history from what is left: nothing is counted twice.
  */
+import type { ProblemGroupLine, ProblemHistoryLine, ProblemSkipLine } from './problem-history-record.ts';
 import type { HistoryOutcome } from './skip-rule.ts';
 import type { GroupOutcome } from './types.ts';
 
 export const PROBLEM_HISTORY_FILE = 'problem-history.jsonl';
 
-/** One decided group of the problem. */
-export type ProblemGroupLine = {
-  type: 'group';
-  step: number;
-  problemId: string;
-  /** The pass over the problem set the group was drawn in (null when not known). */
-  epoch: number | null;
-  outcome: HistoryOutcome;
-  dropReason: GroupOutcome['dropReason'];
-  /** Graded-correct members over graded members (null when none was graded). */
-  solveRate: number | null;
-  members: number;
-};
-
-/** A problem skipped before any generation. */
-export type ProblemSkipLine = {
-  type: 'skip';
-  step: number;
-  problemId: string;
-  epoch: number;
-  /** The zero-variance streak that made it a candidate, and its kind. */
-  streak: number;
-  streakKind: 'all-right' | 'all-wrong';
-  probability: number;
-  reason: string;
-};
-
-export type ProblemHistoryLine = ProblemGroupLine | ProblemSkipLine;
+export type { ProblemGroupLine, ProblemHistoryLine, ProblemSkipLine };
 
 /** The outcome a decided group records. */
 export function historyOutcome(group: GroupOutcome): HistoryOutcome {

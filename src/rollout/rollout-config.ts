@@ -43,6 +43,11 @@ export const rolloutConfigSchema = z
     maxNewTokensPerTurn: positive.default(4096),
     /** A trajectory whose oldest segment is more than this many versions old is stale. */
     maxPolicyLag: count.default(1),
+    /**
+     * A segment whose engine gave no numeric version: `fresh` (engines that never version their
+     * weights), or `stale` (RL, where weights change: its weights are unknown).
+     */
+    unversioned: z.enum(['fresh', 'stale']).default('fresh'),
     stalePolicy: z.enum(['restart', 'drop']).default('restart'),
     /** Extra groups started beyond B so drops do not cost whole rounds (async only). */
     overProvision: count.default(2),

@@ -119,10 +119,16 @@ describe('budget stages', () => {
 
 describe('staleness', () => {
   it('reads the oldest versioned model segment', () => {
-    const trajectory = { segments: [modelSegment(3), modelSegment(null), modelSegment(5)] };
-    expect(oldestPolicyVersion(trajectory)).toBe(3);
+    const trajectory = { segments: [modelSegment(3), modelSegment(4), modelSegment(5)] };
+    expect(oldestPolicyVersion({ segments: [...trajectory.segments, modelSegment(null)] })).toBe(3);
     expect(isStale(trajectory, 4, 1)).toBe(false);
     expect(isStale(trajectory, 5, 1)).toBe(true);
+  });
+
+  it('a segment whose engine gave no numeric version ("default", a restarted engine) is never fresh in RL', () => {
+    expect(isStale({ segments: [modelSegment(null)] }, 0, 1, 'stale')).toBe(true);
+    expect(isStale({ segments: [modelSegment(4), modelSegment(null)] }, 4, 8, 'stale')).toBe(true);
+    // An engine that never versions its weights (a rollout, not RL): only the numbers count.
     expect(isStale({ segments: [modelSegment(null)] }, 100, 0)).toBe(false);
   });
 });

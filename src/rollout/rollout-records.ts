@@ -12,7 +12,9 @@ import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises
 import { join } from 'node:path';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { parseTrajectory, type Trajectory } from '../trajectory/index.ts';
+import type { GroupRecord } from './group-record.ts';
 import { PROBLEM_HISTORY_FILE, type ProblemHistoryLine } from './problem-history.ts';
+import type { RolloutTrajectoryRecord } from './rollout-trajectory-record.ts';
 import type { GroupOutcome, RolloutProblem, StepStats } from './types.ts';
 
 export const ROLLOUT_FILES = {
@@ -23,24 +25,7 @@ export const ROLLOUT_FILES = {
   checkpoint: 'checkpoint.json',
 } as const;
 
-/** One line of `groups.jsonl`. */
-export type GroupRecord = {
-  step: number;
-  problemId: string;
-  trajectoryIds: string[];
-  rewards: (number | null)[];
-  /** Per member: graded correct, wrong, or null (grade missing); the filter reads this. */
-  correct: (boolean | null)[];
-  advantages: (number | null)[];
-  kept: boolean;
-  dropReason: GroupOutcome['dropReason'];
-  /** The oldest policy version among the members' model segments (null when none is versioned). */
-  oldestPolicyVersion: number | null;
-  /** Dropped as `abandoned`: the members stopped unfinished (absent otherwise). */
-  abandonedIds?: string[];
-  /** With resample-on-correct: members sampled, and those left out with why (absent otherwise). */
-  resampled?: GroupOutcome['resampled'];
-};
+export type { GroupRecord };
 
 export function groupRecord(group: GroupOutcome): GroupRecord {
   return {
@@ -90,10 +75,11 @@ export class RolloutRecords {
   }
 
   appendTrajectory(trajectory: Trajectory, step: number): void {
-    this.#append(ROLLOUT_FILES.trajectories, {
+    const record: RolloutTrajectoryRecord = {
       ...trajectory,
       meta: { ...trajectory.meta, rolloutStep: step },
-    });
+    };
+    this.#append(ROLLOUT_FILES.trajectories, record);
   }
 
   appendGroup(group: GroupOutcome): void {

@@ -396,7 +396,11 @@ export async function runRolloutStep(
   // only the stale members would replace the long trajectories and keep the short ones.
   const carried: GroupRun[] = input.state.parked.map((parked) => {
     const group = fromParked(parked, pause.signal, config.abandonAgreeing !== null);
-    if (!group.slots.some((slot) => slot !== null && isStale(slot, policyVersion, config.maxPolicyLag))) {
+    if (
+      !group.slots.some(
+        (slot) => slot !== null && isStale(slot, policyVersion, config.maxPolicyLag, config.unversioned),
+      )
+    ) {
       return group;
     }
     // Every member is restarted or dropped with the group.

@@ -17,6 +17,7 @@ import type { SandboxProvider } from '../sandbox/types.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { Trajectory } from '../trajectory/trajectory.ts';
 import type { RolloutConfig } from './rollout-config.ts';
+import type { ReplicaStepStats, StepStats } from './step-record.ts';
 
 /** A problem with its reference answer. */
 export type RolloutProblem = { id: string; text: string; answer: string };
@@ -99,41 +100,7 @@ export type GroupOutcome = {
   };
 };
 
-/** Per replica counters of one step (as `steps.jsonl` writes them). */
-export type ReplicaStepStats = { requests: number; promptTokens: number; cachedTokens?: number };
-
-/** One line of `steps.jsonl`. */
-export type StepStats = {
-  step: number;
-  wallMs: number;
-  mode: RolloutMode;
-  router: string;
-  trajectoriesFinished: number;
-  trajectoriesParked: number;
-  trajectoriesResumed: number;
-  groupsKept: number;
-  groupsDropped: number;
-  /** Groups started from fresh problems after a drop (back-fill). */
-  groupsBackfilled: number;
-  /** Groups carried into the next step (parked), undecided. */
-  groupsCarried: number;
-  /** Whether the tail cut ended the step (`tailCut`): running trajectories paused and carried. */
-  tailCut: boolean;
-  /** Groups dropped by early abandonment (`abandonAgreeing`), and their members stopped unfinished. */
-  groupsAbandoned: number;
-  trajectoriesAbandoned: number;
-  /** Trajectories restarted or dropped by the staleness bound. */
-  trajectoriesStale: number;
-  rewardsMissing: number;
-  /** Finished trajectories cut by a length or tool-call budget, over all finished ones. */
-  truncationRate: number;
-  tokensGenerated: number;
-  toolCalls: number;
-  stage: number;
-  replicas: Record<string, ReplicaStepStats>;
-  /** Problems skipped before generation by their history (`--skip-history`; absent when off). */
-  problemsSkipped?: number;
-};
+export type { ReplicaStepStats, StepStats };
 
 /** Events for progress and records; the step emits them as they happen. */
 export type RolloutEvent =

@@ -37,17 +37,20 @@ export function checkRunFolder(options: {
   resume: boolean;
   /** The job, for messages: `rollout`, `synth run`. */
   command: string;
+  /** Names the job may leave before its marker exists (a start that failed): not someone else's. */
+  leftovers?: readonly string[];
 }): boolean {
-  const { folder, marker, resume, command } = options;
+  const { folder, marker, resume, command, leftovers = [] } = options;
   assertNotAFile(folder);
   const entries = existsSync(folder)
     ? readdirSync(folder).filter((name) => name !== RUN_LOCK_FILE && !name.endsWith('.tmp'))
     : [];
   const isRun = entries.includes(marker);
-  if (!isRun && entries.length > 0) {
-    const shown = entries.sort().slice(0, 3).join(', ');
+  const foreign = entries.filter((name) => !leftovers.includes(name));
+  if (!isRun && foreign.length > 0) {
+    const shown = foreign.sort().slice(0, 3).join(', ');
     throw refuse(
-      `${folder} holds files that \`agentmath ${command}\` did not write (${shown}${entries.length > 3 ? ', …' : ''}; no ${marker}): ` +
+      `${folder} holds files that \`agentmath ${command}\` did not write (${shown}${foreign.length > 3 ? ', …' : ''}; no ${marker}): ` +
         'nothing was changed; pass a new or empty folder as --out',
     );
   }

@@ -15,6 +15,7 @@ import { join, resolve } from 'node:path';
 import type { SandboxProvider } from '../sandbox/types.ts';
 import { arithTrainProblems } from '../tasks/arith/arith-problems.ts';
 import { writeArithTextSolution } from '../tasks/arith/arith-text-solution.ts';
+import { resolveSftConfig } from '../train/sft-config.ts';
 import { runSft, type SftEvent } from '../train/sft-run.ts';
 import type { TrainingReport } from '../train/training-report.ts';
 import { type ArithNoise, DEFAULT_ARITH_NOISE, startArithTeacherServer } from './arith-teacher.ts';
@@ -150,20 +151,24 @@ export async function runAblation(options: AblationOptions): Promise<AblationRow
       let report = await readReport(modelDir);
       if (report === null) {
         log(`[${row.name}] training ${options.steps} steps`);
-        report = await runSft({
-          dir: modelDir,
-          resume: (await readFile(join(modelDir, 'sft-state.json'), 'utf8').catch(() => null)) !== null,
-          config: {
-            dataFile: join(synthDir, 'trajectories.jsonl'),
+        const trained = await runSft({
+          out: modelDir,
+          resume: existsSync(join(modelDir, 'config.json')),
+          config: resolveSftConfig({
+            data: join(synthDir, 'trajectories.jsonl'),
             maskToolOutput: row.masked,
             steps: options.steps,
             seed: options.seed,
-            trainThreads: options.threads,
+            threads: options.threads,
             evalProblems: options.evalProblems,
-          },
+          }),
           ...(options.onSftEvent ? { onEvent: options.onSftEvent } : {}),
         });
+        if (trained.status === 'stopped')
+          throw new Error(`${modelDir}: training stopped at step ${trained.step}`);
+        report = trained.report;
       }
+      if (report.eval === null) throw new Error(`${modelDir}: the run evaluated nothing (evalProblems 0)`);
       const stats = JSON.parse(await readFile(join(synthDir, 'stats.json'), 'utf8')) as { kept: number };
       rows.push({
         name: row.name,

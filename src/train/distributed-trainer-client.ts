@@ -3,9 +3,15 @@
  * under torchrun, rank 0 listening): batches go as the binary format of `trainer-batch.ts`,
  * everything else as JSON; every response is validated with zod and a failure names the route.
  * Beyond `Trainer` it exports the current weights in Hugging Face layout (`exportModel`).
+ * Requests go over node:http (`long-request.ts`): the service answers a step, an export or a
+ * broadcast only when done, later than undici's 300-s headers timeout for a large model. Each
+ * waits `timeoutMs`, raised once the model's size is known (`state()`) to the rule of
+ * `model-call-timeout.ts`; a timeout is an outage that says so, never a refusal.
  */
 import { z } from 'zod';
 import { AgentMathError } from '../shared/agentmath-error.ts';
+import { longRequest } from '../shared/long-request.ts';
+import { modelBytes, modelCallTimeoutMs, TRAINER_BASE_MS } from './model-call-timeout.ts';
 import { type BatchSequence, encodeTrainerBatch } from './trainer-batch.ts';
 import type {
   GrpoStepRequest,
@@ -143,14 +149,14 @@ function defined(options: Record<string, unknown>): Record<string, unknown> {
 export class DistributedTrainerClient implements Trainer {
   readonly baseUrl: string;
   readonly #headers: Record<string, string>;
-  readonly #timeoutMs: number;
+  #timeoutMs: number;
   /** Learning rate used when a request names none. */
   readonly #defaultLearningRate: number;
 
   constructor({
     baseUrl,
     token,
-    timeoutMs = 3_600_000,
+    timeoutMs = TRAINER_BASE_MS,
     defaultLearningRate = 1e-5,
   }: { baseUrl: string; token?: string; timeoutMs?: number; defaultLearningRate?: number }) {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
@@ -274,6 +280,11 @@ export class DistributedTrainerClient implements Trainer {
     await this.#postJson('/join_weights_update_group', { group_name: groupName });
   }
 
+  /** Rank 0 leaves the group and destroys its side (nothing to do when it holds no such group). */
+  async destroyWeightsUpdateGroup(groupName: string): Promise<void> {
+    await this.#postJson('/destroy_weights_update_group', { group_name: groupName });
+  }
+
   /** Broadcasts every parameter into the group, bucket by bucket, in the planned order. */
   async broadcastWeights(
     groupName: string,
@@ -293,6 +304,10 @@ export class DistributedTrainerClient implements Trainer {
 
   async state(): Promise<DistributedTrainerState> {
     const parsed = parse(stateSchema, await this.#request('GET', '/state'), '/state');
+    this.#timeoutMs = Math.max(
+      this.#timeoutMs,
+      modelCallTimeoutMs(modelBytes(parsed.parameters, parsed.compute_dtype), TRAINER_BASE_MS),
+    );
     return {
       policyVersion: parsed.policy_version,
       optimizerSteps: parsed.optimizer_steps,
@@ -330,44 +345,55 @@ export class DistributedTrainerClient implements Trainer {
     return this.#request('POST', route, Buffer.from(JSON.stringify(body)), 'application/json');
   }
 
-  async #request(method: string, route: string, body?: Buffer, contentType?: string): Promise<unknown> {
-    let response: Response;
-    try {
-      response = await fetch(`${this.baseUrl}${route}`, {
-        method,
-        headers: { ...this.#headers, ...(contentType === undefined ? {} : { 'Content-Type': contentType }) },
-        ...(body === undefined
-          ? {}
-          : { body: new Uint8Array(body.buffer, body.byteOffset, body.byteLength) }),
-        signal: AbortSignal.timeout(this.#timeoutMs),
-      });
-    } catch (error) {
+  /** The current wait of a request (the rule of `model-call-timeout.ts` once `state()` ran). */
+  get timeoutMs(): number {
+    return this.#timeoutMs;
+  }
+
+  async #request(
+    method: 'GET' | 'POST',
+    route: string,
+    body?: Buffer,
+    contentType?: string,
+  ): Promise<unknown> {
+    const outcome = await longRequest({
+      url: `${this.baseUrl}${route}`,
+      method,
+      headers: this.#headers,
+      timeoutMs: this.#timeoutMs,
+      ...(body === undefined ? {} : { body: new Uint8Array(body.buffer, body.byteOffset, body.byteLength) }),
+      ...(contentType === undefined ? {} : { contentType }),
+    });
+    if (outcome.kind === 'timeout') {
       throw new DistributedTrainerError(
         route,
-        `no answer from ${this.baseUrl} (${(error as Error).message})`,
+        `no answer from ${this.baseUrl} within ${Math.round(outcome.timeoutMs / 1000)} s (an outage: the trainer may still be working)`,
+        null,
+      );
+    }
+    if (outcome.kind === 'unreachable') {
+      throw new DistributedTrainerError(
+        route,
+        `no answer from ${this.baseUrl} (${outcome.error.message})`,
         null,
         {
-          cause: error,
+          cause: outcome.error,
         },
       );
     }
-    const text = await response.text();
+    const { status, text } = outcome;
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
     } catch {
-      throw new DistributedTrainerError(
-        route,
-        `answered ${response.status} with a body that is not JSON`,
-        response.status,
-      );
+      throw new DistributedTrainerError(route, `answered ${status} with a body that is not JSON`, status);
     }
-    if (!response.ok) {
+    if (status < 200 || status >= 300) {
       const message = (parsed as { error?: unknown }).error;
       throw new DistributedTrainerError(
         route,
-        `answered ${response.status}: ${typeof message === 'string' ? message : text.slice(0, 300)}`,
-        response.status,
+        `answered ${status}: ${typeof message === 'string' ? message : text.slice(0, 300)}`,
+        status,
       );
     }
     return parsed;

@@ -58,4 +58,23 @@ describe('evaluateHeldOut', () => {
     // With byte ids the server would decode no response marker and the trajectory would fail.
     expect(result).toMatchObject({ problems: 1, correct: 1, accuracy: 1 });
   });
+
+  it('gives no accuracy when no problem was graded (the engine is down): missing, with the reason', async () => {
+    const problems = arithEvalProblems({ count: 2, levels: [0] });
+    const folder = mkdtempSync(join(tmpdir(), 'agentmath-held-out-'));
+    cleanups.push(() => rmSync(folder, { recursive: true, force: true }));
+    const evaluation = evaluateHeldOut({
+      engineUrl: 'http://127.0.0.1:1',
+      problems,
+      contextTokens: 4096,
+      tokenizer: createByteLevelTokenizer(),
+      outDir: join(folder, 'eval'),
+      concurrency: 2,
+      maxToolCalls: 0,
+    });
+    await expect(evaluation).rejects.toMatchObject({
+      code: 'HELD_OUT_EVAL_MISSING',
+      message: expect.stringContaining('no problem of 2 was graded (2 ended in an engine or sandbox error'),
+    });
+  }, 60_000);
 });

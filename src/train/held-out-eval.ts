@@ -9,6 +9,8 @@
  * `concurrency` trajectories are in flight at once so the worker batches them. Prompts are
  * encoded with the model's own tokenizer: `tokenizer` when given, else the one in the served
  * model's folder (`/get_model_info`), the byte-level one only for a byte model's preset.
+ * An evaluation stopped by `signal`, or one in which no problem got a verdict (an outage), has
+ * no figure: `HeldOutEvalMissing` says why (never an accuracy of 0 over 0 problems).
  */
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -17,6 +19,7 @@ import { problemOnlyPrompt, runAgent } from '../agent/index.ts';
 import type { PromptBuilder } from '../agent/prompt-builder.ts';
 import { createByteLevelTokenizer, createEngine, loadTokenizer } from '../engine/index.ts';
 import type { Tokenizer } from '../engine/tokenizer.ts';
+import type { EvalRunnerConfig } from '../eval/eval-run-config.ts';
 import { runEval } from '../eval/eval-runner.ts';
 import { readRunTrajectories } from '../eval/run-folder.ts';
 import { gradeTrajectory, readGrade } from '../eval/trajectory-grade.ts';
@@ -26,6 +29,7 @@ import { getDialect } from '../protocol/index.ts';
 import { createLocalSandbox } from '../sandbox/index.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import type { TrajectoryFinishReason } from '../trajectory/trajectory.ts';
+import type { HeldOutEvalConfig } from './held-out-eval-config.ts';
 
 /** Accuracy of one difficulty level (or of all of them). */
 export type LevelAccuracy = { level: number | 'all'; problems: number; correct: number; accuracy: number };
@@ -58,8 +62,10 @@ export type HeldOutEvalResult = {
 };
 
 export type HeldOutEvalOptions = {
-  /** Base URL of a worker serving the model (SGLang `/generate`). */
+  /** Base URL of a worker serving the model (SGLang `/generate`, or vLLM's completions). */
   engineUrl: string;
+  /** The API it speaks (default sglang): a run's held-out evaluation speaks the run's. */
+  api?: 'sglang' | 'vllm';
   /** Its bearer token, when it requires one. */
   apiKey?: string;
   problems: readonly HeldOutProblem[];
@@ -95,8 +101,9 @@ export async function evaluateHeldOut(options: HeldOutEvalOptions): Promise<Held
   const { problems, contextTokens, concurrency = 32, maxToolCalls = 4, temperature = 0 } = options;
   const started = Date.now();
   if (options.fresh === true) await rm(options.outDir, { recursive: true, force: true });
+  const api = options.api ?? 'sglang';
   const engine = createEngine({
-    api: 'sglang',
+    api,
     url: options.engineUrl,
     name: 'embedded',
     maxConcurrency: concurrency,
@@ -125,7 +132,12 @@ export async function evaluateHeldOut(options: HeldOutEvalOptions): Promise<Held
       concurrency,
       outDir: options.outDir,
       resume: true,
-      config: { engine: { api: 'sglang', url: options.engineUrl }, budgets, sampling, dialect: dialect.name },
+      config: {
+        engine: { api, url: options.engineUrl },
+        budgets,
+        sampling,
+        dialect: dialect.name,
+      } satisfies Omit<HeldOutEvalConfig, keyof EvalRunnerConfig>,
       solve: (problem, sample, signal) =>
         runAgent(
           { id: problem.id, text: problem.problem },
@@ -147,7 +159,9 @@ export async function evaluateHeldOut(options: HeldOutEvalOptions): Promise<Held
       ...(options.signal === undefined ? {} : { signal: options.signal }),
     });
     if (result.status === 'interrupted')
-      throw options.signal?.reason ?? new Error('held-out evaluation interrupted');
+      throw new HeldOutEvalMissing(
+        `stopped by ${String(options.signal?.reason ?? 'a signal')} after ${result.done} of ${result.total} problems`,
+      );
     const { summary } = result;
     const trajectories = await readRunTrajectories(options.outDir);
     const byId = new Map(problems.map((problem) => [problem.id, problem]));
@@ -163,6 +177,11 @@ export async function evaluateHeldOut(options: HeldOutEvalOptions): Promise<Held
         correct: readGrade(trajectory)?.correct === true,
       }))
       .sort((a, b) => problems.indexOf(a.problem) - problems.indexOf(b.problem));
+    // No verdict at all is no measurement (an outage): missing, never an accuracy of 0.
+    if (outcomes.length === 0)
+      throw new HeldOutEvalMissing(
+        `no problem of ${problems.length} was graded (${result.failed} ended in an engine or sandbox error, ${summary.gradeUnavailable} without a grader verdict; see ${options.outDir})`,
+      );
     const overall = accuracyOf('all', outcomes);
     return {
       problems: overall.problems,
@@ -220,6 +239,13 @@ export async function servedModelTokenizer(engineUrl: string): Promise<Tokenizer
   throw new HeldOutTokenizerError(
     `${url}: the served model (${String(folder)}) has no tokenizer.json; pass its tokenizer`,
   );
+}
+
+/** The evaluation gave no figure: stopped by a signal, or no problem was graded (an outage). */
+export class HeldOutEvalMissing extends AgentMathError {
+  constructor(reason: string) {
+    super('HELD_OUT_EVAL_MISSING', `held-out evaluation: ${reason}`);
+  }
 }
 
 export class HeldOutTokenizerError extends AgentMathError {

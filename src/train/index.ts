@@ -1,7 +1,7 @@
 /**
- * The train module: the trainer client for the PyTorch worker's training routes, and SFT of
- * the embedded model (data, batches, schedule, checkpoints and resume, held-out evaluation
- * through the agent loop, training reports).
+ * The train module: the trainer service and its client (every model, the byte model too), SFT
+ * (data, schedule, checkpoints and resume, export, held-out evaluation through the agent loop,
+ * training reports) and agentic RL (the rollout loop, GRPO steps, weight syncs to the engines).
  */
 
 export {
@@ -28,19 +28,6 @@ export {
   type HeldOutEvalResult,
   type LevelAccuracy,
 } from './held-out-eval.ts';
-export {
-  batchOfStep,
-  CALIBRATION_STEPS,
-  HF_SFT_LEARNING_RATE,
-  type HfSftConfig,
-  HfSftError,
-  type HfSftEvent,
-  type HfSftMetrics,
-  type HfSftResult,
-  hfSftWarmupSteps,
-  runHfSft,
-  savedRunSteps,
-} from './hf-sft-run.ts';
 export { type LearningRateSchedule, learningRateAt } from './learning-rate-schedule.ts';
 export {
   METRICS_LOGGER_KINDS,
@@ -52,19 +39,24 @@ export {
 } from './metrics-logger.ts';
 export { checkpointPath } from './rl-checkpoints.ts';
 export { type ClusterPartsOptions, RlPartsError, startClusterParts } from './rl-cluster-parts.ts';
-export { type ColocatedPartsOptions, startColocatedParts } from './rl-colocated-parts.ts';
 export {
   type RlConfig,
   RlConfigError,
   type RlConfigInput,
   resolveRlConfig,
   rlConfigSchema,
-  rlDefiningConfig,
 } from './rl-config.ts';
+export {
+  levelAccuracySchema,
+  rlEvalRecordSchema,
+  rlEvalsLineSchema,
+  rlMissingEvalRecordSchema,
+} from './rl-eval-record.ts';
 export { defaultRlLearningRate, safetensorsParameterCount } from './rl-learning-rate.ts';
 export { type RlMetrics, type RlMetricsInput, rlMetrics, selfCorrected } from './rl-metrics.ts';
+export { rlMetricsSchema } from './rl-metrics-record.ts';
 export type { RlParts, RlWeightSync } from './rl-parts.ts';
-export { presetValues, RL_PRESET_NAMES, RL_PRESETS, type RlPresetName } from './rl-presets.ts';
+export { RL_PRESET_NAMES, RL_PRESETS, type RlPresetName } from './rl-presets.ts';
 export {
   DECONTAMINATION_FILE,
   type LoadRlProblemsOptions,
@@ -77,7 +69,13 @@ export {
   rlProblemOrder,
   writeDecontaminationRecord,
 } from './rl-problems.ts';
-export { RL_FILES, type RlEvalRecord } from './rl-records.ts';
+export {
+  isMeasuredEval,
+  RL_FILES,
+  type RlEvalMeasured,
+  type RlEvalMissing,
+  type RlEvalRecord,
+} from './rl-records.ts';
 export {
   isRlRunFolder,
   type RlReportRun,
@@ -92,34 +90,41 @@ export {
   type RlRunOptions,
   runRl,
 } from './rl-run.ts';
+export { type RlRunConfig, rlDefiningConfig, rlRunConfigSchema } from './rl-run-config.ts';
 export { startRlParts } from './rl-start-parts.ts';
 export { type RlSummaryOptions, rlSummaryTables } from './rl-summary-table.ts';
+export { rlWeightSyncSchema } from './rl-weight-sync-record.ts';
 export { type OffPolicyWeightOptions, rolloutCorrectionOptions } from './rollout-correction.ts';
-export { planSftBatches, type SftBatchPlan, type SftBatchPlanOptions } from './sft-batch-plan.ts';
 export {
+  FINE_TUNING_LEARNING_RATE,
+  FROM_SCRATCH_LEARNING_RATE,
+  type ModelFacts,
+  type ResolvedSftConfig,
   resolveSftConfig,
+  resolveSftDefaults,
   type SftConfig,
   SftConfigError,
   type SftConfigInput,
   sftConfigSchema,
 } from './sft-config.ts';
 export { buildSftExample, type SftExample } from './sft-example.ts';
+export { type SftMetrics, sftMetricsSchema } from './sft-metrics.ts';
 export { formatDuration, formatSftEvent, formatStepBar } from './sft-progress.ts';
 export {
+  batchOfStep,
+  CALIBRATION_STEPS,
+  INIT_MODEL_FOLDER,
+  readMetrics,
   runSft,
+  SFT_EVAL_DIR,
+  SFT_MODEL_FOLDER,
   type SftEvent,
-  SftInterruptedError,
-  SftRunFolderError,
+  type SftResult,
+  SftRunError,
   type SftRunOptions,
+  savedRunSteps,
 } from './sft-run.ts';
-export {
-  readSftState,
-  SFT_STATE_FILE,
-  type SftState,
-  SftStateError,
-  sftStateSchema,
-  writeSftState,
-} from './sft-state.ts';
+export { type SftRunConfig, sftRunConfigSchema } from './sft-run-config.ts';
 export { type BatchSequence, encodeTrainerBatch } from './trainer-batch.ts';
 export {
   type MachineCapacity,
@@ -130,18 +135,6 @@ export {
   trainerMemoryBytes,
 } from './trainer-capacity.ts';
 export {
-  type GrpoSequence,
-  type GrpoStepRequest,
-  type GrpoStepResult,
-  type ServedModelInfo,
-  type SftSequence,
-  type SftStepRequest,
-  type SftStepResult,
-  TrainerClient,
-  TrainerRequestError,
-  type TrainerState,
-} from './trainer-client.ts';
-export {
   startTrainerService,
   type TrainerService,
   type TrainerServiceOptions,
@@ -149,6 +142,7 @@ export {
   TrainerStartStoppedError,
 } from './trainer-service.ts';
 export {
+  type LossPoint,
   readTrainingReport,
   renderComparison,
   renderTrainingReport,
@@ -158,7 +152,18 @@ export {
   TrainingReportMissingError,
   writeTrainingReport,
 } from './training-report.ts';
-export type { MetricsLogger, Trainer } from './types.ts';
+export type {
+  GrpoObjectiveOptions,
+  GrpoSequence,
+  GrpoStepRequest,
+  GrpoStepResult,
+  MetricsLogger,
+  SftSequence,
+  SftStepRequest,
+  SftStepResult,
+  Trainer,
+  TrainerState,
+} from './types.ts';
 export { WandbLoggerError, WandbUnavailableError } from './wandb-logger.ts';
 export {
   type PausableEngine,

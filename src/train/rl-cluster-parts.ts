@@ -1,8 +1,9 @@
 /**
- * `train rl`'s parts for a Hugging Face model, laid out as on a GPU cluster: engine replicas
- * behind the router (SGLang servers by URL, or `replicas` embedded workers started here on the
- * model, which speak the same routes), the distributed trainer (by URL, or started here under
- * torchrun with `trainerProcesses` ranks), sandbox nodes by URL or a local jailed sandbox.
+ * `train rl`'s parts, for every model, laid out as on a GPU cluster: engine replicas behind the
+ * router (SGLang servers by URL, or `replicas` local engines started here on the model, which
+ * speak the same routes), the trainer (by URL, or started here with `trainerProcesses` ranks:
+ * torchrun from two up), sandbox nodes by URL or a local jailed sandbox. On one machine: one
+ * local engine, one trainer rank, a disk sync.
  * After each trainer step the weights go to every engine from disk (`weight-sync.ts`): the
  * trainer exports the policy to `<run>/policy/v<N>`; each engine is paused (`abort`: requests
  * answer their tokens so far and are resubmitted), flushed, loads it with `weight_version` N
@@ -29,9 +30,11 @@ import { AgentMathError } from '../shared/agentmath-error.ts';
 import { systemClock } from '../shared/clock.ts';
 import { DistributedTrainerClient } from './distributed-trainer-client.ts';
 import { startDistributedWeightSync } from './distributed-weight-sync.ts';
+import { LOAD_BASE_MS, modelBytes, modelCallTimeoutMs } from './model-call-timeout.ts';
 import type { RlParts } from './rl-parts.ts';
 import type { TrainerMemoryOptions } from './trainer-memory-options.ts';
 import { startTrainerService, type TrainerService } from './trainer-service.ts';
+import { vllmLogprobsMode } from './vllm-logprobs-probe.ts';
 import { type PausableEngine, syncWeightsFromDisk } from './weight-sync.ts';
 
 export type ClusterPartsOptions = {
@@ -51,6 +54,8 @@ export type ClusterPartsOptions = {
   /** The trainer's URL (`--trainer`); null: start it here with `trainerProcesses` ranks. */
   trainerUrl: string | null;
   trainerProcesses: number;
+  /** Torch threads of each trainer rank started here (0: its share of the cores). */
+  trainerThreads?: number;
   /** The memory options of a trainer started here (--micro-batch-tokens, --activation-checkpointing, …). */
   trainerMemory: TrainerMemoryOptions;
   /** Whether steps take a KL term (klCoef > 0): a trainer started here then loads its reference at the start. */
@@ -63,7 +68,11 @@ export type ClusterPartsOptions = {
   seed: number;
   /** How weights reach the engines: an export loaded from disk, or broadcast over a process group. */
   weightSync?: 'disk' | 'distributed';
+  /** `distributed`: the trainer's rank-0 address as the engines reach it (`weight-sync-address.ts`). */
+  weightSyncAddress?: string | null;
   engineTimeoutMs?: number;
+  /** The rollout's sampling temperature: vLLM engines are checked to return logprobs after it. */
+  temperature?: number;
   log?: (line: string) => void;
 };
 
@@ -93,6 +102,7 @@ export async function startClusterParts(options: ClusterPartsOptions): Promise<R
   try {
     const tokenizer = await loadTokenizer(options.model);
     const replicas = await startReplicas(options, closers, log);
+    if (options.api === 'vllm') await assertScaledLogprobs(options, tokenizer.encode('The answer is'), log);
     const trainer = await startTrainer(options, closers, log);
     const router = new Router({
       replicas: replicas.map(({ name, engine }) => ({ name, engine })),
@@ -115,19 +125,24 @@ export async function startClusterParts(options: ClusterPartsOptions): Promise<R
     const distributed =
       options.weightSync === 'distributed'
         ? await startDistributedWeightSync({
+            folder: options.folder,
             trainer: trainer.client,
             engines: replicas,
-            trainerUrl: options.trainerUrl,
+            masterAddress: options.weightSyncAddress ?? '127.0.0.1',
             device: state.device,
+            log,
             ...(options.engines.length > 0 && engineApiKey() !== undefined
               ? { apiKey: engineApiKey() as string }
               : {}),
           })
         : null;
-    if (distributed !== null)
+    if (distributed !== null) {
+      closers.push(() => distributed.close());
       log(`weight sync: a process group of the trainer and ${replicas.length} engine(s)`);
+    }
+    // A load of the whole model may take as long as the rule of `model-call-timeout.ts` says.
+    const loadTimeoutMs = modelCallTimeoutMs(modelBytes(state.parameters, state.computeDtype), LOAD_BASE_MS);
     return {
-      kind: 'cluster',
       engine: router,
       routerName: options.router,
       evalUrl: replicas[0]!.url,
@@ -144,6 +159,7 @@ export async function startClusterParts(options: ClusterPartsOptions): Promise<R
           engines: replicas.map(({ engine }) => engine),
           path,
           tolerateUnreachable: true,
+          loadTimeoutMs,
         });
         if (result.unreachable.length > 0) {
           log(`weight sync v${result.policyVersion}: ${result.unreachable.join(', ')} unreachable, skipped`);
@@ -169,7 +185,6 @@ export async function startClusterParts(options: ClusterPartsOptions): Promise<R
         lastExport = null;
         await removeOldExports(join(folder, POLICY_FOLDER));
       },
-      canOverlap: true,
       tokenizer,
       dialect: getDialect(options.dialect),
       prompt: promptBuilders[options.prompt],
@@ -250,13 +265,16 @@ async function startTrainer(
       service: null,
     };
   }
-  log(`starting the trainer: ${options.trainerProcesses} process(es) under torchrun …`);
+  log(
+    `starting the trainer: ${options.trainerProcesses} process(es)${options.trainerProcesses > 1 ? ' under torchrun' : ''} …`,
+  );
   const service = await startTrainerService({
     model: options.model,
     // The KL reference is the initial policy, also after a resume. Named, the trainer loads it
     // at its start (sharded, in the compute dtype); without KL it never holds one.
     ...(options.klReference ? { reference: options.model } : {}),
     processes: options.trainerProcesses,
+    ...(options.trainerThreads === undefined ? {} : { threads: options.trainerThreads }),
     ...options.trainerMemory,
     seed: options.seed,
     onLog: (line) => {
@@ -266,6 +284,38 @@ async function startTrainer(
   });
   closers.push(() => service.stop());
   return { client: service.client, service };
+}
+
+/**
+ * vLLM engines must return logprobs after temperature (`--logprobs-mode processed_logprobs`) when
+ * the rollout samples at T ≠ 1: refused at the start otherwise (`vllm-logprobs-probe.ts`).
+ */
+async function assertScaledLogprobs(
+  options: ClusterPartsOptions,
+  promptTokenIds: number[],
+  log: (line: string) => void,
+): Promise<void> {
+  const temperature = options.temperature ?? 1;
+  if (temperature === 1 || temperature <= 0) return;
+  const apiKey = engineApiKey();
+  for (const url of options.engines) {
+    const mode = await vllmLogprobsMode({
+      url,
+      promptTokenIds,
+      temperature,
+      ...(apiKey === undefined ? {} : { apiKey }),
+    });
+    if (mode === 'raw') {
+      throw new RlPartsError(
+        `${url}: vLLM returns logprobs before temperature (its default --logprobs-mode raw_logprobs), so the importance weight at --temperature ${temperature} would be biased: restart it with --logprobs-mode processed_logprobs`,
+      );
+    }
+    if (mode === 'unknown') {
+      log(
+        `${url}: could not tell whether its logprobs are taken after temperature (start vLLM with --logprobs-mode processed_logprobs)`,
+      );
+    }
+  }
 }
 
 /** The engines' bearer token (`AGENTMATH_ENGINE_API_KEY`), for engines given by URL. */

@@ -13,9 +13,8 @@ export const rlConfigSchema = z
   .object({
     task: z.literal('arith').default('arith'),
     /**
-     * The model folder RL starts from: the embedded byte model (an SFT output, e.g.
-     * .agentmath/models/arith-tool; trained colocated) or a Hugging Face folder (`--model`;
-     * engine replicas + the distributed trainer).
+     * The model folder RL starts from (`--model`): any model in Hugging Face layout, the byte
+     * model included (an SFT output, e.g. .agentmath/models/arith-tool/model).
      */
     init: z.string().min(1),
     /** Training problems from a file (JSONL / Parquet, eval's loader), or a benchmark by name; null: the arith task. */
@@ -25,10 +24,10 @@ export const rlConfigSchema = z
     decontaminate: z.boolean().default(true),
     /** Held-out evaluation set (eval's loader); null: arith held-out problems. */
     evalBench: z.string().min(1).nullable().default(null),
-    /** How a problem becomes the prompt (null: problem-only for the byte model, instructed for a Hugging Face one). */
+    /** How a problem becomes the prompt (null: what the model declares, training-prompt.json, else instructed). */
     prompt: z.enum(['instructed', 'text-only', 'problem-only']).nullable().default(null),
-    /** The code-block markup of prompts and rollouts (markdown: a Hugging Face model only). */
-    dialect: z.enum(['tags', 'markdown']).default('tags'),
+    /** The code-block markup of prompts and rollouts (null: what the model declares, else tags). */
+    dialect: z.enum(['tags', 'markdown']).nullable().default(null),
     /** Prompt + response token budget of a trajectory (null: the model's context length). */
     maxTokens: positive.nullable().default(null),
     /** Engine replicas: URLs of SGLang servers (empty: start `replicas` embedded ones). */
@@ -44,8 +43,8 @@ export const rlConfigSchema = z
     microBatchTokens: positive.default(4096),
     /** The trainer started here: activation checkpointing per decoder layer. */
     activationCheckpointing: z.boolean().default(false),
-    /** The trainer started here: tokens per LM-head chunk when it scores (0: full [T × V] logits). */
-    logitsChunkTokens: z.number().int().nonnegative().default(512),
+    /** The trainer started here: tokens per LM-head chunk when it scores (0: full [T × V] logits; null: the trainer's choice by vocabulary, 512 from 32k tokens up). */
+    logitsChunkTokens: z.number().int().nonnegative().nullable().default(null),
     /** The trainer started here: GiB one rank may hold (0: the device's memory); a step estimated above it is refused before it runs. */
     memoryLimitGb: z.number().nonnegative().default(0),
     /** The trainer started here: ranks that split each packed row (sequence parallelism); divides `trainerProcs`. */
@@ -58,6 +57,8 @@ export const rlConfigSchema = z
     maxStaleness: z.number().int().nonnegative().default(0),
     /** How new weights reach the engines. */
     weightSync: z.enum(['disk', 'distributed']).default('disk'),
+    /** `distributed`: the trainer's address as the engines reach it (null: found, `weight-sync-address.ts`). */
+    weightSyncAddress: z.string().min(1).nullable().default(null),
     /** Text RL: the policy cannot run code (tool-call budget 0; a code block ends the trajectory). */
     textOnly: z.boolean().default(false),
     steps: positive.default(40),
@@ -65,8 +66,8 @@ export const rlConfigSchema = z
     batchSize: positive.default(8),
     /** n: trajectories per problem. */
     groupSize: positive.default(8),
-    /** The byte model's default; a Hugging Face model's comes from its size (`rl-learning-rate.ts`). */
-    learningRate: z.number().positive().default(2e-4),
+    /** null: from the model's size (`rl-learning-rate.ts`). */
+    learningRate: z.number().positive().nullable().default(null),
     clipEpsilonLow: z.number().min(0).default(0.2),
     clipEpsilonHigh: z.number().min(0).default(0.28),
     /** β of the KL penalty to the initial policy (`init`, also after a resume); 0 = off. */
@@ -110,7 +111,7 @@ export const rlConfigSchema = z
     evalEvery: z.number().int().nonnegative().default(10),
     /**
      * The trainer's resume checkpoint every K steps (and after the last); a resume redoes the
-     * steps since the newest. null: 1 for the byte model, 10 for a Hugging Face model.
+     * steps since the newest. null: by the model's size (rl-run.ts).
      */
     checkpointEvery: positive.nullable().default(null),
     /** Checkpoints kept (the newest; older ones this run wrote are deleted). */
@@ -133,7 +134,8 @@ export const rlConfigSchema = z
     explore: z.number().min(0).max(1).default(DEFAULT_SKIP_RULE.explore),
     /** Resample-on-correct K: sample K · n per group, keep n (rStar2-Agent's GRPO-RoC); 1 = off. */
     resampleOnCorrect: z.number().min(1).max(8).default(1),
-    trainThreads: z.number().int().nonnegative().default(1),
+    /** Torch threads of each trainer rank started here (0: its share of the cores). */
+    trainThreads: z.number().int().nonnegative().default(0),
     sandboxWorkers: positive.default(8),
   })
   .strict();
@@ -153,30 +155,4 @@ export function resolveRlConfig(input: unknown): RlConfig {
   const issue = parsed.error.issues[0];
   const field = issue?.path.join('.') || '(root)';
   throw new RlConfigError(`RL config field "${field}": ${issue?.message ?? 'invalid'}`);
-}
-
-/** What defines a run: a resume with anything else different is refused (steps may grow). */
-export function rlDefiningConfig(config: RlConfig): Record<string, unknown> {
-  // Where things run may change between a stop and a resume; what is trained may not.
-  const {
-    steps: _steps,
-    engines: _engines,
-    replicas: _replicas,
-    maxInFlight: _maxInFlight,
-    trainerUrl: _trainerUrl,
-    trainerProcs: _trainerProcs,
-    sandboxes: _sandboxes,
-    sandboxWorkers: _sandboxWorkers,
-    trainThreads: _trainThreads,
-    // How the trainer holds a step in memory changes nothing it computes.
-    activationCheckpointing: _activationCheckpointing,
-    logitsChunkTokens: _logitsChunkTokens,
-    memoryLimitGb: _memoryLimitGb,
-    sequenceParallel: _sequenceParallel,
-    cpuOffload: _cpuOffload,
-    checkpointEvery: _checkpointEvery,
-    keepCheckpoints: _keepCheckpoints,
-    ...defining
-  } = config;
-  return { command: 'train rl', ...defining };
 }

@@ -22,14 +22,14 @@ function writeSafetensors(path: string, tensors: Record<string, number[]>): void
   writeFileSync(path, Buffer.concat([length, json, Buffer.alloc(offset)]));
 }
 
-describe('the RL learning rate of a Hugging Face model', () => {
-  it('is the field’s 1e-6 from 1e9 parameters up and grows as √(1e9/N) below, at most 1e-4', () => {
+describe('the RL learning rate of a model', () => {
+  it('is the field’s 1e-6 from 1e9 parameters up, grows as √(1e9/N) down to 10M, and is 2e-4 below', () => {
     expect(defaultRlLearningRate(30.5e9)).toBe(1e-6);
     expect(defaultRlLearningRate(1e9)).toBe(1e-6);
     expect(defaultRlLearningRate(134.5e6)).toBe(2.7e-6); // SmolLM2-135M
     expect(defaultRlLearningRate(1e7)).toBe(1e-5);
-    expect(defaultRlLearningRate(2e5)).toBe(7.1e-5);
-    expect(defaultRlLearningRate(1e3)).toBe(1e-4);
+    expect(defaultRlLearningRate(9.9e6)).toBe(2e-4);
+    expect(defaultRlLearningRate(2e5)).toBe(2e-4);
     expect(() => defaultRlLearningRate(0)).toThrow(RangeError);
   });
 

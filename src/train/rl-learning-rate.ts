@@ -3,21 +3,26 @@
  * the parameter count of a Hugging Face folder read from its safetensors headers (no weights
  * loaded). The rule: 1e-6 from 1e9 parameters up — the value the field trains with at every
  * size it reports (the AgentMath paper at 30B, DAPO at 32B, verl's and TRL's GRPO recipes at
- * 0.5–8B) — and 1e-6 · √(1e9 / N) below, at most 1e-4: smaller models take larger steps (a
- * heuristic of ours, not a measured optimum). The byte model keeps its own default (2e-4).
+ * 0.5–8B) — and 1e-6 · √(1e9 / N) below, down to 10M parameters (1e-5): smaller models take
+ * larger steps (a heuristic of ours, not a measured optimum). Models under 10M parameters,
+ * trained from scratch here (the byte model, 0.8M), take 2e-4: the rate docs/rl.md measured RL
+ * on the byte model at.
  */
 import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 
 const ANCHOR_PARAMETERS = 1e9;
 const ANCHOR_RATE = 1e-6;
-const MAX_RATE = 1e-4;
+/** Below this many parameters a model counts as small: trained from scratch here, checkpointed every step. */
+export const SMALL_MODEL_PARAMETERS = 1e7;
+const SMALL_MODEL_RATE = 2e-4;
 
 export function defaultRlLearningRate(parameters: number): number {
   if (!(parameters > 0)) throw new RangeError(`parameters must be positive, got ${parameters}`);
+  if (parameters < SMALL_MODEL_PARAMETERS) return SMALL_MODEL_RATE;
   const scaled = ANCHOR_RATE * Math.sqrt(Math.max(1, ANCHOR_PARAMETERS / parameters));
   // Two significant digits: the value is printed and saved with the run's configuration.
-  return Number(Math.min(MAX_RATE, scaled).toPrecision(2));
+  return Number(scaled.toPrecision(2));
 }
 
 /** Σ numel over the folder's `*.safetensors` headers; null when it has none. */

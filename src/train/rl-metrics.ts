@@ -5,59 +5,10 @@
  */
 import type { GroupOutcome, StepStats } from '../rollout/types.ts';
 import type { Trajectory } from '../trajectory/trajectory.ts';
+import type { RlMetrics } from './rl-metrics-record.ts';
 import type { GrpoStepResult } from './types.ts';
 
-/** The fields of `metrics.jsonl`, exactly as other tools read them. */
-export type RlMetrics = {
-  step: number;
-  policyVersion: number;
-  rewardMean: number | null;
-  accuracy: number | null;
-  codeFrequency: number | null;
-  codeCallsPerTrajectory: number | null;
-  responseTokensMean: number | null;
-  truncationRate: number;
-  selfCorrectionRate: number | null;
-  groupsKept: number;
-  groupsDropped: number;
-  clipFraction: number | null;
-  approxKl: number | null;
-  entropy: number | null;
-  gradNorm: number | null;
-  /** Decoupled objective only: mean π_prox / π_behaviour before the cap, and the share capped. */
-  offPolicyWeight: number | null;
-  offPolicyCapped: number | null;
-  /**
-   * |engine − trainer| logprob of the trained tokens, before the step's update: the numeric
-   * mismatch between the engine that sampled and the trainer (plus the policy lag of stale
-   * segments); null when nothing was trained or the trainer does not report it (colocated).
-   */
-  rolloutLogprobGap: { mean: number; max: number } | null;
-  /** Mean KL to the reference policy (`--init`) on the trained tokens; null without `--kl-coef`. */
-  klRef: number | null;
-  /** Optimizer updates applied this step (mini-batches × epochs; 0 when skipped or untrained). */
-  updates: number;
-  /** Wall time of the step's rollout, and of its training (GRPO step + checkpoint). */
-  rolloutMs: number;
-  trainMs: number;
-  /** Export + pause + load + continue on every engine; 0 when the engines share the trainer's weights. */
-  weightSyncMs: number;
-  /** Engines waiting for this step's rollout to be allowed to start (after the previous rollout ended). */
-  engineIdleMs: number;
-  /** The trainer waiting for this step's batch (after its previous step and sync ended). */
-  trainerIdleMs: number;
-  /** Versions between the trainer and the policy that produced each trained model token. */
-  stalenessMax: number | null;
-  stalenessMean: number | null;
-  /** Trained model tokens by staleness (versions behind the trainer → tokens). */
-  stalenessHistogram: Record<string, number>;
-  stage: number;
-  /** Tokens the step's rollout sampled (every trajectory, kept or not), and per kept group (null: none kept). */
-  tokensSampled: number;
-  tokensPerKeptGroup: number | null;
-  /** Problems skipped before generation by their history (`--skip-history`; 0 when off). */
-  problemsSkipped: number;
-};
+export type { RlMetrics };
 
 export type RlMetricsInput = {
   step: number;

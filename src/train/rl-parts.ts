@@ -1,12 +1,7 @@
 /**
- * What `train rl` runs on, chosen by the command line and handed to `runRl` (which never asks
- * which kind it got): engines behind a router, a `Trainer`, a way to get the trainer's weights
- * to the engines, a sandbox, the model's tokenizer and prompt. Two kinds exist:
- * - colocated (`rl-colocated-parts.ts`): the embedded byte model, one PyTorch worker that both
- *   serves and trains, so the engine holds the new weights the moment a step ends;
- * - cluster (`rl-cluster-parts.ts`): a Hugging Face model on engine replicas (embedded workers
- *   started here, or SGLang / vLLM servers by URL) and the distributed trainer (started here
- *   under torchrun, or by URL), weights synced from disk after each step.
+ * What `train rl` runs on, chosen by the command line and handed to `runRl`: engines behind a
+ * router, a `Trainer`, a way to get the trainer's weights to the engines, a sandbox, the model's
+ * tokenizer and prompt (`rl-cluster-parts.ts` starts them, for every model).
  */
 import type { SessionPark } from '../agent/index.ts';
 import type { PromptBuilder } from '../agent/prompt-builder.ts';
@@ -15,23 +10,12 @@ import type { Engine } from '../engine/types.ts';
 import type { Dialect } from '../protocol/index.ts';
 import type { ReplicaStatsSource } from '../rollout/types.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
+import type { RlWeightSync } from './rl-weight-sync-record.ts';
 import type { Trainer } from './types.ts';
 
-/**
- * One weight sync's timings (export, engines paused, in all) and, per engine, the weight version
- * it reported after loading (null: unreachable, skipped); one line of `syncs.jsonl`.
- */
-export type RlWeightSync = {
-  policyVersion: number;
-  exportMs: number;
-  pausedMs: number;
-  totalMs: number;
-  engines?: { name: string; weightVersion: string | null }[];
-};
+export type { RlWeightSync };
 
 export type RlParts = {
-  /** What `train rl` reports the parts as (`colocated`, `cluster`). */
-  kind: 'colocated' | 'cluster';
   /** Generation: one engine, or the router over the replicas. */
   engine: Engine & Partial<ReplicaStatsSource>;
   routerName: string;
@@ -39,18 +23,13 @@ export type RlParts = {
   evalUrl: string;
   evalApiKey?: string;
   trainer: Trainer;
-  /**
-   * Gets the trainer's current weights (policy version `policyVersion`) to every engine; null
-   * when the engines share the trainer's weights (nothing to send).
-   */
-  syncWeights(policyVersion: number): Promise<RlWeightSync | null>;
+  /** Gets the trainer's current weights (policy version `policyVersion`) to every engine. */
+  syncWeights(policyVersion: number): Promise<RlWeightSync>;
   /**
    * Publishes the last synced policy as the run's `model/` folder (Hugging Face layout where the
    * model is one). Called after each synced step and once more at the end (`final`).
    */
   publishModel(folder: string, options: { final: boolean }): Promise<void>;
-  /** Whether rollout may run beside training (false when engines and trainer share weights). */
-  canOverlap: boolean;
   tokenizer: Tokenizer;
   dialect: Dialect;
   prompt: PromptBuilder;

@@ -1,17 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { rlConfigSchema } from './rl-config.ts';
-import { presetValues, RL_PRESETS } from './rl-presets.ts';
+import { RL_PRESETS } from './rl-presets.ts';
 
 describe('train rl presets', () => {
-  it('cpu: fills the options not given, and leaves the given ones', () => {
-    expect(presetValues('cpu', () => false)).toEqual(RL_PRESETS.cpu);
-    expect(presetValues('cpu', (option) => option === 'batchSize')).toEqual({
-      maxTokens: 512,
-      groupSize: 4,
-      evalProblems: 20,
-    });
-  });
-
   it('cpu: is smaller than the defaults and leaves the learning rate alone', () => {
     const defaults = rlConfigSchema.parse({ init: '/m' });
     expect(RL_PRESETS.cpu.batchSize * RL_PRESETS.cpu.groupSize).toBeLessThan(

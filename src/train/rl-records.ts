@@ -1,9 +1,7 @@
 /**
  * The files of a `train rl` run folder beside the rollout's own (config.json, steps.jsonl, …),
- * and the shape of an `evals.jsonl` line.
+ * and the type of an `evals.jsonl` line (its schema: `rl-eval-record.ts`).
  */
-import type { HeldOutEvalResult } from './held-out-eval.ts';
-
 export const RL_FILES = {
   metrics: 'metrics.jsonl',
   evals: 'evals.jsonl',
@@ -14,15 +12,9 @@ export const RL_FILES = {
   evalRuns: 'eval-runs',
 } as const;
 
-/** One line of `evals.jsonl`: held-out figures after `step` steps. */
-export type RlEvalRecord = {
-  step: number;
-  policyVersion: number;
-  accuracy: number;
-  codeFrequency: number;
-  toolCallsPerTrajectory: number;
-  responseTokensMean: number | null;
-  byLevel: HeldOutEvalResult['byLevel'];
-  problems: number;
-  wallMs: number;
-};
+export {
+  isMeasuredEval,
+  type RlEvalMeasured,
+  type RlEvalMissing,
+  type RlEvalRecord,
+} from './rl-eval-record.ts';

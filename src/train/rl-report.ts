@@ -15,7 +15,7 @@ import { REPORT_STYLE } from '../eval/report-html.ts';
 import { type LineSeries, lineChart } from '../eval/svg-line-chart.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import type { RlMetrics } from './rl-metrics.ts';
-import { RL_FILES, type RlEvalRecord } from './rl-records.ts';
+import { isMeasuredEval, RL_FILES, type RlEvalRecord } from './rl-records.ts';
 
 /** One run as the report shows it. */
 export type RlReportRun = {
@@ -124,7 +124,7 @@ export function rlReportSections(runs: readonly RlReportRun[]): string {
     lineChart({
       title: 'Code frequency (share of trajectories with a code call)',
       series: [
-        ...perEval((record) => record.codeFrequency, 'held-out'),
+        ...perEval((record) => (isMeasuredEval(record) ? record.codeFrequency : null), 'held-out'),
         ...perStep((metrics) => metrics.codeFrequency, 'rollout'),
       ],
       xLabel: 'step',
@@ -182,8 +182,9 @@ function summaryTable(runs: readonly RlReportRun[]): string {
   const header =
     '<tr><th class="name">run</th><th>steps</th><th>held-out accuracy (first → last)</th><th>code frequency (first → last)</th><th>rollout accuracy, last step</th><th>wall time</th><th>rollout tokens/s</th></tr>';
   const rows = runs.map((run) => {
-    const first = run.evals[0];
-    const last = run.evals.at(-1);
+    const measured = run.evals.filter(isMeasuredEval);
+    const first = measured[0];
+    const last = measured.at(-1);
     const rolloutMs = run.metrics.reduce((sum, metrics) => sum + metrics.rolloutMs, 0);
     const wallMs = run.metrics.reduce((sum, metrics) => sum + metrics.rolloutMs + metrics.trainMs, 0);
     const tokens = [...run.tokensByStep.values()].reduce((sum, value) => sum + value, 0);
@@ -196,11 +197,12 @@ function evalTable(runs: readonly RlReportRun[]): string {
   const header =
     '<tr><th class="name">run</th><th>after step</th><th>problems</th><th>accuracy</th><th>code frequency</th><th>code calls / trajectory</th><th>response tokens</th><th>by level</th></tr>';
   const rows = runs.flatMap((run) =>
-    run.evals.map(
-      (record) =>
-        `<tr><td class="name">${escapeHtml(run.label)}</td><td>${record.step}</td><td>${record.problems}</td><td>${percent(record.accuracy)}</td><td>${percent(record.codeFrequency)}</td><td>${record.toolCallsPerTrajectory.toFixed(2)}</td><td>${record.responseTokensMean === null ? '–' : Math.round(record.responseTokensMean)}</td><td class="name">${record.byLevel
-          .map((level) => `L${level.level} ${percent(level.accuracy)}`)
-          .join(' · ')}</td></tr>`,
+    run.evals.map((record) =>
+      !isMeasuredEval(record)
+        ? `<tr><td class="name">${escapeHtml(run.label)}</td><td>${record.step}</td><td>–</td><td colspan="5" class="name">missing: ${escapeHtml(record.missing)}</td></tr>`
+        : `<tr><td class="name">${escapeHtml(run.label)}</td><td>${record.step}</td><td>${record.problems}</td><td>${percent(record.accuracy)}</td><td>${percent(record.codeFrequency)}</td><td>${record.toolCallsPerTrajectory.toFixed(2)}</td><td>${record.responseTokensMean === null ? '–' : Math.round(record.responseTokensMean)}</td><td class="name">${record.byLevel
+            .map((level) => `L${level.level} ${percent(level.accuracy)}`)
+            .join(' · ')}</td></tr>`,
     ),
   );
   return rows.length === 0

@@ -55,12 +55,14 @@ import {
   rewindToCheckpoint,
   savesCheckpointAfter,
 } from './rl-checkpoints.ts';
-import { type RlConfig, rlDefiningConfig } from './rl-config.ts';
+import type { RlConfig } from './rl-config.ts';
+import { defaultRlLearningRate, SMALL_MODEL_PARAMETERS } from './rl-learning-rate.ts';
 import { type RlMetrics, rlMetrics } from './rl-metrics.ts';
 import type { RlParts, RlWeightSync } from './rl-parts.ts';
 import { loadRlProblems, rlProblemOrder, writeDecontaminationRecord } from './rl-problems.ts';
-import { RL_FILES, type RlEvalRecord } from './rl-records.ts';
+import { RL_FILES, type RlEvalMissing, type RlEvalRecord } from './rl-records.ts';
 import { writeRlReport } from './rl-report.ts';
+import { rlDefiningConfig } from './rl-run-config.ts';
 import { startRlParts } from './rl-start-parts.ts';
 import { rolloutCorrectionOptions } from './rollout-correction.ts';
 import type { GrpoStepResult } from './types.ts';
@@ -72,7 +74,8 @@ export type RlEvent =
       config: RlConfig;
       resumedFromStep: number;
       parameters: number | null;
-      parts: RlParts['kind'];
+      /** The peak learning rate used (given, or the model size's default). */
+      learningRate: number;
     }
   | { type: 'rl-step'; metrics: RlMetrics; rollout: StepStats; skipped: Record<string, number> }
   | { type: 'rl-eval'; record: RlEvalRecord }
@@ -87,7 +90,7 @@ export type RlEvent =
     };
 
 /** `--checkpoint-every` for a Hugging Face model when not given (12 bytes a parameter each). */
-const CLUSTER_CHECKPOINT_EVERY = 10;
+const CHECKPOINT_EVERY = 10;
 
 export type RlRunOptions = {
   folder: string;
@@ -132,17 +135,16 @@ export async function runRl(options: RlRunOptions): Promise<RlMetrics[]> {
 
 async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics[]> {
   const { folder, config } = options;
-  if (config.maxStaleness > 0 && !parts.canOverlap) {
-    throw new RlRunError(
-      `--max-staleness ${config.maxStaleness}: the ${parts.kind} engine generates with the weights it trains, so rollout cannot run beside training; use 0`,
-    );
-  }
   // Refused before any file is touched: another run's folder, or a resume that changes it.
   await assertRunIdentity(folder, rlDefiningConfig(config), options.resume);
   const checkpoint = options.resume ? await readCheckpoint(folder) : null;
   // The steps since the newest trainer checkpoint are redone (the rollout rewound to it).
   const nextStep = checkpoint === null ? 0 : await rewindToCheckpoint(folder, checkpoint.nextStep);
-  const checkpointEvery = config.checkpointEvery ?? (parts.kind === 'cluster' ? CLUSTER_CHECKPOINT_EVERY : 1);
+  // A small model's checkpoint takes no time: every step, so a resume redoes none.
+  const small = (parts.parameters ?? Number.POSITIVE_INFINITY) < SMALL_MODEL_PARAMETERS;
+  const checkpointEvery = config.checkpointEvery ?? (small ? 1 : CHECKPOINT_EVERY);
+  const learningRate =
+    config.learningRate ?? defaultRlLearningRate(parts.parameters ?? Number.POSITIVE_INFINITY);
   for (const name of [RL_FILES.metrics, RL_FILES.evals]) await truncateStepFile(join(folder, name), nextStep);
   const { trainer } = parts;
   // The trainer starts from the committed step; a step 0 killed mid-way restarts from the
@@ -158,18 +160,16 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
   }
   // The engines generate with the committed weights before anything else (after a resume too).
   const initialSync = await parts.syncWeights(policyVersion);
-  if (initialSync !== null) {
-    await appendLine(join(folder, RL_FILES.syncs), initialSync);
-    options.onEvent?.({ type: 'rl-sync', sync: initialSync });
-    await parts.publishModel(folder, { final: false });
-  }
+  await appendLine(join(folder, RL_FILES.syncs), initialSync);
+  options.onEvent?.({ type: 'rl-sync', sync: initialSync });
+  await parts.publishModel(folder, { final: false });
   options.onEvent?.({
     type: 'rl-start',
     folder,
     config,
     resumedFromStep: nextStep,
     parameters: parts.parameters,
-    parts: parts.kind,
+    learningRate,
   });
   if (nextStep === 0 && !startSaved) await trainer.saveCheckpoint(start);
   const maxTokens = Math.min(config.maxTokens ?? parts.contextTokens, parts.contextTokens);
@@ -187,6 +187,8 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
     maxNewTokensPerTurn: maxTokens,
     // S versions from the overlap, one more for a trajectory continued across a step boundary.
     maxPolicyLag: config.maxStaleness + 1,
+    // The weights change: a segment whose engine gave no numeric version was made by unknown ones.
+    unversioned: 'stale',
     advantageScale: config.advantage,
     resampleOnCorrect: config.resampleOnCorrect,
     rewardKind: config.reward,
@@ -271,7 +273,7 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
         if (batch.sequences.length > 0) {
           train = await trainer.grpoStep({
             sequences: batch.sequences,
-            learningRate: config.learningRate,
+            learningRate,
             clipEpsilonLow: config.clipEpsilonLow,
             clipEpsilonHigh: config.clipEpsilonHigh,
             klCoef: config.klCoef,
@@ -329,14 +331,30 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
         options.onEvent?.({ type: 'rl-step', metrics, rollout: result.stats, skipped: batch.skipped });
         const last = step + 1 === config.steps;
         if ((config.evalEvery > 0 && (step + 1) % config.evalEvery === 0) || last) {
-          // An evaluation that could not run is missing, not a failed step: the step is trained.
-          const record = await heldOutEval(parts, folder, config, evalProblems, step, policyVersion).catch(
-            (error: unknown) => {
-              options.log?.(
-                `held-out evaluation after step ${step} could not run: ${error instanceof Error ? error.message : String(error)}`,
-              );
-              return null;
-            },
+          // An evaluation that could not run or finish is missing, with its reason, not a failed
+          // step (the step is trained) and never 0%. A signal stops it at once.
+          const evalStarted = Date.now();
+          const record = await heldOutEval(
+            parts,
+            folder,
+            config,
+            evalProblems,
+            step,
+            policyVersion,
+            options.signal,
+          ).catch(
+            (error: unknown): RlEvalMissing => ({
+              step,
+              policyVersion,
+              accuracy: null,
+              codeFrequency: null,
+              toolCallsPerTrajectory: null,
+              responseTokensMean: null,
+              byLevel: null,
+              problems: 0,
+              missing: missingReason(error, options.signal),
+              wallMs: Date.now() - evalStarted,
+            }),
           );
           if (record !== null) {
             await appendLine(join(folder, RL_FILES.evals), record);
@@ -366,6 +384,12 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
   return done;
 }
 
+/** Why a held-out evaluation is missing, in words for `evals.jsonl` and the log. */
+function missingReason(error: unknown, signal: AbortSignal | undefined): string {
+  if (signal?.aborted === true) return `stopped by ${String(signal.reason)} before it finished`;
+  return `could not run: ${error instanceof Error ? error.message : String(error)}`;
+}
+
 async function heldOutEval(
   parts: RlParts,
   folder: string,
@@ -373,10 +397,12 @@ async function heldOutEval(
   problems: readonly HeldOutProblem[],
   step: number,
   policyVersion: number,
+  signal: AbortSignal | undefined,
 ): Promise<RlEvalRecord | null> {
   if (problems.length === 0) return null;
   const result = await evaluateHeldOut({
     engineUrl: parts.evalUrl,
+    api: config.api,
     ...(parts.evalApiKey === undefined ? {} : { apiKey: parts.evalApiKey }),
     problems,
     contextTokens: Math.min(config.maxTokens ?? parts.contextTokens, parts.contextTokens),
@@ -388,6 +414,7 @@ async function heldOutEval(
     fresh: true,
     maxToolCalls: config.textOnly ? 0 : config.maxToolCalls,
     temperature: 0,
+    ...(signal === undefined ? {} : { signal }),
   });
   return {
     step,

@@ -7,7 +7,7 @@ import { startRlParts } from './rl-start-parts.ts';
 
 const folder = mkdtempSync(join(tmpdir(), 'rl-start-parts-'));
 
-/** A model folder as `startRlParts` tells them apart: by config.json's model_type alone. */
+/** A model folder (config.json with a model_type): every model takes the same parts. */
 function modelFolder(name: string, modelType: string): string {
   const dir = join(folder, name);
   mkdirSync(dir);
@@ -16,7 +16,6 @@ function modelFolder(name: string, modelType: string): string {
 }
 
 const huggingFace = modelFolder('qwen3', 'qwen3');
-const byte = modelFolder('byte', 'agentmath-byte-gpt');
 
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
@@ -25,9 +24,25 @@ describe('train rl refuses --sp before anything starts', () => {
     const config = resolveRlConfig({ init: huggingFace, trainerProcs: 3, sequenceParallel: 2 });
     await expect(startRlParts(config, folder)).rejects.toThrow('--sp 2: must divide --trainer-procs 3');
   });
+});
 
-  it('for the embedded byte model, which trains colocated', async () => {
-    const config = resolveRlConfig({ init: byte, sequenceParallel: 2 });
-    await expect(startRlParts(config, folder)).rejects.toThrow('--sp: for a Hugging Face model');
+describe('train rl refuses a weight-sync address the engines cannot use before anything starts', () => {
+  it('a loopback master (a trainer by a loopback URL) with an engine on another machine', async () => {
+    const config = resolveRlConfig({
+      init: huggingFace,
+      weightSync: 'distributed',
+      trainerUrl: 'http://127.0.0.1:31000',
+      engines: ['http://10.1.2.3:30000'],
+    });
+    await expect(startRlParts(config, folder)).rejects.toThrow(
+      /master would be 127\.0\.0\.1, which http:\/\/10\.1\.2\.3:30000 cannot reach .* give --weight-sync-address HOST/,
+    );
+  });
+
+  it('--weight-sync-address without --weight-sync distributed', async () => {
+    const config = resolveRlConfig({ init: huggingFace, weightSyncAddress: '10.0.0.9' });
+    await expect(startRlParts(config, folder)).rejects.toThrow(
+      '--weight-sync-address: for --weight-sync distributed',
+    );
   });
 });

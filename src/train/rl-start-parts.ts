@@ -1,18 +1,32 @@
 /**
- * Starts `train rl`'s parts from its configuration: the colocated worker for the embedded byte
- * model, the cluster layout (engine replicas, distributed trainer, weight sync) for a Hugging
- * Face model. Options that only the cluster layout has are refused for the byte model.
+ * Starts `train rl`'s parts from its configuration: for every model the same layout, as on a GPU
+ * cluster — engine replicas behind the router (started here, or SGLang / vLLM servers by URL),
+ * the trainer (started here, or by URL), a sandbox, and the weights synced to the engines after
+ * each step (`rl-cluster-parts.ts`). On one machine that is one local engine replica, one
+ * trainer rank and a disk sync, the byte model included. The prompt and dialect default to what
+ * the model declares (`training-prompt.json`, written by `train sft`), else instructed in tags.
  */
 
-import { isHuggingFaceModelFolder } from '../model/index.ts';
+import { readTrainingPrompt } from '../model/index.ts';
 import { startClusterParts } from './rl-cluster-parts.ts';
-import { startColocatedParts } from './rl-colocated-parts.ts';
 import { type RlConfig, RlConfigError, resolveRlConfig } from './rl-config.ts';
 import type { RlParts } from './rl-parts.ts';
 import { startedTrainerFlags, trainerMemoryOptions } from './trainer-memory-options.ts';
+import { weightSyncMasterAddress } from './weight-sync-address.ts';
 
 function memoryDefaults(): RlConfig {
   return resolveRlConfig({ init: 'defaults' });
+}
+
+/** The prompt builder and dialect a run uses: given, else the model's declaration, else instructed in tags. */
+export async function rlPromptOf(
+  config: RlConfig,
+): Promise<{ prompt: NonNullable<RlConfig['prompt']>; dialect: 'tags' | 'markdown' }> {
+  const declared = await readTrainingPrompt(config.init);
+  return {
+    prompt: config.prompt ?? declared?.prompt ?? 'instructed',
+    dialect: config.dialect ?? declared?.dialect ?? 'tags',
+  };
 }
 
 export async function startRlParts(
@@ -21,33 +35,6 @@ export async function startRlParts(
   log: (line: string) => void = () => {},
   signal?: AbortSignal,
 ): Promise<RlParts> {
-  if (!isHuggingFaceModelFolder(config.init)) {
-    const clusterOnly: [string, boolean][] = [
-      ['--engine', config.engines.length > 0],
-      ['--replicas', config.replicas > 1],
-      ['--trainer', config.trainerUrl !== null],
-      ['--trainer-procs', config.trainerProcs > 1],
-      ['--sandbox', config.sandboxes.length > 0],
-      ['--weight-sync distributed', config.weightSync === 'distributed'],
-    ];
-    if (config.maxStaleness > 0) clusterOnly.push(['--max-staleness above 0', true]);
-    for (const flag of startedTrainerFlags(config, memoryDefaults())) clusterOnly.push([flag, true]);
-    if (config.dialect !== 'tags') clusterOnly.push([`--dialect ${config.dialect}`, true]);
-    const given = clusterOnly.filter(([, set]) => set).map(([flag]) => flag);
-    if (given.length > 0) {
-      throw new RlConfigError(
-        `${given.join(', ')}: for a Hugging Face model (--model HF_DIR); ${config.init} is the embedded byte model, trained colocated in one worker`,
-      );
-    }
-    return startColocatedParts({
-      model: config.init,
-      seed: config.seed,
-      trainThreads: config.trainThreads,
-      sandboxWorkers: config.sandboxWorkers,
-      prompt: config.prompt ?? 'problem-only',
-      workerLog: log,
-    });
-  }
   const elsewhere = config.trainerUrl === null ? [] : startedTrainerFlags(config, memoryDefaults());
   if (elsewhere.length > 0) {
     throw new RlConfigError(
@@ -64,6 +51,21 @@ export async function startRlParts(
       `--weight-sync distributed with --api ${config.api}: the process-group update follows SGLang's routes (/init_weights_update_group, /update_weights_from_distributed); use --api sglang or --weight-sync disk`,
     );
   }
+  const { prompt, dialect } = await rlPromptOf(config);
+  let weightSyncAddress: string | null = null;
+  if (config.weightSync === 'distributed') {
+    const master = await weightSyncMasterAddress({
+      given: config.weightSyncAddress,
+      trainerUrl: config.trainerUrl,
+      engineUrls: config.engines,
+    });
+    if ('refusal' in master) throw new RlConfigError(master.refusal);
+    weightSyncAddress = master.address;
+  } else if (config.weightSyncAddress !== null) {
+    throw new RlConfigError(
+      '--weight-sync-address: for --weight-sync distributed (the disk sync forms no group)',
+    );
+  }
   return startClusterParts({
     folder,
     model: config.init,
@@ -74,14 +76,17 @@ export async function startRlParts(
     maxInFlight: config.maxInFlight,
     trainerUrl: config.trainerUrl,
     trainerProcesses: config.trainerProcs,
+    trainerThreads: config.trainThreads,
     trainerMemory: trainerMemoryOptions(config),
     klReference: config.klCoef > 0,
     sandboxes: config.sandboxes,
     sandboxWorkers: config.sandboxWorkers,
-    prompt: config.prompt ?? 'instructed',
-    dialect: config.dialect,
+    prompt,
+    dialect,
     seed: config.seed,
     weightSync: config.weightSync,
+    weightSyncAddress,
+    temperature: config.temperature,
     log,
     ...(signal === undefined ? {} : { signal }),
   });

@@ -62,8 +62,8 @@ describe('rlSummaryTables', () => {
     expect(lines[0]).toBe(
       '| run | held-out after step 1 | held-out after step 3 | level 0 / 1 at the last | greedy code freq. first → last | first step ≥ 10.0% |',
     );
-    expect(lines[2]).toBe('| tool | 5.0% | 15.0% | 20.0 / 10.0 | 10.0% → 50.0% | 3 |');
-    expect(lines[3]).toBe('| text | 2.0% | 4.0% | 20.0 / 10.0 | 0.0% → 0.0% | not reached |');
+    expect(lines[2]).toBe('| tool | 5.0% | 15.0% | 20.0% / 10.0% | 10.0% → 50.0% | 3 |');
+    expect(lines[3]).toBe('| text | 2.0% | 4.0% | 20.0% / 10.0% | 0.0% → 0.0% | not reached |');
     // Halves: steps 0–1 and 2–3; every series rises linearly with the step (r = 1).
     expect(lines[7]).toBe(
       '| tool | 4 | 15.0% → 35.0% | 15.0% → 35.0% | 105 → 125 | 1.00 / 1.00 / 1.00 | 2.5% (10.0%) | 8 / 12 | 10,000 |',

@@ -2,13 +2,15 @@
  * The figures of one or more `train rl` runs as two Markdown tables, the way docs/rl.md reports
  * its experiments (`agentmath report RUN --compare RUN… --table`):
  * - held-out accuracy at every evaluation, by level at the last one, greedy code frequency, and
- *   the first evaluated step at which accuracy reached `--target` (if given);
+ *   the first evaluated step at which accuracy reached `--target` (if given); an evaluation that
+ *   did not run shows as "missing", never as a figure;
  * - the rollout's figures over the run's first and second half (accuracy, code frequency,
  *   response length), their Pearson correlation with the step, the self-correction rate, groups
  *   kept and dropped, and model tokens sampled.
  * Pure: reads only what `readRlRun` loaded.
  */
 import type { RlMetrics } from './rl-metrics.ts';
+import { isMeasuredEval } from './rl-records.ts';
 import type { RlReportRun } from './rl-report.ts';
 
 export type RlSummaryOptions = {
@@ -28,36 +30,40 @@ function heldOutTable(runs: readonly RlReportRun[], options: RlSummaryOptions): 
   const levels = [
     ...new Set(
       runs.flatMap((run) =>
-        run.evals.flatMap((record) =>
-          record.byLevel.flatMap((entry) => (typeof entry.level === 'number' ? [entry.level] : [])),
-        ),
+        run.evals
+          .filter(isMeasuredEval)
+          .flatMap((record) =>
+            record.byLevel.flatMap((entry) => (typeof entry.level === 'number' ? [entry.level] : [])),
+          ),
       ),
     ),
   ].sort((left, right) => left - right);
   const header = [
     'run',
     ...steps.map((step) => `held-out after step ${step}`),
-    `level ${levels.join(' / ')} at the last`,
+    levels.length === 0 ? 'by level at the last' : `level ${levels.join(' / ')} at the last`,
     'greedy code freq. first → last',
     ...(options.target === undefined ? [] : [`first step ≥ ${percent(options.target)}`]),
   ];
   const rows = runs.map((run) => {
     const byStep = new Map(run.evals.map((record) => [record.step, record]));
-    const first = run.evals[0];
-    const last = run.evals.at(-1);
+    const measured = run.evals.filter(isMeasuredEval);
+    const first = measured[0];
+    const last = measured.at(-1);
     const reached = options.target === undefined ? undefined : reachedAt(run, options.target);
     return [
       run.label,
       ...steps.map((step) => {
         const record = byStep.get(step);
-        return record === undefined ? '–' : percent(record.accuracy);
+        if (record === undefined) return '–';
+        return isMeasuredEval(record) ? percent(record.accuracy) : 'missing';
       }),
       last === undefined
         ? '–'
         : levels
             .map((level) => {
               const entry = last.byLevel.find((candidate) => candidate.level === level);
-              return entry === undefined ? '–' : percent(entry.accuracy, false);
+              return entry === undefined ? '–' : percent(entry.accuracy);
             })
             .join(' / '),
       first === undefined || last === undefined
@@ -71,7 +77,7 @@ function heldOutTable(runs: readonly RlReportRun[], options: RlSummaryOptions): 
 
 /** The step of the first evaluation at or above the target, or null. */
 function reachedAt(run: RlReportRun, target: number): number | null {
-  return run.evals.find((record) => record.accuracy >= target)?.step ?? null;
+  return run.evals.find((record) => isMeasuredEval(record) && record.accuracy >= target)?.step ?? null;
 }
 
 function rolloutTable(runs: readonly RlReportRun[]): string {
@@ -161,8 +167,8 @@ function orDash(value: number | null, format: (value: number) => string): string
   return value === null ? '–' : format(value);
 }
 
-function percent(value: number, sign = true): string {
-  return `${(100 * value).toFixed(1)}${sign ? '%' : ''}`;
+function percent(value: number): string {
+  return `${(100 * value).toFixed(1)}%`;
 }
 
 function markdownTable(header: readonly string[], rows: readonly string[][]): string {

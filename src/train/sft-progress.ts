@@ -19,7 +19,7 @@ export function formatStepBar(event: Extract<SftEvent, { type: 'train-step' }>):
   const filled = Math.round((WIDTH * event.step) / event.totalSteps);
   const bar = `${'#'.repeat(filled)}${'.'.repeat(WIDTH - filled)}`;
   return (
-    `[${bar}] ${event.step}/${event.totalSteps} loss ${event.loss.toFixed(4)} ` +
+    `[${bar}] ${event.step}/${event.totalSteps} loss ${event.loss?.toFixed(4) ?? 'not finite'} ` +
     `lr ${event.learningRate.toExponential(1)} ${Math.round(event.tokensPerSecond)} tok/s ` +
     `elapsed ${formatDuration(event.trainWallMs)} ETA ${formatDuration(event.etaMs)}`
   );
@@ -29,22 +29,27 @@ export function formatStepBar(event: Extract<SftEvent, { type: 'train-step' }>):
 export function formatSftEvent(event: SftEvent): string | null {
   switch (event.type) {
     case 'sft-start':
-      return (
-        `${event.resumedFromStep === null ? 'SFT' : `resuming SFT at step ${event.resumedFromStep}`} ` +
-        `${event.config.task} (${event.config.style}) in ${event.dir}: ${JSON.stringify(event.config)}`
-      );
+      return `${event.resumed ? 'resuming SFT' : 'SFT'} of ${event.config.model} in ${event.dir}: ${JSON.stringify(event.config)}`;
+    case 'model-initialised':
+      return `model: a new byte model (${event.parameters.toLocaleString('en-US')} parameters) → ${event.path}`;
     case 'data-progress':
       return `data ${event.done}/${event.total}`;
     case 'data-ready':
-      return `data: ${event.examples} examples (mean ${Math.round(event.meanTokens)} tokens), ${event.droppedTooLong} longer than the context dropped`;
-    case 'worker-ready':
-      return `worker ${event.url}: ${event.parameters ?? '?'} parameters, context ${event.contextLength}`;
+      return `data: ${event.examples} examples (mean ${Math.round(event.meanTokens)} tokens), ${event.droppedTooLong} longer than the context left out`;
+    case 'trainer-ready':
+      return `trainer: ${event.parameters.toLocaleString('en-US')} parameters, ${event.worldSize} process(es) on ${event.device} (${event.url})`;
+    case 'resumed':
+      return `resumed from step ${event.step} (${event.checkpoint})`;
+    case 'schedule':
+      return event.reason === 'minutes'
+        ? `schedule: ${event.totalSteps} steps fit --minutes`
+        : `schedule: ${event.totalSteps} steps`;
     case 'checkpoint-saved':
       return `checkpoint step ${event.step} → ${event.path}`;
+    case 'model-exported':
+      return `model (Hugging Face layout): ${event.path}`;
     case 'eval-progress':
       return `eval ${event.done}/${event.total}: ${event.correct} correct`;
-    case 'sft-interrupted':
-      return `interrupted at step ${event.step}; checkpoint ${event.checkpoint}`;
     case 'sft-finish':
     case 'train-step':
       return null;

@@ -1,328 +1,291 @@
 /**
- * An SFT run of the embedded model on a task family, end to end: write the dataset (tool
- * solutions run their code in the jailed sandbox), tokenize it, start the PyTorch worker on a
- * fresh preset, train with warmup + cosine through `/train/sft_step`, checkpoint every few
- * steps (resumable: same data order, step counter, optimizer state), save the final model into
- * the run folder, then measure held-out accuracy through the agent loop and write the report.
- *
- * Run folder layout: `data-<style>.jsonl` (the dataset), `checkpoints/step-N/` (the latest
- * checkpoint), `sft-state.json`, the model files (config.json, pytorch_model.bin, tokenizer
- * files: a folder the worker and `solve` can serve), `training-report.json` and `.md`.
+ * `train sft`: supervised fine-tuning of any model on the trainer (`agentmath_train`, FSDP2;
+ * one rank runs without torchrun), the byte model included. The story, stage by stage:
+ *   model   the folder trained from; none given: a new byte model (`model init --arch
+ *           byte-gpt --seed S`) in `DIR/init-model`;
+ *   data    a data file, or arith solutions written into `DIR/data-<style>.jsonl` in the run's
+ *           dialect (tool solutions' code really run in the jailed sandbox; resumable);
+ *   train   each solution tokenized as the agent loop prompts the model (its chat template,
+ *           the run's prompt builder and dialect), a seeded shuffle per epoch, warmup + cosine,
+ *           `metrics.jsonl` a line per step, a sharded checkpoint every few steps;
+ *   export  the model in Hugging Face layout in `DIR/model/`, with the prompt it was trained
+ *           with (`training-prompt.json`);
+ *   eval    held-out arith accuracy through the real agent loop on a local engine serving
+ *           `DIR/model` (`DIR/held-out-eval/`, an `eval` run folder), unless `evalProblems` 0;
+ *   report  `training-report.json` and `.md`.
+ * Sizing: `steps` is the run's length; `maxMinutes` bounds this session's training time: after
+ * `CALIBRATION_STEPS` steps the schedule is shortened to the steps that fit (never lengthened),
+ * and a step that would start past the budget is not taken; the length is kept in
+ * `schedule.json`. Resume (`resume`, also after kill -9) continues every stage where it
+ * stopped: the newest committed checkpoint is loaded, metric lines of later steps are dropped
+ * (they are redone); the configuration must match, except the fields that size or place the
+ * run. One writer at a time (`run.lock`). A stop asked for by `signal` is a result
+ * (`status: 'stopped'`), not an error.
  */
-import { mkdir, readFile, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { appendFile, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
-import { createByteLevelTokenizer } from '../engine/index.ts';
-import { startEmbeddedWorker } from '../engine/local/index.ts';
+import { promptBuilders } from '../agent/index.ts';
+import { loadTokenizer } from '../engine/load-tokenizer.ts';
+import { modelContextLength, startEmbeddedEngine } from '../engine/local/index.ts';
+import { initHfModel, isModelInitFolder, readTrainingPrompt, writeTrainingPrompt } from '../model/index.ts';
+import type { Dialect } from '../protocol/dialect.ts';
 import { getDialect } from '../protocol/index.ts';
 import { createLocalSandbox } from '../sandbox/index.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
-import { arithEvalProblems, taskSolutionSchema, writeArithSftDataset } from '../tasks/index.ts';
+import { readRunConfigFile } from '../shared/run-config-file.ts';
+import { checkRunFolder as checkOutFolder, RUN_FOLDER_REFUSED } from '../shared/run-folder-check.ts';
+import { acquireRunFolderLock } from '../shared/run-folder-lock.ts';
+import { assertSameRun, type RunIdentity } from '../shared/run-identity.ts';
+import {
+  arithEvalProblems,
+  solutionDialectIssue,
+  taskSolutionSchema,
+  writeArithSftDataset,
+} from '../tasks/index.ts';
+import { createSeededRandom } from '../tasks/seeded-random.ts';
 import type { TaskSolution } from '../tasks/types.ts';
-import { evaluateHeldOut } from './held-out-eval.ts';
+import { fitStepsToBudget } from './fit-steps-to-budget.ts';
+import { evaluateHeldOut, type HeldOutEvalResult } from './held-out-eval.ts';
 import { learningRateAt } from './learning-rate-schedule.ts';
-import { planSftBatches } from './sft-batch-plan.ts';
-import { resolveSftConfig, type SftConfig, type SftConfigInput } from './sft-config.ts';
+import { safetensorsParameterCount } from './rl-learning-rate.ts';
+import { type ResolvedSftConfig, resolveSftDefaults, type SftConfig } from './sft-config.ts';
 import { readSftDataFile } from './sft-data-file.ts';
 import { buildSftExample, type SftExample } from './sft-example.ts';
-import { readSftState, type SftState, writeSftState } from './sft-state.ts';
-import { TrainerClient } from './trainer-client.ts';
+import type { SftMetrics } from './sft-metrics.ts';
+import { startTrainerService, type TrainerService } from './trainer-service.ts';
 import { type TrainingReport, writeTrainingReport } from './training-report.ts';
 
-/** Progress of a run, for a progress bar or a log. */
 export type SftEvent =
-  | { type: 'sft-start'; config: SftConfig; dir: string; resumedFromStep: number | null }
+  | { type: 'sft-start'; dir: string; config: ResolvedSftConfig; resumed: boolean }
+  | { type: 'model-initialised'; path: string; parameters: number }
   | { type: 'data-progress'; done: number; total: number }
   | { type: 'data-ready'; examples: number; droppedTooLong: number; meanTokens: number }
-  | { type: 'worker-ready'; url: string; parameters: number | null; contextLength: number }
-  | {
-      type: 'train-step';
-      step: number;
-      totalSteps: number;
-      loss: number;
-      learningRate: number;
-      tokensPerSecond: number;
-      trainWallMs: number;
-      etaMs: number;
-    }
+  | { type: 'trainer-ready'; url: string; worldSize: number; parameters: number; device: string }
+  | { type: 'resumed'; step: number; checkpoint: string }
+  | { type: 'schedule'; totalSteps: number; reason: 'steps' | 'minutes' | 'resume' }
+  | ({ type: 'train-step'; totalSteps: number; trainWallMs: number; etaMs: number } & SftMetrics)
   | { type: 'checkpoint-saved'; step: number; path: string }
+  | { type: 'model-exported'; path: string }
   | { type: 'eval-progress'; done: number; total: number; correct: number }
-  | { type: 'sft-finish'; report: TrainingReport }
-  | { type: 'sft-interrupted'; step: number; checkpoint: string };
+  | { type: 'sft-finish'; report: TrainingReport };
+
+/** The run could not start: the folder, the model or the data is not what it must be. */
+export class SftRunError extends AgentMathError {
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+  }
+}
 
 export type SftRunOptions = {
-  /** The run folder (the final model is written here). */
-  dir: string;
-  config?: SftConfigInput;
-  /** Continue from the last checkpoint in `dir` with the saved configuration. */
+  /** The run folder. */
+  out: string;
+  config: SftConfig;
   resume?: boolean;
   onEvent?: (event: SftEvent) => void;
-  /** Aborting stops after the current step, saves a checkpoint and rejects with `SftInterruptedError`. */
+  onTrainerLog?: (line: string) => void;
+  /** Aborting stops after the current step (a checkpoint is saved); the run can be resumed. */
   signal?: AbortSignal;
-  /** Receives the worker's log lines. */
-  workerLog?: (line: string) => void;
-  /** HTTP client for the trainer routes (default the global fetch): a proxy, or a recorder. */
-  trainerFetch?: typeof fetch;
 };
 
-/** A run folder already holds a run (and `--resume` was not given), or holds none to resume. */
-export class SftRunFolderError extends AgentMathError {
-  constructor(message: string) {
-    super('SFT_RUN_FOLDER', message);
-  }
-}
+/** How a run ended: the model trained (and evaluated), or stopped by `signal` after a checkpoint. */
+export type SftResult =
+  | { status: 'finished'; steps: number; finalLoss: number | null; model: string; report: TrainingReport }
+  | { status: 'stopped'; step: number; totalSteps: number; checkpoint: string };
 
-/** The run stopped on request after saving a checkpoint; `--resume` continues it. */
-export class SftInterruptedError extends AgentMathError {
-  constructor(dir: string, step: number) {
-    super('SFT_INTERRUPTED', `training stopped at step ${step}; continue with --resume --out ${dir}`);
-  }
-}
-
-/**
- * Steps measured before a `maxMinutes` run fixes the schedule's length: enough that one slow
- * step on a shared machine does not shorten the whole run.
- */
-const CALIBRATION_STEPS = 50;
-
-/** The held-out evaluation's run folder inside the model folder (an `eval` run folder). */
+const CONFIG_FILE = 'config.json';
+const METRICS_FILE = 'metrics.jsonl';
+const SCHEDULE_FILE = 'schedule.json';
+/** Where a run without `model` initialises its byte model. */
+export const INIT_MODEL_FOLDER = 'init-model';
+/** The exported model's folder in a run. */
+export const SFT_MODEL_FOLDER = 'model';
+/** The held-out evaluation's run folder (an `eval` run folder). */
 export const SFT_EVAL_DIR = 'held-out-eval';
+/** Steps timed before `maxMinutes` fixes the schedule. */
+export const CALIBRATION_STEPS = 2;
+/**
+ * Config fields that size a run or place its work rather than define it: a resume may change
+ * them (how many ranks and threads split the work changes no number a step computes beyond rounding).
+ */
+const SIZING_FIELDS = ['steps', 'maxMinutes', 'sequenceParallel', 'cpuOffload', 'threads'] as const;
 
-/** Runs (or resumes) SFT in `dir` and returns the training report. */
-export async function runSft(options: SftRunOptions): Promise<TrainingReport> {
+/** Runs (or resumes) SFT; resolves when the model is exported and evaluated, or when `signal` stopped it. */
+export async function runSft({
+  out,
+  config,
+  resume = false,
+  onEvent = () => {},
+  onTrainerLog,
+  signal,
+}: SftRunOptions): Promise<SftResult> {
   const started = Date.now();
   const loadAverageStart = loadavg()[0] ?? 0;
-  const dir = resolve(options.dir);
-  const emit = options.onEvent ?? (() => {});
-  await mkdir(dir, { recursive: true });
-  const saved = await readSftState(dir);
-  if (options.resume && saved === null) {
-    throw new SftRunFolderError(`${dir}: no sft-state.json to resume from; run without --resume to start`);
-  }
-  if (!options.resume && saved !== null) {
-    throw new SftRunFolderError(
-      `${dir} already holds an SFT run (step ${saved.step}); pass --resume to continue it or choose another --out`,
-    );
-  }
-  const config = saved?.config ?? resolveSftConfig(options.config ?? {});
-  emit({ type: 'sft-start', config, dir, resumedFromStep: saved?.step ?? null });
-
-  const dataStarted = Date.now();
-  const solutions = await prepareDataset(dir, config, emit);
-  const worker = await startEmbeddedWorker({
-    model: config.model,
-    seed: config.seed,
-    restart: false,
-    ...(config.trainThreads > 0 ? { trainThreads: config.trainThreads } : {}),
-    ...(options.workerLog ? { onLog: (line: string) => options.workerLog?.(line) } : {}),
-  });
+  const dir = resolve(out);
+  await checkRunFolder(dir, resume);
+  const releaseLock = await acquireRunFolderLock(dir, { command: 'train sft' });
   try {
-    const trainer = new TrainerClient({
-      baseUrl: worker.url,
-      ...(options.trainerFetch === undefined ? {} : { fetch: options.trainerFetch }),
-    });
-    const info = await trainer.modelInfo();
-    emit({
-      type: 'worker-ready',
-      url: worker.url,
-      parameters: info.parameters,
-      contextLength: info.contextLength,
-    });
-    const tokenizer = createByteLevelTokenizer();
-    const dialect = getDialect('tags');
-    const all = solutions.map((solution) => buildSftExample(solution, tokenizer, dialect));
-    const examples = all.filter((example) => example.inputIds.length <= info.contextLength);
-    const meanTokens =
-      examples.reduce((total, example) => total + example.inputIds.length, 0) / examples.length;
-    emit({
-      type: 'data-ready',
-      examples: examples.length,
-      droppedTooLong: all.length - examples.length,
-      meanTokens,
-    });
+    await checkRunFolder(dir, resume);
+    const model = await modelStage(dir, config, onEvent);
+    const resolved = resolveSftDefaults(config, await modelFacts(model));
+    await commitIdentity(dir, resolved, resume);
+    onEvent({ type: 'sft-start', dir, config: resolved, resumed: resume });
+    const dataStarted = Date.now();
+    const solutions = await dataStage(dir, resolved, onEvent);
+    const examples = await tokenize(resolved, solutions, onEvent);
     const dataWallMs = Date.now() - dataStarted;
-
-    let state: SftState = saved ?? {
-      version: 1,
-      config,
-      step: 0,
-      totalSteps: config.steps,
-      tokens: 0,
-      trainedTokens: 0,
-      trainWallMs: 0,
-      checkpoint: null,
-      history: [],
-    };
-    if (state.checkpoint !== null) await trainer.loadCheckpoint(join(dir, state.checkpoint));
-    state = await trainLoop({ dir, config, state, examples, trainer, emit, signal: options.signal });
-
-    await trainer.saveCheckpoint(dir); // the final model: a folder `solve` and the worker serve
-    const evaluation = await evaluateHeldOut({
-      engineUrl: worker.url,
-      problems: arithEvalProblems({ count: config.evalProblems, levels: config.levels }),
-      contextTokens: info.contextLength,
-      outDir: join(dir, SFT_EVAL_DIR),
-      concurrency: config.evalConcurrency,
-      maxToolCalls: config.evalMaxToolCalls,
-      onProgress: (done, total, correct) => emit({ type: 'eval-progress', done, total, correct }),
-      ...(options.signal ? { signal: options.signal } : {}),
+    const trained = await train({
+      dir,
+      config: resolved,
+      examples: examples.kept,
+      resume,
+      onEvent,
+      onTrainerLog,
+      signal,
     });
-    const { samples, ...evalFigures } = evaluation;
+    if (trained.status === 'stopped') return trained;
+    const modelDir = join(dir, SFT_MODEL_FOLDER);
+    await writeTrainingPrompt(modelDir, { prompt: resolved.prompt, dialect: resolved.dialect });
+    const evaluation = await evalStage(dir, modelDir, resolved, onEvent, signal);
+    signal?.throwIfAborted();
+    const history = await readMetrics(dir);
+    const tokens = history.reduce((sum, line) => sum + line.tokensTotal, 0);
+    const wallMs = history.reduce((sum, line) => sum + line.stepMs, 0);
+    const { samples = [], ...evalFigures } = evaluation ?? {};
     const report: TrainingReport = {
-      version: 1,
-      task: config.task,
-      style: config.style,
+      version: 2,
       createdAt: new Date().toISOString(),
-      config,
-      model: { preset: config.model, parameters: info.parameters, shape: info.model },
+      config: resolved,
+      model: { folder: modelDir, from: resolved.model, parameters: safetensorsParameterCount(modelDir) },
       data: {
-        examples: examples.length,
-        droppedTooLong: all.length - examples.length,
-        meanTokens,
+        examples: examples.kept.length,
+        droppedTooLong: examples.dropped,
+        meanTokens: examples.meanTokens,
         wallMs: dataWallMs,
       },
       training: {
-        steps: state.step,
-        tokens: state.tokens,
-        trainedTokens: state.trainedTokens,
-        wallMs: state.trainWallMs,
-        tokensPerSecond: state.trainWallMs > 0 ? (1000 * state.tokens) / state.trainWallMs : 0,
-        finalLoss: state.history.at(-1)?.loss ?? null,
-        history: state.history,
+        steps: history.length,
+        tokens,
+        trainedTokens: history.reduce((sum, line) => sum + line.tokens, 0),
+        wallMs,
+        tokensPerSecond: wallMs > 0 ? (1000 * tokens) / wallMs : 0,
+        finalLoss: history.at(-1)?.loss ?? null,
+        history: history.map(({ step, loss, learningRate }) => ({ step, loss, learningRate })),
       },
-      eval: evalFigures,
+      eval: evaluation === null ? null : (evalFigures as Omit<HeldOutEvalResult, 'samples'>),
       samples,
       machine: { cpus: cpus().length, loadAverageStart, loadAverageEnd: loadavg()[0] ?? 0 },
       totalWallMs: Date.now() - started,
     };
     await writeTrainingReport(dir, report);
-    emit({ type: 'sft-finish', report });
-    return report;
-  } finally {
-    await worker.stop();
-  }
-}
-
-type LoopInput = {
-  dir: string;
-  config: SftConfig;
-  state: SftState;
-  examples: SftExample[];
-  trainer: TrainerClient;
-  emit: (event: SftEvent) => void;
-  signal: AbortSignal | undefined;
-};
-
-/** The step loop: batch, learning rate, step, counters; a checkpoint every `checkpointEvery`. */
-async function trainLoop({
-  dir,
-  config,
-  state,
-  examples,
-  trainer,
-  emit,
-  signal,
-}: LoopInput): Promise<SftState> {
-  const plan = planSftBatches({ examples, batchSize: config.batchSize, seed: config.seed });
-  let current = state;
-  const budgetMs = config.maxMinutes === undefined ? Number.POSITIVE_INFINITY : config.maxMinutes * 60_000;
-  while (current.step < current.totalSteps && current.trainWallMs < budgetMs) {
-    if (signal?.aborted) {
-      if (current.checkpoint !== checkpointFolder(current.step)) {
-        current = await saveCheckpoint(dir, current, trainer, emit);
-      }
-      emit({ type: 'sft-interrupted', step: current.step, checkpoint: join(dir, current.checkpoint ?? '') });
-      throw new SftInterruptedError(dir, current.step);
-    }
-    const batch = plan.batchAt(current.step);
-    const learningRate = learningRateAt(current.step, {
-      peak: config.learningRate,
-      warmupSteps: config.warmupSteps,
-      totalSteps: current.totalSteps,
-      minRatio: config.minLearningRateRatio,
-    });
-    const stepStarted = performance.now();
-    const result = await trainer.sftStep({
-      sequences: batch.map(({ inputIds, lossMask }) => ({ inputIds, lossMask })),
-      learningRate,
-    });
-    const stepMs = performance.now() - stepStarted;
-    const step = current.step + 1;
-    const tokens = current.tokens + batch.reduce((total, example) => total + example.inputIds.length, 0);
-    const trainWallMs = current.trainWallMs + stepMs;
-    let totalSteps = current.totalSteps;
-    if (
-      config.maxMinutes !== undefined &&
-      step === CALIBRATION_STEPS &&
-      current.totalSteps === config.steps
-    ) {
-      totalSteps = Math.max(step, Math.min(config.steps, Math.floor(budgetMs / (trainWallMs / step))));
-    }
-    const point = { step, loss: result.loss, learningRate };
-    current = {
-      ...current,
-      step,
-      totalSteps,
-      tokens,
-      trainedTokens: current.trainedTokens + result.tokens,
-      trainWallMs,
-      history: [...current.history, point],
+    onEvent({ type: 'sft-finish', report });
+    return {
+      status: 'finished',
+      steps: history.length,
+      finalLoss: report.training.finalLoss,
+      model: modelDir,
+      report,
     };
-    emit({
-      type: 'train-step',
-      step,
-      totalSteps,
-      loss: result.loss,
-      learningRate,
-      tokensPerSecond: (1000 * tokens) / trainWallMs,
-      trainWallMs,
-      etaMs: (trainWallMs / step) * (totalSteps - step),
-    });
-    if (step % config.checkpointEvery === 0 || step === totalSteps) {
-      current = await saveCheckpoint(dir, current, trainer, emit);
-    }
+  } finally {
+    await releaseLock();
   }
-  // A time budget can end the loop between checkpoints.
-  if (current.checkpoint !== checkpointFolder(current.step))
-    current = await saveCheckpoint(dir, current, trainer, emit);
-  return current;
 }
 
-const checkpointFolder = (step: number): string => `checkpoints/step-${step}`;
-
-/**
- * Saves the worker's weights and optimizer, then the state pointing at them, then drops the
- * older checkpoint; returns the new state.
- */
-async function saveCheckpoint(
-  dir: string,
-  state: SftState,
-  trainer: TrainerClient,
-  emit: (event: SftEvent) => void,
-): Promise<SftState> {
-  const relative = checkpointFolder(state.step);
-  const previous = state.checkpoint;
-  await trainer.saveCheckpoint(join(dir, relative));
-  const next = { ...state, checkpoint: relative };
-  await writeSftState(dir, next);
-  if (previous !== null && previous !== relative)
-    await rm(join(dir, previous), { recursive: true, force: true });
-  emit({ type: 'checkpoint-saved', step: state.step, path: join(dir, relative) });
-  return next;
-}
-
-/** Writes (or resumes writing) `DIR/data-<style>.jsonl` and reads its solutions back. */
-async function prepareDataset(
+/** The model trained from: the one given, or a new byte model in `DIR/init-model` (made once). */
+async function modelStage(
   dir: string,
   config: SftConfig,
-  emit: (event: SftEvent) => void,
+  onEvent: (event: SftEvent) => void,
+): Promise<string> {
+  if (config.model !== null) {
+    const model = resolve(config.model);
+    if (!existsSync(join(model, 'config.json'))) {
+      throw new SftRunError(
+        RUN_FOLDER_REFUSED,
+        `--model ${config.model}: not a model folder (no config.json)`,
+      );
+    }
+    return model;
+  }
+  const folder = join(dir, INIT_MODEL_FOLDER);
+  if (!existsSync(join(folder, 'config.json'))) {
+    const result = await initHfModel({ arch: 'byte-gpt', out: folder, seed: config.seed });
+    onEvent({ type: 'model-initialised', path: folder, parameters: result.parameters });
+  }
+  return folder;
+}
+
+async function modelFacts(folder: string) {
+  const contextTokens = modelContextLength(folder);
+  if (contextTokens === null) {
+    throw new SftRunError(
+      RUN_FOLDER_REFUSED,
+      `${join(folder, 'config.json')}: no max_position_embeddings (the context length)`,
+    );
+  }
+  return {
+    folder,
+    fromScratch: isModelInitFolder(folder),
+    contextTokens,
+    declared: await readTrainingPrompt(folder),
+  };
+}
+
+/** The configuration a resume must match: everything but the sizing and placement fields. */
+function runIdentity(config: ResolvedSftConfig): RunIdentity {
+  const identity: Record<string, unknown> = {
+    ...config,
+    data: config.data === null ? null : resolve(config.data),
+  };
+  for (const field of SIZING_FIELDS) delete identity[field];
+  return identity as RunIdentity;
+}
+
+/** Writes `config.json` for a new run; a resume must match the saved one (a change is refused). */
+async function commitIdentity(dir: string, config: ResolvedSftConfig, resume: boolean): Promise<void> {
+  const path = join(dir, CONFIG_FILE);
+  if (!resume) {
+    await writeFile(path, `${JSON.stringify(config, null, 2)}\n`);
+    return;
+  }
+  const saved = (await readRunConfigFile(path)) as unknown as ResolvedSftConfig;
+  assertSameRun({
+    run: dir,
+    saved: runIdentity(saved),
+    current: runIdentity(config),
+    fresh: 'start a new run with another --out (without --resume)',
+  });
+}
+
+/**
+ * Refuses, without writing, a folder that is not this run (`RUN_FOLDER_REFUSED`, the shared
+ * rule): another run without `resume`, no run to resume, a folder of other files. The new byte
+ * model a run writes before its config.json does not make a folder "other files".
+ */
+async function checkRunFolder(dir: string, resume: boolean): Promise<void> {
+  checkOutFolder({
+    folder: dir,
+    marker: CONFIG_FILE,
+    resume,
+    command: 'train sft',
+    leftovers: [INIT_MODEL_FOLDER],
+  });
+}
+
+/** The solutions trained on: the data file's, or arith solutions written (and resumed) into the run. */
+async function dataStage(
+  dir: string,
+  config: ResolvedSftConfig,
+  onEvent: (event: SftEvent) => void,
 ): Promise<TaskSolution[]> {
-  if (config.dataFile !== null) {
-    const solutions = await readSftDataFile(config.dataFile, { maskToolOutput: config.maskToolOutput });
-    emit({ type: 'data-progress', done: solutions.length, total: solutions.length });
+  const dialect = getDialect(config.dialect);
+  if (config.data !== null) {
+    const solutions = await readSftDataFile(config.data, { maskToolOutput: config.maskToolOutput });
+    assertDialect(config.data, solutions, dialect);
+    onEvent({ type: 'data-progress', done: solutions.length, total: solutions.length });
     return solutions;
   }
-  const out = join(dir, `data-${config.style}.jsonl`);
   const onProgress = ({
     resumed,
     written,
@@ -335,9 +298,15 @@ async function prepareDataset(
     total: number;
   }) => {
     const done = resumed + written + skipped;
-    if (done % 500 === 0 || done === total) emit({ type: 'data-progress', done, total });
+    if (done % 500 === 0 || done === total) onEvent({ type: 'data-progress', done, total });
   };
-  const common = { count: config.trainProblems, seed: config.seed, levels: config.levels, onProgress };
+  const common = {
+    count: config.trainProblems,
+    seed: config.seed,
+    levels: config.levels,
+    dialect,
+    onProgress,
+  };
   const writeTool = async (path: string) => {
     const sandbox = createLocalSandbox({ maxWorkers: 2, warmWorkers: 0, preload: [] });
     try {
@@ -346,6 +315,7 @@ async function prepareDataset(
       await sandbox.close();
     }
   };
+  const out = join(dir, `data-${config.style}.jsonl`);
   if (config.style === 'text') await writeArithSftDataset({ ...common, out, style: 'text' });
   else await writeTool(out);
   let solutions = await readSolutions(out);
@@ -360,7 +330,14 @@ async function prepareDataset(
     );
   }
   // Concurrent sessions append in completion order; the data order must not depend on it.
-  return solutions.sort((a, b) => (a.problem.id < b.problem.id ? -1 : a.problem.id > b.problem.id ? 1 : 0));
+  solutions.sort((a, b) => (a.problem.id < b.problem.id ? -1 : a.problem.id > b.problem.id ? 1 : 0));
+  if (!config.maskToolOutput) {
+    solutions = solutions.map((solution) => ({
+      ...solution,
+      segments: solution.segments.map((segment) => ({ ...segment, kind: 'model' as const })),
+    }));
+  }
+  return solutions;
 }
 
 async function readSolutions(path: string): Promise<TaskSolution[]> {
@@ -373,4 +350,309 @@ function shareHash(id: string): number {
   let hash = 2166136261;
   for (const character of id) hash = Math.imul(hash ^ character.charCodeAt(0), 16777619);
   return (hash >>> 0) / 2 ** 32;
+}
+
+/** Refuses data whose code blocks are in another dialect's markup, naming the first such record. */
+function assertDialect(file: string, solutions: readonly TaskSolution[], dialect: Dialect): void {
+  for (const [index, solution] of solutions.entries()) {
+    const issue = solutionDialectIssue(solution, dialect);
+    if (issue !== null) {
+      throw new SftRunError(
+        RUN_FOLDER_REFUSED,
+        `${file} record ${index + 1} (${solution.problem.id}): ${issue}. The run trains the ${dialect.name} ` +
+          `dialect (--dialect); give data written in it (tasks write-arith --style tool --dialect ${dialect.name})`,
+      );
+    }
+  }
+}
+
+/** Each solution as the agent loop prompts the model; longer than `maxSequenceTokens`: left out. */
+async function tokenize(
+  config: ResolvedSftConfig,
+  solutions: readonly TaskSolution[],
+  onEvent: (event: SftEvent) => void,
+): Promise<{ kept: SftExample[]; dropped: number; meanTokens: number }> {
+  const tokenizer = await loadTokenizer(config.model);
+  const dialect = getDialect(config.dialect);
+  const prompt = promptBuilders[config.prompt];
+  const kept: SftExample[] = [];
+  let dropped = 0;
+  for (const solution of solutions) {
+    const example = buildSftExample(solution, tokenizer, dialect, prompt);
+    if (example.inputIds.length > config.maxSequenceTokens) dropped++;
+    else kept.push(example);
+  }
+  if (kept.length === 0) {
+    throw new SftRunError(
+      RUN_FOLDER_REFUSED,
+      `no example fits ${config.maxSequenceTokens} tokens (--max-sequence-tokens, default the model's context; ${solutions.length} solutions read)`,
+    );
+  }
+  const meanTokens = kept.reduce((sum, example) => sum + example.inputIds.length, 0) / kept.length;
+  onEvent({ type: 'data-ready', examples: kept.length, droppedTooLong: dropped, meanTokens });
+  return { kept, dropped, meanTokens };
+}
+
+async function train({
+  dir,
+  config,
+  examples,
+  resume,
+  onEvent,
+  onTrainerLog,
+  signal,
+}: {
+  dir: string;
+  config: ResolvedSftConfig;
+  examples: SftExample[];
+  resume: boolean;
+  onEvent: (event: SftEvent) => void;
+  onTrainerLog: ((line: string) => void) | undefined;
+  signal: AbortSignal | undefined;
+}): Promise<{ status: 'trained' } | Extract<SftResult, { status: 'stopped' }>> {
+  const modelDir = join(dir, SFT_MODEL_FOLDER);
+  const done = await readMetrics(dir);
+  let totalSteps = await initialTotalSteps(dir, config, resume);
+  if (resume && existsSync(join(modelDir, 'config.json')) && done.length >= totalSteps)
+    return { status: 'trained' };
+  const checkpoint = resume ? await newestCheckpoint(dir) : null;
+  const startStep = checkpoint?.step ?? 0;
+  if (resume) await keepMetricsUpTo(dir, startStep);
+  await writeSchedule(dir, config.steps, totalSteps);
+  onEvent({ type: 'schedule', totalSteps, reason: resume ? 'resume' : 'steps' });
+
+  const service: TrainerService = await startTrainerService({
+    model: config.model,
+    processes: config.processes,
+    threads: config.threads,
+    microBatchTokens: config.microBatchTokens,
+    activationCheckpointing: config.activationCheckpointing,
+    sequenceParallel: config.sequenceParallel,
+    cpuOffload: config.cpuOffload,
+    seed: config.seed,
+    ...(onTrainerLog ? { onLog: onTrainerLog } : {}),
+    ...(signal === undefined ? {} : { signal }),
+  });
+  try {
+    const state = await service.client.state();
+    onEvent({
+      type: 'trainer-ready',
+      url: service.url,
+      worldSize: state.worldSize,
+      parameters: state.parameters,
+      device: state.device,
+    });
+    if (checkpoint !== null) {
+      await service.client.loadCheckpoint(checkpoint.path);
+      onEvent({ type: 'resumed', step: checkpoint.step, checkpoint: checkpoint.path });
+    }
+    const budgetMs = config.maxMinutes === null ? Number.POSITIVE_INFINITY : config.maxMinutes * 60_000;
+    let sessionMs = 0;
+    for (let step = startStep; step < totalSteps; step++) {
+      const schedule = {
+        peak: config.learningRate,
+        warmupSteps: config.warmupSteps,
+        totalSteps,
+        minRatio: config.minLearningRateRatio,
+      };
+      const batch = batchOfStep(examples, step, config.batchSize, config.seed);
+      const started = performance.now();
+      const result = await service.client.sftStep({
+        sequences: batch,
+        learningRate: learningRateAt(step, schedule),
+      });
+      const stepMs = performance.now() - started;
+      sessionMs += stepMs;
+      if (config.maxMinutes !== null) {
+        const fitted = fitStepsToBudget({
+          stepsDone: step + 1,
+          startStep,
+          totalSteps,
+          sessionMs,
+          budgetMs,
+          calibrationSteps: CALIBRATION_STEPS,
+        });
+        if (fitted !== totalSteps) {
+          totalSteps = fitted;
+          await writeSchedule(dir, config.steps, totalSteps);
+          onEvent({ type: 'schedule', totalSteps, reason: 'minutes' });
+        }
+      }
+      const tokensTotal = batch.reduce((sum, example) => sum + example.inputIds.length, 0);
+      const metrics: SftMetrics = {
+        step: step + 1,
+        loss: result.loss,
+        tokens: result.tokens,
+        tokensPerSecond: (1000 * result.tokens) / stepMs,
+        tokensTrained: result.tokens,
+        tokensTotal,
+        learningRate: result.learningRate,
+        gradNorm: result.gradNorm,
+        stepMs: Math.round(stepMs),
+        computeMs: Math.round(result.stepMs),
+        tokensTotalPerSecond: (1000 * tokensTotal) / stepMs,
+        skipped: result.skipped,
+      };
+      await appendFile(join(dir, METRICS_FILE), `${JSON.stringify(metrics)}\n`);
+      const stepsThisSession = step + 1 - startStep;
+      onEvent({
+        type: 'train-step',
+        totalSteps,
+        trainWallMs: sessionMs,
+        etaMs: (sessionMs / stepsThisSession) * (totalSteps - step - 1),
+        ...metrics,
+      });
+      const last = step + 1 === totalSteps;
+      const stopping = signal?.aborted === true;
+      if (last || stopping || (step + 1) % config.checkpointEvery === 0) {
+        const path = join(dir, 'checkpoints', `step-${String(step + 1).padStart(6, '0')}`);
+        await service.client.saveCheckpoint(path);
+        await pruneCheckpoints(dir, path);
+        onEvent({ type: 'checkpoint-saved', step: step + 1, path });
+        if (stopping && !last) return { status: 'stopped', step: step + 1, totalSteps, checkpoint: path };
+      }
+    }
+    await service.client.exportModel(modelDir);
+    onEvent({ type: 'model-exported', path: modelDir });
+    return { status: 'trained' };
+  } finally {
+    await service.stop();
+  }
+}
+
+/** Held-out accuracy of the exported model on a local engine (resumes an interrupted evaluation). */
+async function evalStage(
+  dir: string,
+  modelDir: string,
+  config: ResolvedSftConfig,
+  onEvent: (event: SftEvent) => void,
+  signal: AbortSignal | undefined,
+): Promise<HeldOutEvalResult | null> {
+  if (config.evalProblems === 0) return null;
+  const engine = await startEmbeddedEngine({ model: modelDir, maxConcurrency: config.evalConcurrency });
+  try {
+    return await evaluateHeldOut({
+      engineUrl: engine.worker.url,
+      tokenizer: engine.tokenizer,
+      problems: arithEvalProblems({ count: config.evalProblems, levels: config.levels }),
+      contextTokens: engine.contextTokens ?? config.maxSequenceTokens,
+      prompt: promptBuilders[config.prompt],
+      dialect: getDialect(config.dialect),
+      outDir: join(dir, SFT_EVAL_DIR),
+      concurrency: config.evalConcurrency,
+      maxToolCalls: config.evalMaxToolCalls,
+      onProgress: (done, total, correct) => onEvent({ type: 'eval-progress', done, total, correct }),
+      ...(signal ? { signal } : {}),
+    });
+  } finally {
+    await engine.close();
+  }
+}
+
+/**
+ * The schedule's length at the start of a session: `steps` for a new run; on resume, the saved
+ * length unless `steps` or `maxMinutes` asks for a new one (the flags were given again).
+ */
+async function initialTotalSteps(dir: string, config: ResolvedSftConfig, resume: boolean): Promise<number> {
+  if (!resume) return config.steps;
+  const path = join(dir, SCHEDULE_FILE);
+  const saved = existsSync(path)
+    ? (JSON.parse(await readFile(path, 'utf8')) as { totalSteps?: unknown; steps?: unknown })
+    : {};
+  if (typeof saved.totalSteps !== 'number' || saved.steps !== config.steps || config.maxMinutes !== null) {
+    return config.steps;
+  }
+  return saved.totalSteps;
+}
+
+/** `schedule.json`: the steps asked for and the schedule's length (shorter when a time budget fit it). */
+async function writeSchedule(dir: string, steps: number, totalSteps: number): Promise<void> {
+  await writeFile(join(dir, SCHEDULE_FILE), `${JSON.stringify({ steps, totalSteps })}\n`);
+}
+
+/** The steps a run asked for, from its schedule.json (or its config.json), or null. */
+export async function savedRunSteps(dir: string): Promise<number | null> {
+  for (const name of [SCHEDULE_FILE, CONFIG_FILE]) {
+    const path = join(dir, name);
+    if (!existsSync(path)) continue;
+    const steps = (JSON.parse(await readFile(path, 'utf8')) as { steps?: unknown }).steps;
+    if (typeof steps === 'number') return steps;
+  }
+  return null;
+}
+
+/** The examples of 0-based `step`: epoch e is a seeded shuffle, batches are consecutive slices. */
+export function batchOfStep<T>(examples: readonly T[], step: number, batchSize: number, seed: number): T[] {
+  const batch: T[] = [];
+  for (let slot = 0; slot < batchSize; slot++) {
+    const position = step * batchSize + slot;
+    const epoch = Math.floor(position / examples.length);
+    const order = epochOrder(examples.length, epoch, seed);
+    const example = examples[order[position % examples.length] ?? 0];
+    if (example !== undefined) batch.push(example);
+  }
+  return batch;
+}
+
+const orders = new Map<string, number[]>();
+function epochOrder(count: number, epoch: number, seed: number): number[] {
+  const key = `${count}:${epoch}:${seed}`;
+  let order = orders.get(key);
+  if (order === undefined) {
+    const random = createSeededRandom(`sft-order:${seed}:${epoch}`);
+    order = Array.from({ length: count }, (_, index) => index);
+    for (let index = count - 1; index > 0; index--) {
+      const other = Math.floor(random() * (index + 1));
+      [order[index], order[other]] = [order[other] as number, order[index] as number];
+    }
+    if (orders.size > 8) orders.clear();
+    orders.set(key, order);
+  }
+  return order;
+}
+
+/** The newest checkpoint whose `trainer-state.json` exists (an interrupted save has none). */
+async function newestCheckpoint(dir: string): Promise<{ step: number; path: string } | null> {
+  const folder = join(dir, 'checkpoints');
+  if (!existsSync(folder)) return null;
+  const steps = (await readdir(folder))
+    .map((name) => /^step-(\d+)$/.exec(name))
+    .filter((match): match is RegExpExecArray => match !== null)
+    .map((match) => ({ step: Number(match[1]), path: join(folder, match[0]) }))
+    .filter((candidate) => existsSync(join(candidate.path, 'trainer-state.json')))
+    .sort((a, b) => b.step - a.step);
+  return steps[0] ?? null;
+}
+
+/** Keeps the newest committed checkpoint and the one just written; removes older ones. */
+async function pruneCheckpoints(dir: string, keep: string): Promise<void> {
+  const folder = join(dir, 'checkpoints');
+  for (const name of await readdir(folder)) {
+    const path = join(folder, name);
+    if (path !== keep) await rm(path, { recursive: true, force: true });
+  }
+}
+
+/** The run's metric lines (a line cut by kill -9 is left out). */
+export async function readMetrics(dir: string): Promise<SftMetrics[]> {
+  const path = join(dir, METRICS_FILE);
+  if (!existsSync(path)) return [];
+  const lines: SftMetrics[] = [];
+  for (const line of (await readFile(path, 'utf8')).split('\n')) {
+    if (line.trim() === '') continue;
+    try {
+      lines.push(JSON.parse(line) as SftMetrics);
+    } catch {
+      // a line cut by kill -9: its step is redone
+    }
+  }
+  return lines;
+}
+
+/** After a crash, metric lines past the checkpoint belong to steps that will be redone. */
+async function keepMetricsUpTo(dir: string, step: number): Promise<void> {
+  const path = join(dir, METRICS_FILE);
+  if (!existsSync(path)) return;
+  const kept = (await readMetrics(dir)).filter((line) => line.step <= step);
+  await writeFile(path, kept.map((line) => `${JSON.stringify(line)}\n`).join(''));
 }

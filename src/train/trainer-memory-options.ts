@@ -10,14 +10,10 @@ import type { TrainerServiceOptions } from './trainer-service.ts';
 export type TrainerMemoryOptions = Required<
   Pick<
     TrainerServiceOptions,
-    | 'microBatchTokens'
-    | 'activationCheckpointing'
-    | 'logitsChunkTokens'
-    | 'memoryLimitGb'
-    | 'sequenceParallel'
-    | 'cpuOffload'
+    'microBatchTokens' | 'activationCheckpointing' | 'memoryLimitGb' | 'sequenceParallel' | 'cpuOffload'
   >
->;
+> &
+  Pick<TrainerServiceOptions, 'logitsChunkTokens'>;
 
 type MemoryConfig = Pick<
   RlConfig,
@@ -33,7 +29,7 @@ export function trainerMemoryOptions(config: MemoryConfig): TrainerMemoryOptions
   return {
     microBatchTokens: config.microBatchTokens,
     activationCheckpointing: config.activationCheckpointing,
-    logitsChunkTokens: config.logitsChunkTokens,
+    ...(config.logitsChunkTokens === null ? {} : { logitsChunkTokens: config.logitsChunkTokens }),
     memoryLimitGb: config.memoryLimitGb,
     sequenceParallel: config.sequenceParallel,
     cpuOffload: config.cpuOffload,

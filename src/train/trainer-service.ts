@@ -1,7 +1,8 @@
 /**
  * Starts the distributed trainer on this machine: `torchrun --nproc-per-node P -m
  * agentmath_train serve` from the project's locked environment (through
- * `agentmath_train.torchrun`, which exits with this process), waits for rank 0's ready line
+ * `agentmath_train.torchrun`, which exits with this process; one rank runs without torchrun),
+ * waits for rank 0's ready line
  * (which names the port it bound), and stops every rank on `stop()` (a /shutdown, then the
  * processes are killed if they linger). An aborted `signal` stops the start at once. A start
  * that fails says the rank's own error first (its `start-failed` line), then torchrun's last
@@ -49,6 +50,8 @@ export type TrainerServiceOptions = {
   /** Ranks that split each packed row (sequence parallelism, `--sp`; default 1). */
   sequenceParallel?: number;
   seed?: number;
+  /** Torch threads of each CPU rank (default 0: its share of the machine's cores). */
+  threads?: number;
   /** The forward and backward's dtype (default: bf16 on a GPU, fp32 on CPU). */
   computeDtype?: 'float32' | 'bfloat16';
   /** Sharded parameters, gradients and optimizer state in host memory (GPU ranks; nothing changes on CPU ranks). */
@@ -72,16 +75,26 @@ export type TrainerService = {
   stop(): Promise<void>;
 };
 
-/** The interpreter's argv: torchrun, then `agentmath_train serve` with every option given. */
+/**
+ * The interpreter's argv: `agentmath_train serve` with every option given, under torchrun when
+ * the job has more than one rank (or torchrun's own arguments are given). One rank runs alone:
+ * no launcher process and no rendezvous, a group of one over an in-memory store (service.py).
+ */
 export function trainerServeArgs(
   options: TrainerServiceOptions & { processes: number; host: string; port: number },
 ): string[] {
+  const launcher =
+    options.processes === 1 && options.torchrunArgs === undefined
+      ? []
+      : [
+          '-m',
+          'agentmath_train.torchrun',
+          '--nproc-per-node',
+          String(options.processes),
+          ...(options.torchrunArgs ?? ['--standalone']),
+        ];
   return [
-    '-m',
-    'agentmath_train.torchrun',
-    '--nproc-per-node',
-    String(options.processes),
-    ...(options.torchrunArgs ?? ['--standalone']),
+    ...launcher,
     '-m',
     'agentmath_train',
     'serve',
@@ -106,6 +119,7 @@ export function trainerServeArgs(
       ? []
       : ['--sp', String(options.sequenceParallel)]),
     ...(options.seed === undefined ? [] : ['--seed', String(options.seed)]),
+    ...(options.threads === undefined || options.threads === 0 ? [] : ['--threads', String(options.threads)]),
     ...(options.computeDtype === undefined ? [] : ['--compute-dtype', options.computeDtype]),
     ...(options.cpuOffload ? ['--cpu-offload'] : []),
     ...(options.noAuth ? ['--no-auth'] : []),

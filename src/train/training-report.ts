@@ -8,19 +8,20 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import type { HeldOutEvalResult, LevelAccuracy } from './held-out-eval.ts';
-import type { SftConfig } from './sft-config.ts';
-import type { LossPoint } from './sft-state.ts';
+import type { ResolvedSftConfig } from './sft-config.ts';
 
 export const TRAINING_REPORT_FILE = 'training-report.json';
 export const TRAINING_REPORT_MARKDOWN = 'training-report.md';
 
+/** One step of the loss curve (from `metrics.jsonl`). */
+export type LossPoint = { step: number; loss: number | null; learningRate: number };
+
 export type TrainingReport = {
-  version: 1;
-  task: 'arith';
-  style: 'tool' | 'text';
+  version: 2;
   createdAt: string;
-  config: SftConfig;
-  model: { preset: string; parameters: number | null; shape: Record<string, unknown> };
+  config: ResolvedSftConfig;
+  /** The exported model, the folder it was trained from, its parameters. */
+  model: { folder: string; from: string; parameters: number | null };
   data: { examples: number; droppedTooLong: number; meanTokens: number; wallMs: number };
   training: {
     steps: number;
@@ -31,10 +32,11 @@ export type TrainingReport = {
     finalLoss: number | null;
     history: LossPoint[];
   };
-  eval: Omit<HeldOutEvalResult, 'samples'>;
+  /** Held-out accuracy through the agent loop; null when the run evaluated nothing (`evalProblems` 0). */
+  eval: Omit<HeldOutEvalResult, 'samples'> | null;
   samples: HeldOutEvalResult['samples'];
   machine: { cpus: number; loadAverageStart: number; loadAverageEnd: number };
-  /** Whole command: data, training, saving, evaluation. */
+  /** Whole command: model, data, training, export, evaluation. */
   totalWallMs: number;
 };
 
@@ -43,30 +45,37 @@ const minutes = (ms: number): string => `${(ms / 60_000).toFixed(1)} min`;
 
 /** A short markdown summary of one run. */
 export function renderTrainingReport(report: TrainingReport): string {
-  const { training, eval: evaluation } = report;
-  const rows = [...evaluation.byLevel, allOf(evaluation)].map(
-    (row) => `| ${row.level} | ${row.problems} | ${row.correct} | ${percent(row.accuracy)} |`,
-  );
-  return [
-    `# SFT ${report.task} (${report.style}) — ${report.createdAt}`,
+  const { training, eval: evaluation, config } = report;
+  const what = config.data ?? `arith ${config.style} solutions (levels ${config.levels.join(', ')})`;
+  const lines = [
+    `# SFT of ${report.model.from} on ${what} — ${report.createdAt}`,
     '',
-    `Model \`${report.model.preset}\` (${report.model.parameters ?? '?'} parameters), ${training.steps} steps × batch ${report.config.batchSize}, ` +
-      `${training.tokens} tokens (${training.trainedTokens} trained) in ${minutes(training.wallMs)}: ` +
-      `${Math.round(training.tokensPerSecond)} tokens/s, final loss ${training.finalLoss?.toFixed(4) ?? '—'}.`,
-    `Held-out eval through the agent loop (greedy, real sandbox): ${evaluation.correct}/${evaluation.problems} ` +
-      `(${percent(evaluation.accuracy)}) in ${(evaluation.wallMs / 1000).toFixed(1)} s; ` +
-      `${evaluation.usedTools} trajectories ran code (${evaluation.toolCalls} calls).`,
+    `${report.model.parameters ?? '?'} parameters, ${training.steps} steps × batch ${config.batchSize} at peak learning rate ` +
+      `${config.learningRate}, ${training.tokens} tokens (${training.trainedTokens} trained) in ${minutes(training.wallMs)}: ` +
+      `${Math.round(training.tokensPerSecond)} tokens/s, final loss ${training.finalLoss?.toFixed(4) ?? '—'}. Model: ${report.model.folder}.`,
+    evaluation === null
+      ? 'No held-out evaluation (evalProblems 0).'
+      : `Held-out eval through the agent loop (greedy, real sandbox): ${evaluation.correct}/${evaluation.problems} ` +
+        `(${percent(evaluation.accuracy)}) in ${(evaluation.wallMs / 1000).toFixed(1)} s; ` +
+        `${evaluation.usedTools} trajectories ran code (${evaluation.toolCalls} calls).`,
     `Machine: ${report.machine.cpus} CPUs, load average ${report.machine.loadAverageStart.toFixed(1)} → ` +
       `${report.machine.loadAverageEnd.toFixed(1)}; whole command ${minutes(report.totalWallMs)}.`,
     '',
-    '| level | problems | correct | accuracy |',
-    '| --- | --- | --- | --- |',
-    ...rows,
-    '',
-  ].join('\n');
+  ];
+  if (evaluation !== null) {
+    lines.push(
+      '| level | problems | correct | accuracy |',
+      '| --- | --- | --- | --- |',
+      ...[...evaluation.byLevel, allOf(evaluation)].map(
+        (row) => `| ${row.level} | ${row.problems} | ${row.correct} | ${percent(row.accuracy)} |`,
+      ),
+      '',
+    );
+  }
+  return lines.join('\n');
 }
 
-function allOf(evaluation: TrainingReport['eval']): LevelAccuracy {
+function allOf(evaluation: Omit<HeldOutEvalResult, 'samples'>): LevelAccuracy {
   return {
     level: 'all',
     problems: evaluation.problems,
@@ -100,8 +109,11 @@ export async function readTrainingReport(dir: string): Promise<TrainingReport> {
     });
   }
   const body = JSON.parse(text) as Partial<TrainingReport>;
-  if (body.version !== 1 || body.eval === undefined || body.training === undefined) {
-    throw new TrainingReportMissingError(file, 'not a training report of this version');
+  if (body.version !== 2 || body.eval === undefined || body.training === undefined) {
+    throw new TrainingReportMissingError(
+      file,
+      'not a training report of this version (a run of an older AgentMath: train it again)',
+    );
   }
   return body as TrainingReport;
 }
@@ -109,9 +121,12 @@ export async function readTrainingReport(dir: string): Promise<TrainingReport> {
 /** Side-by-side accuracy by level of the tool model and the text-only baseline. */
 export function renderComparison(tool: TrainingReport, text: TrainingReport): string {
   const levels = [
-    ...new Set([...tool.eval.byLevel, ...text.eval.byLevel].map((row) => row.level as number)),
+    ...new Set(
+      [...(tool.eval?.byLevel ?? []), ...(text.eval?.byLevel ?? [])].map((row) => row.level as number),
+    ),
   ].sort((a, b) => a - b);
   const cell = (report: TrainingReport, level: number | 'all'): string => {
+    if (report.eval === null) return '—';
     const row =
       level === 'all' ? allOf(report.eval) : report.eval.byLevel.find((entry) => entry.level === level);
     return row === undefined ? '—' : `${percent(row.accuracy)} (${row.correct}/${row.problems})`;

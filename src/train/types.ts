@@ -50,7 +50,7 @@ export type GrpoObjectiveOptions = {
   /** PPO mini-batches per pass and passes over the batch (default 1 × 1: one update per step). */
   miniBatches?: number;
   epochs?: number;
-  /** The KL reference's model folder (the run's `--init`); default the weights held at first use. */
+  /** The KL reference's model folder (the run's `--model`); default the weights held at first use. */
   referencePath?: string;
 };
 
@@ -77,7 +77,7 @@ export type GrpoStepResult = SftStepResult & {
   offPolicyCapped: number | null;
   /**
    * |engine logprob − trainer logprob| over the trained tokens, before any update (mean, max);
-   * null where the trainer does not report it (the colocated byte worker).
+   * null where the step trained no token (every group dropped) or the run predates the field.
    */
   logprobGap: { mean: number; max: number } | null;
   /** Optimizer updates applied in the step (mini-batches × epochs, less skipped ones). */

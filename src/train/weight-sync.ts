@@ -12,10 +12,12 @@
  *   4. continue.
  * An engine that answers and refuses (a 4xx, `success: false`, a flush that never succeeds, a
  * version it does not report) stops the sync with an error naming it and its message; only an
- * engine that cannot be connected to is "unreachable" (skipped when tolerated, and said so).
+ * engine that cannot be connected to, or does not answer in time (a load's time grows with the
+ * model: `loadTimeoutMs`), is "unreachable", an outage with its cause (skipped when tolerated,
+ * and said so), never a refusal.
  * `updateWhilePaused` is steps 1–4 around any update, for other ways of sending the weights.
  */
-import { EngineUnavailableError } from '../engine/engine-errors.ts';
+import { EngineTimeoutError, EngineUnavailableError } from '../engine/engine-errors.ts';
 import type { PauseMode } from '../engine/sglang-engine.ts';
 import type { WeightUpdatableEngine, WeightUpdateResult } from '../engine/types.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
@@ -71,10 +73,13 @@ export async function syncWeightsFromDisk({
   tolerateUnreachable = false,
   flushRetry = DEFAULT_FLUSH_RETRY,
   clock = systemClock,
+  loadTimeoutMs,
 }: {
   trainer: PolicyExporter;
   engines: readonly PausableEngine[];
   path: string;
+  /** How long one engine's load may take (`model-call-timeout.ts`); default: the engine client's. */
+  loadTimeoutMs?: number;
   /**
    * Go on when some (not all) engines cannot be reached, e.g. a replica killed mid-run (the
    * router already sends its work elsewhere). An engine that answers and refuses the weights is
@@ -91,7 +96,11 @@ export async function syncWeightsFromDisk({
     engines,
     policyVersion: exported.policyVersion,
     what: `weights v${exported.policyVersion} from ${path}`,
-    update: (engine) => engine.updateWeightsFromDisk(path, { weightVersion: exported.policyVersion }),
+    update: (engine) =>
+      engine.updateWeightsFromDisk(path, {
+        weightVersion: exported.policyVersion,
+        ...(loadTimeoutMs === undefined ? {} : { timeoutMs: loadTimeoutMs }),
+      }),
     tolerateUnreachable,
     flushRetry,
     clock,
@@ -134,14 +143,18 @@ export async function updateWhilePaused({
   const refused: string[] = [];
   const versions = new Map<PausableEngine, string | null>();
   const live = () => engines.filter((engine) => !unreachable.has(engine));
-  /** Runs `action` on every live engine; a connection failure marks it unreachable, any other failure refuses. */
+  /**
+   * Runs `action` on every live engine; no connection, or no answer in time, is an outage (it
+   * marks the engine unreachable, with its cause); any other failure refuses.
+   */
   const onEach = async (action: (engine: PausableEngine) => Promise<string | null>) => {
     const current = live();
     const outcomes = await Promise.allSettled(current.map(action));
     outcomes.forEach((outcome, index) => {
       const engine = current[index]!;
       if (outcome.status === 'rejected') {
-        if (outcome.reason instanceof EngineUnavailableError) unreachable.set(engine, outcome.reason);
+        if (outcome.reason instanceof EngineUnavailableError || outcome.reason instanceof EngineTimeoutError)
+          unreachable.set(engine, outcome.reason);
         else refused.push(`${engine.name} (${describe(outcome.reason)})`);
       } else if (outcome.value !== null) refused.push(`${engine.name} (${outcome.value})`);
     });
@@ -183,10 +196,10 @@ export async function updateWhilePaused({
 }
 
 /** Null once a flush succeeded; else the engine's last reason after `attempts` tries. */
-async function flushUntilDone(
+export async function flushUntilDone(
   engine: PausableEngine,
-  retry: FlushRetry,
-  clock: Clock,
+  retry: FlushRetry = DEFAULT_FLUSH_RETRY,
+  clock: Clock = systemClock,
 ): Promise<string | null> {
   let last = '';
   for (let attempt = 1; attempt <= retry.attempts; attempt++) {

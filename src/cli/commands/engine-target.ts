@@ -15,6 +15,7 @@ import {
   engineOptionsSchema,
   loadTokenizer,
   Router,
+  servedContextLength,
 } from '../../engine/index.ts';
 import { startEmbeddedEngine } from '../../engine/local/index.ts';
 import type { Tokenizer } from '../../engine/tokenizer.ts';
@@ -62,7 +63,7 @@ export type EngineTarget = {
   tokenizer: Tokenizer | null;
   /** The embedded model's folder, or null for an engine given by URL. */
   embeddedModel: string | null;
-  /** The model's context length when known (the embedded model's config), else null. */
+  /** The model's context length when known (the embedded model's config, or what the served model's /v1/models says), else null. */
   contextTokens: number | null;
   close: () => Promise<void>;
 };
@@ -97,16 +98,25 @@ export async function resolveEngineTarget(flags: EngineFlags): Promise<EngineTar
     const closeAll = async () => {
       for (const engine of engines) engine.close();
     };
+    // A token API's server says its context (SGLang, vLLM, our engine: /v1/models); requests are
+    // kept within the smallest, since each refuses one past its own.
+    const contexts = textApi
+      ? []
+      : await Promise.all(
+          urls.map((url) => servedContextLength({ url, ...(apiKey === undefined ? {} : { apiKey }) })),
+        );
+    const known = contexts.filter((tokens): tokens is number => tokens !== null);
+    const contextTokens = known.length === 0 ? null : Math.min(...known);
     const [single] = engines;
     if (engines.length === 1 && single !== undefined)
-      return { engine: single, tokenizer, embeddedModel: null, contextTokens: null, close: closeAll };
+      return { engine: single, tokenizer, embeddedModel: null, contextTokens, close: closeAll };
     // Several servers: a trajectory stays on the replica that holds its prefix (as train rl routes).
     const router = new Router({
       replicas: engines.map((engine, index) => ({ name: urls[index] as string, engine })),
       policy: createRouterPolicy('prefix-aware'),
       clock: systemClock,
     });
-    return { engine: router, tokenizer, embeddedModel: null, contextTokens: null, close: closeAll };
+    return { engine: router, tokenizer, embeddedModel: null, contextTokens, close: closeAll };
   }
   const model = locateEmbeddedModel();
   if (model === null) {

@@ -1,9 +1,18 @@
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { benchEngine } from '../../bench/engine-bench.ts';
 import { renderEngineModelBench, runEngineModelBench } from '../../bench/engine-model-bench.ts';
 import { ENGINE_API_KEY_VARIABLE, startEmbeddedWorker, type WorkerEvent } from '../../engine/local/index.ts';
-import { isHuggingFaceModelFolder } from '../../model/index.ts';
-import { choiceOption, hostOption, integerOption, listOption, portOption } from '../cli-options.ts';
+import { isHuggingFaceModelFolder, modelFolderIssue } from '../../model/index.ts';
+import { countNoun } from '../../shared/count-noun.ts';
+import {
+  choiceOption,
+  hostOption,
+  integerOption,
+  listOption,
+  portOption,
+  usageError,
+} from '../cli-options.ts';
 import { onShutdown } from '../process-lifecycle.ts';
 
 type ServeOptions = {
@@ -14,7 +23,6 @@ type ServeOptions = {
   auth: boolean;
   maxRunningRequests?: number;
   decodeThreads?: number;
-  trainThreads?: number;
   decodeDtype?: string;
   decodeLinear?: string;
   seed?: number;
@@ -49,12 +57,25 @@ function decodeArgs(options: { decodeDtype?: string; decodeLinear?: string }): s
   ];
 }
 
+/** The worker's own preset models (python/agentmath_engine/app.py `PRESETS`). */
+const WORKER_PRESETS = ['tiny', 'test'];
+
+/** Refuses (exit 2, before the worker starts) a `--model` that is neither a preset nor a model folder. */
+function assertServableModel(model: string): void {
+  if (WORKER_PRESETS.includes(model)) return;
+  const issue = modelFolderIssue(resolve(model));
+  if (issue !== null)
+    throw usageError(`--model ${model}: ${issue}; give ${WORKER_PRESETS.join(', ')} or a model folder`);
+}
+
 /** `agentmath engine serve`: the embedded PyTorch worker behind SGLang's routes. */
 export function registerEngine(program: Command): void {
-  const engine = program.command('engine').description('the embedded PyTorch engine and trainer');
+  const engine = program.command('engine').description('the local PyTorch engine');
   engine
     .command('serve')
-    .description('start the embedded worker (SGLang /generate + training routes), restart it if it crashes')
+    .description(
+      'start the local engine (SGLang routes: /generate, weight updates), restart it if it crashes',
+    )
     .option('--model <name|path>', 'tiny, test, a saved model folder, or a Hugging Face folder', 'tiny')
     .option('--port <n>', 'port (0 picks a free one)', portOption, 30000)
     .option(
@@ -74,7 +95,6 @@ export function registerEngine(program: Command): void {
       integerOption({ min: 1, max: 4096 }),
     )
     .option('--decode-threads <n>', 'torch threads while generating (0 = all cores)', threads)
-    .option('--train-threads <n>', 'torch threads while training (0 = all cores)', threads)
     .option(
       '--decode-dtype <dtype>',
       "Hugging Face models: the dtype generation reads the weights in: float32 (default: the master weights, logprobs equal to the trainer's), bfloat16, int8 (int8 weights, bf16 activations), or auto (bf16 where this CPU runs the model's layers faster in it, timed at start, else fp32)",
@@ -83,8 +103,9 @@ export function registerEngine(program: Command): void {
     .option('--decode-linear <kind>', DECODE_LINEAR_HELP, decodeLinearOption)
     .option('--seed <n>', 'initialisation seed of a preset model', integerOption())
     .action(async (options: ServeOptions) => {
+      assertServableModel(options.model);
       const log = (line: string) => process.stderr.write(`${line}\n`);
-      const { maxRunningRequests, decodeThreads, trainThreads, seed } = options;
+      const { maxRunningRequests, decodeThreads, seed } = options;
       const apiKey = options.apiKey ?? process.env[ENGINE_API_KEY_VARIABLE];
       const worker = await startEmbeddedWorker({
         model: options.model,
@@ -94,7 +115,6 @@ export function registerEngine(program: Command): void {
         port: options.port,
         ...(maxRunningRequests === undefined ? {} : { maxRunningRequests }),
         ...(decodeThreads === undefined ? {} : { decodeThreads }),
-        ...(trainThreads === undefined ? {} : { trainThreads }),
         ...(seed === undefined ? {} : { seed }),
         extraArgs: decodeArgs(options),
         onLog: (line) => log(`[worker] ${line}`),
@@ -117,21 +137,19 @@ type EngineBenchOptions = {
   newTokens?: number;
   promptTokens?: number;
   rounds: number;
-  sftSteps: number;
   decodeThreads?: number;
   decodeDtype?: string;
   decodeLinear?: string;
-  trainThreads?: number;
   profile?: boolean;
   json?: boolean;
 };
 
-/** `agentmath bench engine`: generation tokens/s at batch 1/16/64 and SFT step time. */
+/** `agentmath bench engine`: generation tokens/s at batch 1/16/64. */
 export function registerEngineBench(bench: Command): void {
   bench
     .command('engine')
     .description(
-      'embedded engine: generation tokens/s at batch 1, 16, 64 (baseline: batch 1) and SFT step time; with a Hugging Face --model DIR: at 1, 8, 32 concurrent requests against transformers generate and a memory-bandwidth bound',
+      'local engine: generation tokens/s at batch 1, 16, 64 (baseline: batch 1); with a Hugging Face --model DIR: at 1, 8, 32 concurrent requests against transformers generate and a memory-bandwidth bound',
     )
     .option(
       '--model <name|path>',
@@ -140,7 +158,7 @@ export function registerEngineBench(bench: Command): void {
     )
     .option(
       '--url <url>',
-      `measure a worker already running here instead (it gets trained; its key from ${ENGINE_API_KEY_VARIABLE})`,
+      `measure a worker already running here instead (its key from ${ENGINE_API_KEY_VARIABLE})`,
     )
     .option(
       '--batches <list>',
@@ -158,9 +176,7 @@ export function registerEngineBench(bench: Command): void {
       integerOption({ min: 1 }),
     )
     .option('--rounds <n>', 'repetitions per batch size', integerOption({ min: 1 }), 3)
-    .option('--sft-steps <n>', 'SFT steps to time (0 skips)', integerOption(), 5)
     .option('--decode-threads <n>', 'torch threads while generating (0 = all cores)', threads)
-    .option('--train-threads <n>', 'torch threads while training (0 = all cores)', threads)
     .option(
       '--decode-dtype <dtype>',
       'Hugging Face models: float32 (default: the master weights), bfloat16, int8 (int8 weights, bf16 activations), or auto (bf16 where this CPU runs the model faster in it, timed at start)',
@@ -173,7 +189,7 @@ export function registerEngineBench(bench: Command): void {
     )
     .option('--json', 'print the figures as JSON')
     .action(async (options: EngineBenchOptions) => {
-      const { decodeThreads, trainThreads } = options;
+      const { decodeThreads } = options;
       const apiKey = process.env[ENGINE_API_KEY_VARIABLE] || undefined;
       const huggingFace = options.url === undefined && isHuggingFaceModelFolder(options.model);
       const worker = options.url
@@ -185,7 +201,6 @@ export function registerEngineBench(bench: Command): void {
             // A real model on a shared machine can take minutes to load.
             startupTimeoutMs: 600_000,
             ...(decodeThreads === undefined ? {} : { decodeThreads }),
-            ...(trainThreads === undefined ? {} : { trainThreads }),
             extraArgs: decodeArgs(options),
           });
       const unregister = onShutdown(async () => worker?.stop());
@@ -215,7 +230,6 @@ export function registerEngineBench(bench: Command): void {
           newTokens: options.newTokens ?? 256,
           promptTokens: options.promptTokens ?? 100,
           rounds: options.rounds,
-          sftSteps: options.sftSteps,
           onProgress: options.json ? () => {} : (message) => process.stderr.write(`${message}\n`),
         });
         if (options.json) {
@@ -228,17 +242,10 @@ export function registerEngineBench(bench: Command): void {
             `request p50 ${figures.requestSecondsP50.toFixed(2)} s / p99 ${figures.requestSecondsP99.toFixed(2)} s` +
             (figures.ratioToBatch1 === null ? '' : `, ×${figures.ratioToBatch1.toFixed(1)} vs batch 1`),
         ]);
-        if (report.sft) {
-          rows.push([
-            `sft step · ${report.sft.sequences} × ${report.sft.tokensPerStep / report.sft.sequences} tokens`,
-            `p50 ${report.sft.stepMsP50.toFixed(0)} ms / p99 ${report.sft.stepMsP99.toFixed(0)} ms, ` +
-              `${report.sft.tokensPerSecondP50.toFixed(0)} tok/s`,
-          ]);
-        }
         const width = Math.max(...rows.map((row) => row[0].length));
         for (const [name, value] of rows) process.stdout.write(`${name.padEnd(width)}  ${value}\n`);
         process.stdout.write(
-          `(prompt ${report.promptTokens} tokens, ${report.newTokens} new tokens per request, ${report.rounds} rounds; shared machines make these noisy)\n`,
+          `(prompt ${report.promptTokens} tokens, ${report.newTokens} new tokens per request, ${countNoun(report.rounds, 'round')}; shared machines make these noisy)\n`,
         );
       } finally {
         unregister();

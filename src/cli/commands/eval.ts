@@ -4,7 +4,6 @@
  * folder (resumable). This file only wires options to `src/eval`, `src/agent`, `src/engine`,
  * `src/sandbox` and `src/grader`.
  */
-import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import {
@@ -18,9 +17,9 @@ import { modelContextLength } from '../../engine/local/index.ts';
 import {
   BUILTIN_BENCHMARKS,
   createProgressReporter,
-  EvalOutputExistsError,
+  type EvalCommandConfig,
+  type EvalRunnerConfig,
   type FieldMapping,
-  folderHasEntries,
   gradeTrajectory,
   loadBenchmark,
   RUN_FILES,
@@ -37,10 +36,11 @@ import {
 import { getDialect } from '../../protocol/index.ts';
 import { createLocalSandbox, SandboxClient } from '../../sandbox/index.ts';
 import type { SandboxProvider } from '../../sandbox/types.ts';
+import { checkRunFolder } from '../../shared/run-folder-check.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import { assertSameRun, type IdentityValue, type RunIdentity } from '../../shared/run-identity.ts';
 import { type AgentFlags, addAgentFlags } from '../agent-flags.ts';
-import { collectHttpUrls, integerOption, usageError } from '../cli-options.ts';
+import { collectHttpUrls, existingFolderOption, integerOption } from '../cli-options.ts';
 import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
 import { resumeCommand } from '../resume-command.ts';
 import { API_KEY_HELP, API_KEY_VARIABLES, withoutApiKey } from './api-key.ts';
@@ -114,7 +114,11 @@ export function registerEval(program: Command): void {
     )
     .option('--model <name>', 'served model name (required for openai and openai-chat)')
     .option('--api-key <key>', API_KEY_HELP)
-    .option('--tokenizer <dir>', 'Hugging Face tokenizer folder (token-level engines: sglang, vllm)')
+    .option(
+      '--tokenizer <dir>',
+      'Hugging Face tokenizer folder (token-level engines: sglang, vllm)',
+      existingFolderOption,
+    )
     .addOption(
       new Option('--dialect <name>', 'code-block markup').choices(['tags', 'markdown']).default('tags'),
     )
@@ -179,19 +183,15 @@ function evalIdentity(config: Record<string, unknown>): RunIdentity {
   };
 }
 
-/** Refuses an --out that is a file, a used folder without --resume, or a resume that changes the run. */
+/** Refuses an --out that is a file, holds other files, a run without --resume or no run with it, or a resume that changes the run. */
 async function checkOutFolder(
   outDir: string,
   resume: boolean,
   current: Record<string, unknown>,
 ): Promise<void> {
-  if (existsSync(outDir) && !statSync(outDir).isDirectory()) {
-    throw usageError(`--out ${outDir} is a file; give a folder for the run (a new or empty one)`);
-  }
-  if (!resume) {
-    if (await folderHasEntries(outDir)) throw new EvalOutputExistsError(outDir);
-    return;
-  }
+  // The shared rule (exit 2, RUN_FOLDER_REFUSED): a file, another job's files, a run without
+  // --resume, --resume without a run.
+  if (!checkRunFolder({ folder: outDir, marker: RUN_FILES.config, resume, command: 'eval' })) return;
   const saved = (await readRunJson(outDir, RUN_FILES.config)) as Record<string, unknown> | null;
   if (saved === null) return;
   assertSameRun({
@@ -230,7 +230,7 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     sampling: { temperature: options.temperature, topP: options.topP },
     tool: { timeoutMs: options.toolTimeoutMs },
   };
-  const config: Record<string, unknown> = {
+  const config = {
     command: 'eval',
     benchmarkSource: benchmark.source,
     limit: options.limit ?? null,
@@ -244,7 +244,7 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
               options.engine === undefined
                 ? null
                 : options.engine.length === 1
-                  ? options.engine[0]
+                  ? (options.engine[0] ?? null)
                   : options.engine,
             model: options.model ?? null,
           },
@@ -260,6 +260,8 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     seed: options.seed ?? null,
     sandbox: options.sandbox ?? 'local',
     grader: options.grader,
+  } satisfies Omit<EvalCommandConfig, 'engine' | 'identity' | keyof EvalRunnerConfig> & {
+    engine: Omit<EvalCommandConfig['engine'], 'name'>;
   };
   const identity = evalIdentity({ ...config, benchmark: benchmark.name, k: options.samples });
   await checkOutFolder(outDir, options.resume === true, {
@@ -292,8 +294,15 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     if (gradingSandbox !== sandbox) await gradingSandbox.close();
   });
   const dialect = getDialect(options.dialect);
+  // A served model reads no further than its context: prompt + new tokens kept within it.
+  const servedContext = target.contextTokens;
+  const budgets =
+    servedContext === null || servedContext >= agentConfig.budgets.maxTotalTokens
+      ? agentConfig.budgets
+      : { ...agentConfig.budgets, maxTotalTokens: servedContext };
   const agentOptions: AgentOptions = {
     ...agentConfig,
+    budgets,
     engineTimeoutMs: options.engineTimeoutMs,
     engine,
     tokenizer,
@@ -321,7 +330,11 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
       concurrency: options.concurrency,
       outDir,
       resume: options.resume === true,
-      config: { ...config, engine: { ...(config.engine as object), name: engine.name }, identity },
+      config: {
+        ...config,
+        engine: { ...config.engine, name: engine.name },
+        identity,
+      } satisfies Omit<EvalCommandConfig, keyof EvalRunnerConfig>,
       signal: interrupt,
       onProgress: (progress) => reporter.update(progress),
       solve: (problem, sample, signal) =>

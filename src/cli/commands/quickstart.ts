@@ -1,22 +1,27 @@
 /**
- * `agentmath quickstart`: the main job on the embedded default (see src/quickstart/quickstart.ts).
- * This file only draws progress and the final table.
+ * `agentmath quickstart [--model NAME|DIR]`: the main job (src/quickstart/quickstart.ts) on the
+ * embedded byte model, or on a pretrained model. This file reads the flags, draws progress, and
+ * prints the table, each stage's effect and the time it took.
  */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { MODEL_QUICKSTART_DEFAULTS } from '../../quickstart/model-quickstart.ts';
 import {
-  describeRlEffect,
+  embeddedPlan,
+  PRETRAINED_DEFAULTS,
+  pretrainedPlan,
+  QUICKSTART_MODEL_LABELS,
+  type QuickstartEvaluation,
   type QuickstartEvent,
-  type QuickstartModelResult,
-  type QuickstartStyle,
+  type QuickstartPlan,
+  type QuickstartResult,
+  quickstartModelLabel,
+  resolveQuickstartModel,
   runQuickstart,
-} from '../../quickstart/quickstart.ts';
-import { formatDuration, formatSftEvent } from '../../train/index.ts';
-import { integerOption, numberOption } from '../cli-options.ts';
+} from '../../quickstart/index.ts';
+import { formatDuration } from '../../train/index.ts';
+import { integerOption, numberOption, usageError } from '../cli-options.ts';
 import { holdSignals, interruptSignal } from '../process-lifecycle.ts';
 import { createStageProgress, evalStatus, percent } from '../stage-progress.ts';
-import { modelQuickstartCommand } from './quickstart-model.ts';
 import { formatRlEvent } from './train-rl.ts';
 
 type QuickstartFlags = {
@@ -31,17 +36,15 @@ type QuickstartFlags = {
 };
 
 const positiveInteger = integerOption({ min: 1 });
-/** The embedded model's quickstart defaults of the flags it shares with `--model`. */
-const BYTE_DEFAULTS = { concurrency: 32, rlMinutes: 3 } as const;
 const positiveNumber = numberOption({ min: 0, minExclusive: true });
 
 export function registerQuickstart(program: Command): void {
-  const model = MODEL_QUICKSTART_DEFAULTS;
+  const pretrained = PRETRAINED_DEFAULTS;
   program
     .command('quickstart')
     .description(
-      'train the embedded models if needed (tool-augmented and text-only SFT, then RL from the tool model), evaluate all on arith, write the report; ' +
-        'with --model, a pretrained model through baseline → tool SFT → RL with each stage evaluated',
+      'the main job: a model through tool SFT (and text SFT, the baseline arm) and RL where SFT left room, each evaluated on held-out arith, ' +
+        'with each stage’s effect and report.html; the embedded byte model by default, a pretrained one with --model',
     )
     .option(
       '--model <name|dir>',
@@ -51,121 +54,104 @@ export function registerQuickstart(program: Command): void {
       '--out <dir>',
       'output folder for the evaluation runs and report.html (default runs/quickstart; with --model runs/quickstart-<model>, which also holds its training runs)',
     )
-    .option('--retrain', 'train the models (and RL) again even when checkpoints exist')
+    .option('--retrain', 'train and evaluate every stage again even when finished runs exist')
     .option(
       '--count <n>',
-      `arith benchmark problems to evaluate (default: all 200; with --model the first ${model.count})`,
+      `held-out arith problems to evaluate (default: all 200; with --model the first ${pretrained.count})`,
       positiveInteger,
     )
     .option(
       '--concurrency <n>',
-      `trajectories in flight per model (default ${BYTE_DEFAULTS.concurrency}; with --model ${model.concurrency})`,
+      `trajectories in flight per model (default 32; with --model ${pretrained.concurrency})`,
       positiveInteger,
     )
     .option(
       '--train-minutes <m>',
-      `cap on each training run (default: the SFT step count; with --model the tool SFT's budget, default ${model.trainMinutes})`,
+      `cap on each SFT run (default: its step count; with --model ${pretrained.trainMinutes})`,
       positiveNumber,
     )
     .option(
       '--rl-minutes <m>',
-      `minutes of agentic RL from the tool model, 0: no RL (default ${BYTE_DEFAULTS.rlMinutes}; with --model ${model.rlMinutes})`,
+      `minutes of agentic RL from the tool model, 0: no RL (default 4; with --model ${pretrained.rlMinutes})`,
       numberOption({ min: 0 }),
     )
     .option('--json', 'print the result as JSON')
     .action(async (flags: QuickstartFlags) => {
-      if (flags.model !== undefined) {
-        process.exitCode = await modelQuickstartCommand({
-          model: flags.model,
-          ...(flags.out === undefined ? {} : { out: flags.out }),
-          ...(flags.retrain ? { retrain: true } : {}),
-          ...(flags.count === undefined ? {} : { count: flags.count }),
-          ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
-          ...(flags.trainMinutes === undefined ? {} : { trainMinutes: flags.trainMinutes }),
-          ...(flags.rlMinutes === undefined ? {} : { rlMinutes: flags.rlMinutes }),
-          ...(flags.json ? { json: true } : {}),
-        });
-        return;
-      }
       process.exitCode = await quickstartCommand(flags);
     });
 }
 
+/** The plan and output folder the flags ask for; a `--model` that is no model is a usage error. */
+export function quickstartPlanOf(
+  flags: QuickstartFlags,
+  root: string,
+): { plan: QuickstartPlan; outDir: string } {
+  const sizes = {
+    ...(flags.count === undefined ? {} : { count: flags.count }),
+    ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
+    ...(flags.trainMinutes === undefined ? {} : { trainMinutes: flags.trainMinutes }),
+    ...(flags.rlMinutes === undefined ? {} : { rlMinutes: flags.rlMinutes }),
+  };
+  if (flags.model === undefined) {
+    return { plan: embeddedPlan(root, sizes), outDir: resolve(flags.out ?? 'runs/quickstart') };
+  }
+  const source = resolveQuickstartModel(flags.model);
+  if (source.type === 'refused') throw usageError(source.message);
+  const outDir = resolve(flags.out ?? `runs/quickstart-${quickstartModelLabel(source)}`);
+  return { plan: pretrainedPlan(source, outDir, sizes), outDir };
+}
+
 async function quickstartCommand(flags: QuickstartFlags): Promise<number> {
+  const { plan, outDir } = quickstartPlanOf(flags, process.cwd());
   // The first TERM/INT/HUP stops gracefully; a second one ends the process at once.
   const release = holdSignals();
-  const interrupt = { signal: interruptSignal() };
+  const signal = interruptSignal();
   const onSignal = () =>
     process.stderr.write(
       '\nstopping: training saves a checkpoint and resumes next time (Ctrl-C again to quit now)\n',
     );
-  interrupt.signal.addEventListener('abort', onSignal, { once: true });
+  signal.addEventListener('abort', onSignal, { once: true });
   const progress = createQuickstartProgress(process.stderr);
   try {
     const result = await runQuickstart({
+      plan,
       root: process.cwd(),
-      outDir: resolve(flags.out ?? 'runs/quickstart'),
-      concurrency: flags.concurrency ?? BYTE_DEFAULTS.concurrency,
-      signal: interrupt.signal,
+      outDir,
+      signal,
       onEvent: progress.onEvent,
       ...(flags.retrain ? { retrain: true } : {}),
-      ...(flags.count === undefined ? {} : { benchmarkCount: flags.count }),
-      ...(flags.trainMinutes === undefined ? {} : { trainMinutes: flags.trainMinutes }),
-      rlMinutes: flags.rlMinutes ?? BYTE_DEFAULTS.rlMinutes,
     });
     progress.finish();
     if (flags.json) {
-      process.stdout.write(
-        `${JSON.stringify(
-          {
-            wallMs: result.wallMs,
-            reportPath: result.reportPath,
-            rlEffect: result.rlEffect,
-            models: result.models.map(({ summary, training, ...model }) => ({
-              ...model,
-              accuracy: summary.avgAtK,
-              codeCallsPerTrajectory: summary.toolUse.codeCallsPerTrajectory,
-              meanResponseLength: summary.length.mean,
-              trainingWallMs: training.training.wallMs,
-            })),
-          },
-          null,
-          2,
-        )}\n`,
-      );
+      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     } else {
-      process.stdout.write(`\n${renderQuickstartTable(result.models)}\n`);
-      if (result.rlEffect !== null) process.stdout.write(`${describeRlEffect(result.rlEffect)}\n`);
+      process.stdout.write(`\n${renderQuickstartTable(result.evaluations)}\n`);
+      if (result.rlSplit.length > 0) process.stdout.write(`\n${renderQuickstartTable(result.rlSplit)}\n`);
+      for (const effect of result.effects) process.stdout.write(`${effect.sentence}\n`);
       process.stdout.write(
-        `report: ${result.reportPath}\nruns:   ${result.models.map((model) => model.runDir).join('  ')}\n` +
-          `took ${formatDuration(result.wallMs)}\n`,
+        `report: ${result.reportPath}\nruns:   ${[...result.evaluations, ...result.rlSplit].map((entry) => entry.runDir).join('  ')}\n` +
+          `${renderStageTimes(result)}\ntook ${formatDuration(result.wallMs)}\n`,
       );
     }
     return 0;
   } catch (error) {
     progress.finish();
-    if (interrupt.signal.aborted) {
+    if (signal.aborted) {
       process.stderr.write(
-        'quickstart interrupted; run `agentmath quickstart` again to continue where it stopped\n',
+        'quickstart interrupted; run the same command again to continue where it stopped\n',
       );
       return 130;
     }
     throw error;
   } finally {
-    interrupt.signal.removeEventListener('abort', onSignal);
+    signal.removeEventListener('abort', onSignal);
     release();
   }
 }
 
-const MODEL_LABELS: Record<QuickstartStyle, string> = {
-  tool: 'SFT with tools',
-  text: 'SFT text-only',
-  'tool-rl': 'SFT with tools + RL',
-};
-
 /** The comparison table: accuracy overall and by level, tool use, response length. */
-export function renderQuickstartTable(models: readonly QuickstartModelResult[]): string {
-  const levels = [...new Set(models.flatMap((model) => model.levels.map((entry) => entry.level)))].sort(
+export function renderQuickstartTable(evaluations: readonly QuickstartEvaluation[]): string {
+  const levels = [...new Set(evaluations.flatMap((entry) => entry.levels.map((level) => level.level)))].sort(
     (left, right) => left - right,
   );
   const header = [
@@ -175,15 +161,15 @@ export function renderQuickstartTable(models: readonly QuickstartModelResult[]):
     'code/traj',
     'tokens/traj',
   ];
-  const rows = models.map((model) => [
-    MODEL_LABELS[model.style],
-    percent(model.summary.avgAtK),
+  const rows = evaluations.map((entry) => [
+    QUICKSTART_MODEL_LABELS[entry.model],
+    percent(entry.summary.avgAtK),
     ...levels.map((level) => {
-      const entry = model.levels.find((candidate) => candidate.level === level);
-      return entry === undefined ? '–' : percent(entry.accuracy);
+      const found = entry.levels.find((candidate) => candidate.level === level);
+      return found === undefined ? '–' : percent(found.accuracy);
     }),
-    model.summary.toolUse.codeCallsPerTrajectory.toFixed(2),
-    model.summary.length.mean.toFixed(0),
+    entry.summary.toolUse.codeCallsPerTrajectory.toFixed(2),
+    entry.summary.length.mean.toFixed(0),
   ]);
   const widths = header.map((cell, column) =>
     Math.max(cell.length, ...rows.map((row) => row[column]?.length ?? 0)),
@@ -193,7 +179,19 @@ export function renderQuickstartTable(models: readonly QuickstartModelResult[]):
   return [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join('\n');
 }
 
-/** Progress of the models: one redrawn status line on a terminal, plain lines otherwise. */
+/** `stages: sft-tool 4m01s, sft-text 5m40s, rl reused (3m50s), …`. */
+function renderStageTimes(result: QuickstartResult): string {
+  const parts = result.stages
+    .filter((stage) => stage.stage !== 'model' || stage.status !== 'reused')
+    .map((stage) =>
+      stage.status === 'reused'
+        ? `${stage.stage} reused${stage.recordedWallMs === null ? '' : ` (${formatDuration(stage.recordedWallMs)})`}`
+        : `${stage.stage} ${formatDuration(stage.wallMs)}`,
+    );
+  return `stages: ${parts.join(', ')}`;
+}
+
+/** Progress of the stages: one redrawn status line on a terminal, plain lines otherwise. */
 function createQuickstartProgress(stream: NodeJS.WriteStream): {
   onEvent: (event: QuickstartEvent) => void;
   finish: () => void;
@@ -201,56 +199,54 @@ function createQuickstartProgress(stream: NodeJS.WriteStream): {
   const progress = createStageProgress(stream);
   const onEvent = (event: QuickstartEvent) => {
     switch (event.type) {
-      case 'model-cached':
-        progress.log(event.style, `using the trained model in ${event.dir}`);
-        return;
-      case 'rl-cached':
-        progress.log('tool-rl', `using the RL run in ${event.dir}`);
+      case 'stage':
+        if (event.status === 'finish' && event.stage.startsWith('eval-')) return;
+        progress.log(
+          event.stage,
+          `${event.status === 'reused' ? 'reusing' : event.status === 'resume' ? 'resuming' : event.status === 'start' ? 'starting' : 'finished'}${event.detail === undefined ? '' : `: ${event.detail}`}`,
+        );
         return;
       case 'rl-event':
         for (const line of formatRlEvent(event.event).split('\n')) {
-          if (line !== '' && !line.startsWith('config:')) progress.log('tool-rl', line);
+          if (line !== '' && !line.startsWith('config:')) progress.log('rl', line);
         }
+        return;
+      case 'rl-log':
+        progress.log('rl', event.line);
         return;
       case 'sft-event': {
         const sft = event.event;
+        const label = `sft-${event.arm}`;
         if (sft.type === 'train-step') {
           progress.status(
-            event.style,
-            `training ${sft.step}/${sft.totalSteps} loss ${sft.loss.toFixed(3)} ` +
-              `${Math.round(sft.tokensPerSecond)} tok/s ETA ${formatDuration(sft.etaMs)}`,
+            label,
+            `training ${sft.step}/${sft.totalSteps} loss ${sft.loss?.toFixed(3) ?? 'not finite'} ${Math.round(sft.tokensTotalPerSecond)} tok/s ETA ${formatDuration(sft.etaMs)}`,
             sft.step,
             sft.totalSteps,
           );
-        } else if (sft.type === 'sft-start') {
+        } else if (sft.type === 'data-ready') {
           progress.log(
-            event.style,
-            sft.resumedFromStep === null
-              ? `training from scratch in ${sft.dir}`
-              : `resuming training at step ${sft.resumedFromStep}`,
+            label,
+            `data: ${sft.examples} examples (mean ${Math.round(sft.meanTokens)} tokens), ${sft.droppedTooLong} longer than the context left out`,
           );
-        } else if (sft.type === 'sft-finish') {
-          progress.log(
-            event.style,
-            `trained: ${sft.report.training.steps} steps in ${formatDuration(sft.report.training.wallMs)}`,
-          );
-        } else if (sft.type === 'data-ready' || sft.type === 'sft-interrupted') {
-          const line = formatSftEvent(sft);
-          if (line !== null) progress.log(event.style, line);
+        } else if (sft.type === 'model-exported') {
+          progress.clear(label);
+          progress.log(label, `trained → ${sft.path}`);
         }
         return;
       }
-      case 'eval-start':
-        progress.clear(event.style);
-        progress.log(event.style, `evaluating on ${event.problems} arith problems → ${event.outDir}`);
-        return;
       case 'eval-progress':
-        progress.status(event.style, evalStatus(event.progress), event.progress.done, event.progress.total);
+        progress.status(
+          event.evaluation,
+          evalStatus(event.progress),
+          event.progress.done,
+          event.progress.total,
+        );
         return;
       case 'eval-finish':
-        progress.clear(event.style);
+        progress.clear(event.evaluation);
         progress.log(
-          event.style,
+          event.evaluation,
           `accuracy ${percent(event.summary.avgAtK)} on ${event.summary.problems} problems`,
         );
         return;

@@ -112,7 +112,11 @@ function runKindOf(folder: string): string | null {
   return null;
 }
 
-/** A clear error for a run folder of a kind `report` does not read (a rollout, synthesis or SFT run). */
+/**
+ * A clear error for a folder `report` does not read: a run of another kind (a rollout, synthesis
+ * or SFT run), or no run at all (neither an eval run's summary.json or trajectories.jsonl nor a
+ * train rl run's metrics) — never a table row of zeros.
+ */
 function assertReadableKind(folder: string): void {
   if (isRlRunFolder(folder)) return;
   const kind = runKindOf(folder);
@@ -120,6 +124,11 @@ function assertReadableKind(folder: string): void {
     throw new AgentMathError(
       'RUN_KIND_UNSUPPORTED',
       `${folder} is ${kind}; ${READS}. \`agentmath inspect ${join(folder, 'trajectories.jsonl')}\` shows its trajectories`,
+    );
+  if (!['summary.json', 'trajectories.jsonl'].some((name) => existsSync(join(folder, name))))
+    throw new AgentMathError(
+      'EVAL_RUN_FORMAT',
+      `${folder} holds neither summary.json nor trajectories.jsonl: not a run; ${READS}`,
     );
 }
 

@@ -28,6 +28,7 @@ import {
   assertRunIdentity,
   PAPER_BUDGET_STAGES,
   ROLLOUT_FILES,
+  type RolloutRunConfig,
   rolloutConfigSchema,
   runRollout,
   type StepStats,
@@ -39,7 +40,13 @@ import { systemClock } from '../../shared/clock.ts';
 import { assertNotAFile, checkRunFolder } from '../../shared/run-folder-check.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import { createSeededRandom } from '../../tasks/seeded-random.ts';
-import { collectHttpUrls, integerOption, numberOption, usageError } from '../cli-options.ts';
+import {
+  collectHttpUrls,
+  existingFolderOption,
+  integerOption,
+  numberOption,
+  usageError,
+} from '../cli-options.ts';
 import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
 import { addEngineTimeoutOption } from './engine-target.ts';
 
@@ -98,7 +105,7 @@ export function registerRollout(program: Command): void {
     .addOption(
       new Option('--api <api>', 'replica API (token level)').choices(['sglang', 'vllm']).default('sglang'),
     )
-    .option('--tokenizer <dir>', 'Hugging Face tokenizer folder (with --engine)')
+    .option('--tokenizer <dir>', 'Hugging Face tokenizer folder (with --engine)', existingFolderOption)
     .option('--replicas <k>', 'embedded replicas to start when no --engine is given', integer(1), 2)
     .addOption(
       new Option('--router <policy>', 'load balancing')
@@ -309,7 +316,7 @@ async function rolloutCommand(options: RolloutCommandOptions): Promise<number> {
   const config = parsedConfig.data;
   const promptName: PromptBuilderName = plan.kind === 'urls' ? 'instructed' : 'problem-only';
   const agent = { sampling: { temperature: options.temperature, topP: 1, seed: options.seed } };
-  const definingConfig = {
+  const definingConfig: RolloutRunConfig = {
     command: 'rollout',
     benchmarkSource: benchmark.source,
     limit: options.limit ?? null,

@@ -16,7 +16,7 @@ import type { SandboxProvider } from '../../sandbox/types.ts';
 import { readTextInput } from '../../shared/text-input.ts';
 import { createTrajectoryRenderer, shouldUseColor } from '../../trajectory/index.ts';
 import { type AgentFlags, addAgentFlags } from '../agent-flags.ts';
-import { usageError } from '../cli-options.ts';
+import { existingFolderOption, httpUrlOption, usageError } from '../cli-options.ts';
 import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
 import { API_KEY_HELP } from './api-key.ts';
 import { resolveEngineTarget } from './engine-target.ts';
@@ -38,7 +38,11 @@ export function registerSolve(program: Command): void {
     .command('solve')
     .description('solve one problem with the agent loop, streaming the trajectory')
     .argument('<problem>', 'the problem text (- reads it from standard input)')
-    .option('--engine <url>', 'engine URL (default: the embedded model under .agentmath/models/)')
+    .option(
+      '--engine <url>',
+      'engine URL (default: the embedded model under .agentmath/models/)',
+      httpUrlOption,
+    )
     .addOption(
       new Option('--api <api>', 'engine API')
         .choices(['sglang', 'vllm', 'openai', 'openai-chat'])
@@ -46,7 +50,11 @@ export function registerSolve(program: Command): void {
     )
     .option('--model <name>', 'served model name (required for openai and openai-chat)')
     .option('--api-key <key>', API_KEY_HELP)
-    .option('--tokenizer <dir>', 'folder with tokenizer.json and tokenizer_config.json (token engines)')
+    .option(
+      '--tokenizer <dir>',
+      'folder with tokenizer.json and tokenizer_config.json (token engines)',
+      existingFolderOption,
+    )
     .addOption(
       new Option('--dialect <name>', 'code-block markup').choices(['tags', 'markdown']).default('tags'),
     )

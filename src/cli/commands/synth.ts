@@ -227,7 +227,7 @@ export function registerSynth(program: Command): void {
               const line =
                 event.type === 'train-step'
                   ? event.step % 100 === 0
-                    ? `step ${event.step}/${event.totalSteps} loss ${event.loss.toFixed(3)}`
+                    ? `step ${event.step}/${event.totalSteps} loss ${(event.loss ?? Number.NaN).toFixed(3)}`
                     : null
                   : formatSftEvent(event);
               if (line !== null) process.stderr.write(`${line}\n`);

@@ -1,3 +1,4 @@
+import { existsSync, statSync } from 'node:fs';
 import { type Command, Option } from 'commander';
 import { getDialect } from '../../protocol/index.ts';
 import { createLocalSandbox } from '../../sandbox/index.ts';
@@ -12,7 +13,7 @@ import {
   writeArithSftDataset,
   writeArithTextSolution,
 } from '../../tasks/index.ts';
-import { choiceOption, integerOption, listOption } from '../cli-options.ts';
+import { choiceOption, integerOption, listOption, usageError } from '../cli-options.ts';
 
 type ListOptions = {
   split: 'train' | 'eval';
@@ -87,7 +88,8 @@ export function registerTasks(program: Command): void {
     .option(
       '--style <style>',
       'text (step-by-step reasoning) or tool (code run in the local jailed sandbox)',
-      'text',
+      choiceOption(['text', 'tool'] as const),
+      'text' as const,
     )
     .addOption(
       new Option('--dialect <name>', 'tool style: the code-block markup of the solutions')
@@ -95,8 +97,12 @@ export function registerTasks(program: Command): void {
         .default('tags'),
     )
     .option('--levels <list>', 'levels to draw from, e.g. 1,2 (default 1..4; 5: digit groups)', levelsOption)
-    .option('--kinds <list>', 'kinds to draw from (default all)')
-    .option('--max-bytes <n>', 'skip records longer than this (UTF-8 bytes of problem plus solution)')
+    .option('--kinds <list>', `kinds to draw from (default all: ${ARITH_KINDS.join(', ')})`, kindsOption)
+    .option(
+      '--max-bytes <n>',
+      'skip records longer than this (UTF-8 bytes of problem plus solution)',
+      integerOption({ min: 1 }),
+    )
     .option(
       '--concurrency <n>',
       'sandbox sessions at once (tool style)',
@@ -104,6 +110,8 @@ export function registerTasks(program: Command): void {
       2,
     )
     .action(async (options: WriteOptions) => {
+      if (existsSync(options.out) && statSync(options.out).isDirectory())
+        throw usageError(`--out ${options.out} is a folder; give the JSONL file to write or resume`);
       const { levels, kinds } = options;
       const common = {
         out: options.out,

@@ -1,7 +1,8 @@
 /**
  * Supervisor of the embedded PyTorch worker (`python3 -m agentmath_engine`): starts it, waits
  * until `/health` answers, forwards its log lines, restarts it on the same port when it
- * crashes, and stops it cleanly (SIGTERM, then SIGKILL after a grace period). It does not
+ * crashes after it served (never one that failed to start, or that refused its arguments with
+ * exit 2), and stops it cleanly (SIGTERM, then SIGKILL after a grace period). It does not
  * speak the worker's API: use the SGLang engine client and the trainer client on `url`.
  * The worker applies `checkBindAuth`'s rule itself (it binds the address): with `apiKey`, every
  * route but `/health` needs it as a bearer token. The key reaches the worker in its
@@ -31,7 +32,7 @@ export type WorkerEvent =
   | { type: 'worker-gave-up'; restarts: number };
 
 export type EmbeddedWorkerOptions = {
-  /** `tiny` (default), `test`, a saved model folder, or a Hugging Face folder. */
+  /** A model folder (the byte model or any Hugging Face causal LM), or a byte-model shape (`tiny`, the default; `test`) for a random-init model. */
   model?: string;
   /** Default 127.0.0.1; any other address needs `apiKey` or `noAuth`. */
   host?: string;
@@ -45,8 +46,7 @@ export type EmbeddedWorkerOptions = {
   python?: string;
   maxRunningRequests?: number;
   decodeThreads?: number;
-  trainThreads?: number;
-  learningRate?: number;
+  /** The initial weights' seed of a byte-model shape. */
   seed?: number;
   /** More worker arguments, passed through verbatim. */
   extraArgs?: string[];
@@ -73,6 +73,9 @@ export type EmbeddedWorker = {
 /** The environment variable that carries the worker's API key (also read by `engine serve`). */
 export const ENGINE_API_KEY_VARIABLE = 'AGENTMATH_ENGINE_API_KEY';
 
+/** The worker's status for arguments it refuses. */
+const USAGE_EXIT_CODE = 2;
+
 const PYTHON_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'python');
 
 /** Default interpreter: the project's locked environment with PyTorch (`scripts/setup.sh`). */
@@ -90,12 +93,13 @@ export async function startEmbeddedWorker(options: EmbeddedWorkerOptions = {}): 
     token: options.apiKey,
     tokenSource: `--api-key or ${ENGINE_API_KEY_VARIABLE}`,
     noAuth: options.noAuth ?? false,
-    risk: 'can generate and train (change the weights)',
+    risk: 'can generate and load new weights',
   });
   if (warning !== null) options.onLog?.(warning, 'stderr');
   let port = options.port ?? 0;
   let child: ChildProcess | undefined;
   let stopping = false;
+  let started = false;
   let restartCount = 0;
   let consecutive = 0;
   let restartTimer: NodeJS.Timeout | undefined;
@@ -109,6 +113,10 @@ export async function startEmbeddedWorker(options: EmbeddedWorkerOptions = {}): 
       );
     }
     const env: NodeJS.ProcessEnv = {
+      // No progress bars in a server's log (transformers' "Loading weights" bar, whose carriage
+      // returns read as empty lines); a user's own setting wins.
+      HF_HUB_DISABLE_PROGRESS_BARS: '1',
+      TQDM_DISABLE: '1',
       ...process.env,
       PYTHONPATH: joinPythonPath(process.env.PYTHONPATH),
       PYTHONUNBUFFERED: '1',
@@ -156,7 +164,10 @@ export async function startEmbeddedWorker(options: EmbeddedWorkerOptions = {}): 
     process_.once('exit', (code, signal) => {
       const expected = stopping;
       emit({ type: 'worker-exit', code, signal, expected });
-      if (!expected && restart && child === process_) scheduleRestart();
+      // Not restarted: a worker that never served (the start reports it), or one that refused
+      // its arguments (exit 2: the same arguments would be refused again).
+      if (!expected && restart && child === process_ && started && code !== USAGE_EXIT_CODE)
+        scheduleRestart();
     });
     const announcedPort = await withTimeout(
       listening,
@@ -166,6 +177,7 @@ export async function startEmbeddedWorker(options: EmbeddedWorkerOptions = {}): 
     emit({ type: 'worker-listening', port: announcedPort, pid: process_.pid ?? -1 });
     await waitHealthy(`http://${host}:${announcedPort}`, startupTimeoutMs);
     emit({ type: 'worker-healthy', url: `http://${host}:${announcedPort}` });
+    started = true;
     consecutive = 0;
     return announcedPort;
   };
@@ -220,8 +232,6 @@ function workerArguments(options: EmbeddedWorkerOptions, host: string, port: num
   const numeric: Array<[string, number | undefined]> = [
     ['--max-running-requests', options.maxRunningRequests],
     ['--decode-threads', options.decodeThreads],
-    ['--train-threads', options.trainThreads],
-    ['--learning-rate', options.learningRate],
     ['--seed', options.seed],
   ];
   for (const [flag, value] of numeric) if (value !== undefined) args.push(flag, String(value));

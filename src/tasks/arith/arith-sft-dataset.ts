@@ -1,17 +1,20 @@
 /**
  * Writes an SFT dataset of arith solutions as JSONL (one `TaskSolution` per line), appending
  * each record as soon as it is made. Running again with the same options resumes: ids already
- * in the file are skipped, and a torn last line (from a crash mid-write) is cut away first.
+ * in the file are skipped, and a torn last line (from a crash mid-write) is cut away once every
+ * other line was read as a record of ours (a file of other lines is refused untouched).
  * Tool solutions run their code in sandbox sessions, `concurrency` at a time; each session
  * serves many problems (every program is self-contained, so earlier state cannot change its
  * output) and is replaced after a timeout, memory limit or kill, and before a spaced problem
  * whose record opens with a failing program (its error names the cell by its number).
  */
 import { open, readFile, truncate } from 'node:fs/promises';
+import { ZodError } from 'zod';
 import type { Dialect } from '../../protocol/dialect.ts';
 import { getDialect } from '../../protocol/dialects.ts';
 import type { SandboxProvider, SandboxSession } from '../../sandbox/types.ts';
 import { AgentMathError } from '../../shared/agentmath-error.ts';
+import { RUN_FOLDER_REFUSED } from '../../shared/run-folder-check.ts';
 import { solutionDialectIssue } from '../solution-dialect.ts';
 import { taskSolutionSchema } from '../task-solution-schema.ts';
 import type { TaskSolution } from '../types.ts';
@@ -20,11 +23,30 @@ import type { ArithKind, ArithProblem } from './arith-spec.ts';
 import { writeArithTextSolution } from './arith-text-solution.ts';
 import { opensWithFailingProgram, writeArithToolSolution } from './arith-tool-solution.ts';
 
-/** A dataset file that cannot be resumed: a bad line, or records of another style. */
+/**
+ * A dataset file that cannot be resumed: a line that is not an arith record of ours, or records
+ * of another style or dialect. Nothing in the file is changed; `RUN_FOLDER_REFUSED` (the CLI
+ * exits 2), as for any output the job did not write.
+ */
 export class ArithDatasetFileError extends AgentMathError {
   constructor(file: string, line: number, detail: string) {
-    super('TASKS_DATASET_INVALID', `${file} line ${line}: ${detail}`);
+    super(
+      RUN_FOLDER_REFUSED,
+      `${file} line ${line}: ${detail}; nothing was changed: give a new file, or one \`tasks write-arith\` wrote with these options`,
+    );
   }
+}
+
+/** The first problem zod found in a record, in a few words (`field "problem": expected object, …`). */
+function firstIssue(error: unknown): string {
+  if (error instanceof ZodError) {
+    const [issue] = error.issues;
+    if (issue === undefined) return 'invalid';
+    const field = issue.path.length === 0 ? 'the record' : `field "${issue.path.join('.')}"`;
+    const more = error.issues.length > 1 ? ` (and ${error.issues.length - 1} more)` : '';
+    return `${field}: ${issue.message}${more}`;
+  }
+  return (error as Error).message;
 }
 
 /** Why a problem got no record this run. */
@@ -78,6 +100,9 @@ export type ArithSftDatasetSummary = {
   skipped: ArithDatasetSkip[];
 };
 
+/** How every record line starts (`JSON.stringify` of a `TaskSolution`: its problem first). */
+const RECORD_START = '{"problem":{';
+
 /** Ids already in `file` (style-checked); cuts a torn final line. A missing file is empty. */
 async function existingIds(file: string, style: 'tool' | 'text', dialect: Dialect): Promise<Set<string>> {
   let content: string;
@@ -88,7 +113,6 @@ async function existingIds(file: string, style: 'tool' | 'text', dialect: Dialec
     throw error;
   }
   const complete = content.slice(0, content.lastIndexOf('\n') + 1);
-  if (complete.length < content.length) await truncate(file, Buffer.byteLength(complete));
   const ids = new Set<string>();
   complete
     .split('\n')
@@ -101,7 +125,7 @@ async function existingIds(file: string, style: 'tool' | 'text', dialect: Dialec
         throw new ArithDatasetFileError(
           file,
           index + 1,
-          `not a TaskSolution record (${(error as Error).message})`,
+          `not an arith solution record (${firstIssue(error)})`,
         );
       }
       if (record.style !== style) {
@@ -121,6 +145,14 @@ async function existingIds(file: string, style: 'tool' | 'text', dialect: Dialec
       }
       ids.add(record.problem.id);
     });
+  // Only a file of our records loses its torn last line (a crash mid-write): records before it,
+  // or the start every record has.
+  if (complete.length < content.length) {
+    const torn = content.slice(complete.length);
+    if (ids.size === 0 && !torn.startsWith(RECORD_START))
+      throw new ArithDatasetFileError(file, 1, 'not an arith solution record (no record, and no line end)');
+    await truncate(file, Buffer.byteLength(complete));
+  }
   return ids;
 }
 

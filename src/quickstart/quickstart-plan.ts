@@ -1,0 +1,213 @@
+/**
+ * What a quickstart runs: one plan type for every model, read by one pipeline (quickstart.ts).
+ * The stages are the same for the embedded byte model and a pretrained one — the model → a
+ * baseline evaluation → tool SFT (and text SFT, the baseline arm) → RL from the tool model on
+ * problems where SFT left room → evaluations → report — and the plan says how big each is and
+ * which arms run:
+ *   embedded    a new byte model trained from scratch (800 steps of SFT, both arms side by
+ *               side on one core each), its models kept in `.agentmath/models/` (the default
+ *               model of `solve` and `eval`); no baseline (a random-init model has nothing to
+ *               measure); all 200 held-out problems;
+ *   pretrained  a model `model pull` knows or a Hugging Face folder, fine-tuned for minutes,
+ *               one stage after another (each uses every core), runs under the output folder.
+ */
+import { existsSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
+import type { PromptBuilderName } from '../agent/index.ts';
+import { isHuggingFaceModelFolder, PULLABLE_MODEL_NAMES, type PullableModelName } from '../model/index.ts';
+import type { DialectName } from '../protocol/index.ts';
+import { RL_PRESETS, type RlConfigInput, type SftConfigInput } from '../train/index.ts';
+
+export type QuickstartSource =
+  | { type: 'new-byte-model' }
+  | { type: 'pullable'; name: PullableModelName }
+  | { type: 'folder'; dir: string };
+
+export type QuickstartArm = 'tool' | 'text';
+
+export type QuickstartPlan = {
+  /** How the models are named in folders and reports (`embedded`, or the model's name). */
+  label: string;
+  source: QuickstartSource;
+  /** Where the training runs go (`arith-tool`, `arith-text`, `arith-tool-rl` under it). */
+  trainRoot: string;
+  dialect: DialectName;
+  prompt: PromptBuilderName;
+  evaluation: {
+    /** Held-out arith problems (the first N of the `arith` benchmark; null: all 200). */
+    count: number | null;
+    concurrency: number;
+    /** Prompt + response tokens (null: the model's context length). */
+    maxTokens: number | null;
+    maxToolCalls: number;
+  };
+  /** Evaluate the starting model too. */
+  baseline: boolean;
+  /** The SFT arms: tool-augmented solutions, and text-only ones (the baseline arm). */
+  arms: QuickstartArm[];
+  /** The SFT runs' settings (both arms), beyond model, style, dialect and prompt. */
+  sft: SftConfigInput;
+  /** Arms, RL and evaluations side by side (one core each), or one stage after another. */
+  parallel: boolean;
+  /** RL from the tool model, sized by minutes; null: none. */
+  rl: { minutes: number; config: Partial<RlConfigInput> } | null;
+  /**
+   * The RL problems' held-out split, where the tool SFT model and the RL model are compared
+   * (problems never trained on: `arithEvalProblems`, disjoint from every training set).
+   */
+  rlHeldOut: { levels: number[]; count: number } | null;
+};
+
+export type QuickstartSizes = {
+  count?: number;
+  concurrency?: number;
+  trainMinutes?: number;
+  rlMinutes?: number;
+};
+
+/** The levels the embedded model's RL trains on: level 5, where SFT leaves room (docs/rl.md). */
+export const EMBEDDED_RL_LEVELS = [5];
+
+/** The embedded byte model's plan (`agentmath quickstart`). */
+export function embeddedPlan(root: string, sizes: QuickstartSizes = {}): QuickstartPlan {
+  return {
+    label: 'embedded',
+    source: { type: 'new-byte-model' },
+    trainRoot: join(resolve(root), '.agentmath', 'models'),
+    dialect: 'tags',
+    prompt: 'problem-only',
+    evaluation: {
+      count: sizes.count ?? null,
+      concurrency: sizes.concurrency ?? 32,
+      maxTokens: null,
+      maxToolCalls: 4,
+    },
+    baseline: false,
+    arms: ['tool', 'text'],
+    sft: {
+      steps: 800,
+      levels: [1, 2, 3, 4, ...EMBEDDED_RL_LEVELS],
+      // One core each: the two arms train side by side on the two cores.
+      threads: 1,
+      evalProblems: 0,
+      ...(sizes.trainMinutes === undefined ? {} : { maxMinutes: sizes.trainMinutes }),
+    },
+    parallel: true,
+    rl:
+      (sizes.rlMinutes ?? 4) > 0
+        ? {
+            minutes: sizes.rlMinutes ?? 4,
+            config: {
+              steps: 40,
+              batchSize: 4,
+              groupSize: 8,
+              levels: EMBEDDED_RL_LEVELS,
+              reward: 'accuracy',
+              learningRate: 5e-4,
+              problemPool: 400,
+              evalEvery: 0,
+              evalProblems: 40,
+              partialRollouts: 1,
+              trainThreads: 1,
+            },
+          }
+        : null,
+    rlHeldOut: { levels: EMBEDDED_RL_LEVELS, count: 80 },
+  };
+}
+
+/** The defaults of a pretrained model's plan, aimed at about 20 minutes on two quiet CPU cores. */
+export const PRETRAINED_DEFAULTS = {
+  count: 30,
+  concurrency: 8,
+  trainMinutes: 6,
+  rlMinutes: 3,
+  levels: [1, 2],
+} as const;
+
+/** A pretrained model's plan (`agentmath quickstart --model NAME|DIR`). */
+export function pretrainedPlan(
+  source: Exclude<QuickstartSource, { type: 'new-byte-model' }>,
+  outDir: string,
+  sizes: QuickstartSizes = {},
+): QuickstartPlan {
+  const rlMinutes = sizes.rlMinutes ?? PRETRAINED_DEFAULTS.rlMinutes;
+  return {
+    label: quickstartModelLabel(source),
+    source,
+    trainRoot: join(resolve(outDir), 'train'),
+    dialect: 'markdown',
+    prompt: 'instructed',
+    evaluation: {
+      count: sizes.count ?? PRETRAINED_DEFAULTS.count,
+      concurrency: sizes.concurrency ?? PRETRAINED_DEFAULTS.concurrency,
+      maxTokens: RL_PRESETS.cpu.maxTokens,
+      maxToolCalls: 4,
+    },
+    baseline: true,
+    arms: ['tool'],
+    sft: {
+      steps: 1000,
+      trainProblems: 400,
+      levels: [...PRETRAINED_DEFAULTS.levels],
+      // Short: the calibration steps of a time budget fall inside it, and the run is tens of steps.
+      warmupSteps: 3,
+      checkpointEvery: 10,
+      maxSequenceTokens: 2048,
+      seed: 0,
+      evalProblems: 0,
+      maxMinutes: sizes.trainMinutes ?? PRETRAINED_DEFAULTS.trainMinutes,
+    },
+    parallel: false,
+    rl:
+      rlMinutes > 0
+        ? {
+            minutes: rlMinutes,
+            config: {
+              ...RL_PRESETS.cpu,
+              reward: 'accuracy',
+              levels: [...PRETRAINED_DEFAULTS.levels],
+              steps: 10_000,
+              evalEvery: 0,
+              // A step draws at most this many groups: one whose groups all come out right or all
+              // wrong ends there instead of sampling through a pool of thousands.
+              problemPool: 8,
+              // One segment per trajectory: with partial rollout a short run's first step decides
+              // no group (every trajectory is cut at context / 2 and parked) and trains nothing.
+              partialRollouts: 1,
+            },
+          }
+        : null,
+    rlHeldOut: null,
+  };
+}
+
+/** What `--model` names: a model `model pull` knows, an existing model folder, or a refusal. */
+export function resolveQuickstartModel(
+  value: string,
+): Exclude<QuickstartSource, { type: 'new-byte-model' }> | { type: 'refused'; message: string } {
+  if ((PULLABLE_MODEL_NAMES as readonly string[]).includes(value)) {
+    return { type: 'pullable', name: value as PullableModelName };
+  }
+  const dir = resolve(value);
+  if (!existsSync(dir)) {
+    return {
+      type: 'refused',
+      message:
+        `--model ${value}: not a model the quickstart knows (${PULLABLE_MODEL_NAMES.join(', ')}) and no such folder; ` +
+        'give one of those names or a Hugging Face model folder',
+    };
+  }
+  if (!isHuggingFaceModelFolder(dir)) {
+    return {
+      type: 'refused',
+      message: `--model ${value}: not a Hugging Face model folder (no config.json with a model_type)`,
+    };
+  }
+  return { type: 'folder', dir };
+}
+
+/** The name the quickstart's default folder takes: `runs/quickstart-<label>`. */
+export function quickstartModelLabel(source: Exclude<QuickstartSource, { type: 'new-byte-model' }>): string {
+  return source.type === 'pullable' ? source.name : basename(resolve(source.dir));
+}
