@@ -35,8 +35,8 @@ def main(argv=None) -> int:
     parser.add_argument("--max-running-requests", type=int, default=64)
     parser.add_argument("--decode-threads", type=int, default=None,
                         help="torch threads while generating (0: all cores; default: 1 for the byte model, all cores for a Hugging Face model)")
-    parser.add_argument("--decode-dtype", choices=("auto", "float32", "bfloat16"), default="float32",
-                        help="Hugging Face models: the dtype generation reads the weights in (auto: bf16 on a CPU with native bf16, else fp32)")
+    parser.add_argument("--decode-dtype", choices=("auto", "float32", "bfloat16", "int8"), default="float32",
+                        help="Hugging Face models: the dtype generation reads the weights in (auto: bf16 where this CPU runs the model's layers faster in it, timed at start, else fp32; int8: int8 weights, bf16 activations)")
     parser.add_argument("--decode-linear", choices=("packed", "plain"), default="packed",
                         help="Hugging Face models on a CPU: generation's linear layers on weights packed once for oneDNN (default) or plain")
     parser.add_argument("--device", default="auto", help="Hugging Face models: auto, cpu or cuda")

@@ -15,11 +15,11 @@ from agentmath_models import register_architectures
 from agentmath_models.byte_gpt import BYTE_GPT_SHAPES
 
 from .byte_backend import ByteBackend, is_byte_model_folder
-from .cpu_features import native_bf16
 from .engine import Engine
 from .server import Worker
 
-DECODE_DTYPES = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16}
+# int8: int8 weights, bf16 activations (int8_linear.py); auto: timed at start (decode_dtype_choice.py).
+DECODE_DTYPES = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16, "int8": torch.int8}
 
 
 @dataclasses.dataclass
@@ -33,7 +33,8 @@ class WorkerOptions:
     # matmuls use every core.
     decode_threads: Optional[int] = None
     # float32: the master weights, so the engine's logprobs are the trainer's (what RL needs).
-    # auto: bf16 on a CPU that computes it natively (half the bytes a decode step reads), else fp32.
+    # auto: bf16 where this CPU runs the model's layers faster in it (timed at start), else fp32.
+    # int8: int8 weights with bf16 activations (a quarter of fp32's bytes).
     decode_dtype: str = "float32"
     # packed: a CPU decodes on linear weights reordered once for oneDNN (packed_linear.py).
     decode_linear: str = "packed"
@@ -64,14 +65,15 @@ def build_backend(options: WorkerOptions):
     )
 
 
-def resolve_decode_dtype(options: WorkerOptions) -> torch.dtype:
+def resolve_decode_dtype(options: WorkerOptions) -> Optional[torch.dtype]:
+    """The decode dtype to build the backend with; None: `auto` on a CPU, timed by the backend."""
     if options.decode_dtype not in DECODE_DTYPES:
         raise ValueError(f"--decode-dtype {options.decode_dtype!r}: expected one of {', '.join(DECODE_DTYPES)}")
     if options.decode_dtype != "auto":
         return DECODE_DTYPES[options.decode_dtype]
     on_cpu = options.device == "cpu" or (options.device == "auto" and not torch.cuda.is_available())
     # On a GPU the forward passes already run under bf16 autocast.
-    return torch.bfloat16 if on_cpu and native_bf16() else torch.float32
+    return None if on_cpu else torch.float32
 
 
 def build_worker(options: WorkerOptions) -> Worker:

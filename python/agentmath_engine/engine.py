@@ -35,6 +35,7 @@ import uuid
 from typing import Any, Callable, Dict, List, Optional, Set, TypeVar
 
 import torch
+from torch.profiler import record_function
 
 from .threads import use_threads
 from .sampling import sample_tokens
@@ -42,6 +43,11 @@ from .stop import StopChecker, trim_text
 
 T = TypeVar("T")
 PAUSE_MODES = ("abort", "in_place", "retract")
+# Stop strings are matched on the end of the output's text, decoded from its last WINDOW_TOKENS
+# tokens (more when they give too few bytes); the first WINDOW_EDGE_BYTES of such a window are
+# not trusted (a cut multi-byte character decodes to up to 3 replacement characters).
+WINDOW_TOKENS = 16
+WINDOW_EDGE_BYTES = 16
 # SGLang 0.5.23's finish reason of an aborted request: FINISH_ABORT("Aborted").to_json()
 # (srt/managers/schedule_batch.py; the scheduler's abort path, srt/managers/scheduler.py).
 ABORTED = {"type": "abort", "message": "Aborted", "status_code": None, "err_type": None}
@@ -85,7 +91,9 @@ class RequestError(ValueError):
 
 
 class Engine:
-    def __init__(self, backend, max_running: int, threads: int = 0) -> None:
+    def __init__(self, backend, max_running: int, threads: int = 0, start: bool = True) -> None:
+        """`start=False`: no engine thread; whoever made it drives it with `step_once` (the decode
+        profile does, because torch's profiler records only the thread that started it)."""
         self.backend = backend
         self.threads = threads
         self.max_running = max_running
@@ -108,8 +116,10 @@ class Engine:
         self._seeds = torch.zeros(n, dtype=torch.long)
         self._counters = torch.zeros(n, dtype=torch.long)
         self.steps = 0
-        self._thread = threading.Thread(target=self._loop, name="engine", daemon=True)
-        self._thread.start()
+        self._thread: Optional[threading.Thread] = None
+        if start:
+            self._thread = threading.Thread(target=self._loop, name="engine", daemon=True)
+            self._thread.start()
 
     # Public ---------------------------------------------------------------------------------
     def submit(self, prompt: List[int], params: SamplingParams, return_logprob: bool, request_id: Optional[str]) -> Sequence:
@@ -217,41 +227,57 @@ class Engine:
             self._stopped = True
             self._paused = False
             self._condition.notify_all()
-        self._thread.join(timeout=30)
+        if self._thread is not None:
+            self._thread.join(timeout=30)
 
     # Engine thread --------------------------------------------------------------------------
     def _loop(self) -> None:
-        while True:
+        while self._iterate(wait=True):
+            pass
+
+    def step_once(self) -> bool:
+        """One iteration of the engine loop (admission, then a decode step) in the calling thread,
+        for an engine made with `start=False`. False when there was nothing to do."""
+        return self._iterate(wait=False)
+
+    def _idle(self) -> bool:
+        return (
+            self._writer_active
+            or self._paused
+            or (not self._running and (not self._waiting or self._writers_waiting))
+        )
+
+    def _iterate(self, wait: bool) -> bool:
+        """Admits and steps once; False when stopped with nothing left (or idle, without `wait`)."""
+        with self._condition:
+            while not self._stopped and self._idle():
+                if not wait:
+                    return False
+                self._condition.wait()
+            if self._stopped and not self._running and not self._waiting:
+                return False
+            admit: List[Sequence] = []
+            if not self._writers_waiting:
+                free = [slot for slot in range(self.backend.n_slots) if slot not in self._running]
+                room = min(len(free), self.max_running - len(self._running))
+                admit, self._waiting = self._waiting[:room], self._waiting[room:]
+                for sequence, slot in zip(admit, free):
+                    sequence.slot = slot
+                    self._running[slot] = sequence
+            self._in_step = True
+        try:
+            use_threads(self.threads)
+            self._step(admit)
+        except Exception as error:  # a bug or exhausted memory: fail the batch, keep serving
+            logger.exception("decode step failed")
             with self._condition:
-                while not self._stopped and (
-                    self._writer_active
-                    or self._paused
-                    or (not self._running and (not self._waiting or self._writers_waiting))
-                ):
-                    self._condition.wait()
-                if self._stopped and not self._running and not self._waiting:
-                    return
-                admit: List[Sequence] = []
-                if not self._writers_waiting:
-                    free = [slot for slot in range(self.backend.n_slots) if slot not in self._running]
-                    room = min(len(free), self.max_running - len(self._running))
-                    admit, self._waiting = self._waiting[:room], self._waiting[room:]
-                    for sequence, slot in zip(admit, free):
-                        sequence.slot = slot
-                        self._running[slot] = sequence
-                self._in_step = True
-            try:
-                use_threads(self.threads)
-                self._step(admit)
-            except Exception as error:  # a bug or exhausted memory: fail the batch, keep serving
-                logger.exception("decode step failed")
-                with self._condition:
-                    for sequence in list(self._running.values()):
-                        self._finish(sequence, {"type": "abort", "message": f"engine error: {error}"})
-            finally:
-                with self._condition:
-                    self._in_step = False
-                    self._condition.notify_all()
+                for sequence in list(self._running.values()):
+                    self._finish(sequence, {"type": "abort", "message": f"engine error: {error}"})
+        finally:
+            with self._condition:
+                self._in_step = False
+                self._condition.notify_all()
+        return True
 
     def _step(self, admit: List[Sequence]) -> None:
         with self._condition:
@@ -268,38 +294,55 @@ class Engine:
             sequence = self._running.get(slot)
             if sequence is not None:  # the cache holds every token but the last sampled one
                 self.backend.prefill(slot, sequence.prompt + sequence.output[:-1])
-        for sequence in admit:
-            if sequence.finish is None:
-                self._admit(sequence)
+        with record_function("engine.prefill"):
+            self._admit([sequence for sequence in admit if sequence.finish is None])
         admitted = {sequence.slot for sequence in admit}
         decoding = [s for s in self._running.values() if s.slot not in admitted]
         if not decoding:
             return
         width = max(s.slot for s in decoding) + 1
         active = torch.zeros(width, dtype=torch.bool)
-        active[[s.slot for s in decoding]] = True
+        slots = torch.tensor(sorted(s.slot for s in decoding))
+        active[slots] = True
         # Idle rows (free slots, and slots admitted this step, whose first decode comes next
         # step) compute a pad at position 0 and write nothing: their rows are ignored.
         tokens = torch.where(active, self._tokens[:width], torch.zeros_like(self._tokens[:width]))
         positions = torch.where(active, self._positions[:width], torch.zeros_like(self._positions[:width]))
-        logits = self.backend.decode_step(tokens, positions, active)
-        sampled, logprobs = sample_tokens(
-            logits, self._temperatures[:width], self._top_ps[:width], self._seeds[:width], self._counters[:width]
-        )
-        self.steps += 1
-        self._positions[:width] += active.long()
-        self._counters[:width] += active.long()
-        self._tokens[:width] = torch.where(active, sampled, self._tokens[:width])
-        sampled_list, logprob_list = sampled.tolist(), logprobs.tolist()
-        for sequence in decoding:
-            self._append(sequence, sampled_list[sequence.slot], logprob_list[sequence.slot])
+        with record_function("engine.forward"):
+            logits = self.backend.decode_step(tokens, positions, active)
+        with record_function("engine.sampling"):
+            # Only the decoding rows are sampled (all of them, in slot order, when none is idle).
+            rows = slice(0, width) if len(slots) == width else slots
+            sampled, logprobs = sample_tokens(
+                logits[rows], self._temperatures[rows], self._top_ps[rows], self._seeds[rows], self._counters[rows]
+            )
+            self.steps += 1
+            self._positions[slots] += 1
+            self._counters[slots] += 1
+            self._tokens[slots] = sampled
+            sampled_list, logprob_list = sampled.tolist(), logprobs.tolist()
+        with record_function("engine.bookkeeping"):
+            row_of = {slot: row for row, slot in enumerate(slots.tolist())}
+            for sequence in decoding:
+                row = row_of[sequence.slot]
+                self._append(sequence, sampled_list[row], logprob_list[row])
 
-    def _admit(self, sequence: Sequence) -> None:
-        slot, params = sequence.slot, sequence.params
-        if params.max_new_tokens <= 0:
+    def _admit(self, sequences: List[Sequence]) -> None:
+        """Prefills the admitted sequences (in one forward pass where the backend batches
+        prefills) and samples each one's first token."""
+        for sequence in [s for s in sequences if s.params.max_new_tokens <= 0]:
             self._finish_locked(sequence, {"type": "length", "length": 0})
+        sequences = [s for s in sequences if s.params.max_new_tokens > 0]
+        if not sequences:
             return
-        logits = self.backend.prefill(slot, sequence.prompt)
+        requests = [(sequence.slot, sequence.prompt) for sequence in sequences]
+        prefill_batch = getattr(self.backend, "prefill_batch", None)  # a backend may batch prefills
+        all_logits = prefill_batch(requests) if prefill_batch else [self.backend.prefill(*request) for request in requests]
+        for sequence, logits in zip(sequences, all_logits):
+            self._first_token(sequence, logits)
+
+    def _first_token(self, sequence: Sequence, logits: torch.Tensor) -> None:
+        slot, params = sequence.slot, sequence.params
         self._temperatures[slot] = float(params.temperature)
         self._top_ps[slot] = float(params.top_p)
         self._seeds[slot] = sequence.seed
@@ -322,7 +365,8 @@ class Engine:
         token, then stop string."""
         sequence.output.append(token)
         sequence.logprobs.append(logprob)
-        sequence.output_bytes = self.backend.extend_bytes(sequence.output_bytes, sequence.output)
+        if sequence.stop_checker.stop_bytes:  # only stop strings read the text while decoding
+            sequence.output_bytes = self._text_end(sequence)
         matched = sequence.stop_checker.check(token, sequence.output_bytes)
         if len(sequence.output) >= sequence.params.max_new_tokens:
             self._finish_locked(sequence, {"type": "length", "length": sequence.params.max_new_tokens})
@@ -330,6 +374,20 @@ class Engine:
             self._finish_locked(sequence, {"type": "stop", "matched": matched})
         elif len(sequence.prompt) + len(sequence.output) >= self.backend.context_length:
             self._finish_locked(sequence, {"type": "length", "length": len(sequence.output)})
+
+    def _text_end(self, sequence: Sequence) -> bytes:
+        """The end of the output's text (UTF-8), at least the longest stop string's bytes: the
+        decoding of its last tokens without its first WINDOW_EDGE_BYTES, which may differ from
+        the whole text's (a multi-byte character cut by the window, a leading space a tokenizer
+        drops at the start). Per token it decodes a few tokens, not the whole output."""
+        output, needed = sequence.output, sequence.stop_checker.longest_bytes + WINDOW_EDGE_BYTES
+        window = WINDOW_TOKENS
+        while window < len(output):
+            text = self.backend.decode(output[-window:]).encode("utf-8")
+            if len(text) >= needed:
+                return text[WINDOW_EDGE_BYTES:]
+            window *= 4
+        return self.backend.decode(output).encode("utf-8")
 
     def _finish_locked(self, sequence: Sequence, reason: Dict[str, Any]) -> None:
         with self._condition:

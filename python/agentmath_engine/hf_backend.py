@@ -33,10 +33,17 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
+from .decode_attention import NAME as DECODE_ATTENTION
+from .decode_attention import register_decode_attention
+from .decode_copy import refresh_decode_copy
+from .decode_dtype_choice import DecodeDtypeChoice, choose_decode_dtype
+from .int8_linear import int8_decode_copy, int8_linear_available
 from .packed_batch import PackedBatch
-from .packed_linear import packed_decode_copy, packed_linear_available, refresh_packed_copy
+from .packed_linear import packed_decode_copy, packed_linear_available
 
 DECODE_LINEARS = ("packed", "plain")
+# Prompts prefilled together in one forward pass, at most this many tokens with their padding.
+PREFILL_BATCH_TOKENS = 4096
 
 try:  # optional dependency
     import transformers
@@ -60,19 +67,29 @@ class HuggingFaceBackend:
         n_slots: int,
         device: torch.device,
         compute_dtype: Optional[torch.dtype] = None,
-        decode_dtype: torch.dtype = torch.float32,
+        decode_dtype: Optional[torch.dtype] = torch.float32,
         decode_linear: str = "packed",
     ) -> None:
         # fp32 master weights whatever the checkpoint's dtype; `compute_dtype` is autocast's.
         self.model = model.float().eval()
         self.compute_dtype = compute_dtype
-        self.decode_dtype = decode_dtype
         if decode_linear not in DECODE_LINEARS:
             raise ValueError(f"--decode-linear {decode_linear!r}: expected one of {', '.join(DECODE_LINEARS)}")
         # Packed only where it runs: oneDNN on a CPU (on a GPU the forward passes are cuBLAS's).
         unavailable = packed_linear_available() if device.type == "cpu" else "not on a CPU"
         self.decode_linear = "packed" if decode_linear == "packed" and unavailable is None else "plain"
         self.decode_linear_note = None if decode_linear == "plain" or unavailable is None else unavailable
+        if decode_dtype == torch.int8:
+            if device.type != "cpu" or int8_linear_available() is not None:
+                raise ValueError(f"--decode-dtype int8: {int8_linear_available() or 'a CPU decode path (this model is on ' + device.type + ')'}")
+            self.decode_linear, self.decode_linear_note = "int8", None
+        # None (`auto`): timed on this CPU (decode_dtype_choice.py).
+        self.decode_dtype_choice: Optional[DecodeDtypeChoice] = None
+        if decode_dtype is None:
+            self.decode_dtype_choice = choose_decode_dtype(
+                self.model, packed=self.decode_linear == "packed", batch_hint=self._batch_hint(n_slots))
+            decode_dtype = self.decode_dtype_choice.dtype
+        self.decode_dtype = decode_dtype
         self._decode_copy: Optional[torch.nn.Module] = None
         self._decode_stale = True
         self.tokenizer = tokenizer
@@ -92,6 +109,12 @@ class HuggingFaceBackend:
         self._alone: Dict[int, List[Tuple[torch.Tensor, torch.Tensor]]] = {}
         self._unpackable: Dict[int, Any] = {}
         self._batch = PackedBatch()
+        # Decode steps attend through `decode_attention.py` (SDPA's own function everywhere else),
+        # where the model attends through SDPA to begin with.
+        self.decode_attention = getattr(self.model.config, "_attn_implementation", None) == "sdpa"
+        if self.decode_attention:
+            register_decode_attention()
+            self.model.set_attn_implementation(DECODE_ATTENTION)
         parameters = inspect.signature(self.model.forward).parameters
         self._cache_argument = "cache" if "cache" in parameters else "past_key_values"
         self._last_logits_only = {"logits_to_keep": 1} if "logits_to_keep" in parameters else {}
@@ -102,12 +125,14 @@ class HuggingFaceBackend:
         n_slots: int,
         device: str = "auto",
         compute_dtype: Optional[torch.dtype] = None,
-        decode_dtype: torch.dtype = torch.float32,
+        decode_dtype: Optional[torch.dtype] = torch.float32,
         decode_linear: str = "packed",
     ) -> "HuggingFaceBackend":
         """`compute_dtype`: the forward passes' autocast dtype (default bf16 on a GPU, none on CPU);
-        `decode_dtype`: the dtype of the weights generation reads; `decode_linear`: packed
-        (oneDNN's layout, CPU) or plain weights for generation (see the module comment)."""
+        `decode_dtype`: the dtype of the weights generation reads (torch.int8: int8 weights and
+        bf16 activations; None: fp32 or bf16, whichever this CPU runs the model's layers faster);
+        `decode_linear`: packed (oneDNN's layout, CPU) or plain weights for generation (see the
+        module comment)."""
         if transformers is None:
             raise ImportError(
                 f"--model {path} is a Hugging Face folder, but the Python package `transformers` is not "
@@ -120,21 +145,27 @@ class HuggingFaceBackend:
         model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(chosen)
         return HuggingFaceBackend(model, tokenizer, path, n_slots, chosen, compute_dtype, decode_dtype, decode_linear)
 
+    @staticmethod
+    def _batch_hint(n_slots: int) -> int:
+        """The layout hint of packed weights: the rows of a decode step (oneDNN runs any count)."""
+        return max(1, min(n_slots, 64))
+
     def _decoder(self) -> torch.nn.Module:
         """The model generation runs: the master weights, or their copy in `decode_dtype` (with
-        packed linear weights), refreshed after a weight change."""
-        packed = self.decode_linear == "packed"
-        if self.decode_dtype == torch.float32 and not packed:
+        packed or int8 linear weights), refreshed after a weight change."""
+        formed = self.decode_linear in ("packed", "int8")
+        if self.decode_dtype == torch.float32 and not formed:
             return self.model
         if self._decode_copy is None:
-            if packed:
-                # The layout hint: the rows of a decode step (oneDNN runs any other count too).
-                self._decode_copy = packed_decode_copy(self.model, self.decode_dtype, max(1, min(self.n_slots, 64)))
+            if self.decode_linear == "int8":
+                self._decode_copy = int8_decode_copy(self.model)
+            elif formed:
+                self._decode_copy = packed_decode_copy(self.model, self.decode_dtype, self._batch_hint(self.n_slots))
             else:
                 self._decode_copy = copy.deepcopy(self.model).to(self.decode_dtype).requires_grad_(False)
         elif self._decode_stale:
-            if packed:
-                refresh_packed_copy(self._decode_copy, self.model)
+            if formed:
+                refresh_decode_copy(self._decode_copy, self.model)
             else:
                 with torch.no_grad():
                     for mine, master in zip(self._decode_copy.parameters(), self.model.parameters()):
@@ -154,11 +185,6 @@ class HuggingFaceBackend:
     def decode(self, token_ids: List[int], skip_special_tokens: bool = True) -> str:
         return self.tokenizer.decode(token_ids, skip_special_tokens=skip_special_tokens)
 
-    def extend_bytes(self, previous: bytes, output_ids: List[int]) -> bytes:
-        # Multi-byte tokens can change earlier characters' decoding, so decode the whole output.
-        del previous
-        return self.decode(output_ids).encode("utf-8")
-
     # Generation -------------------------------------------------------------------------------
     @torch.no_grad()
     def prefill(self, slot: int, token_ids: List[int]) -> torch.Tensor:
@@ -174,26 +200,83 @@ class HuggingFaceBackend:
         return output.logits[0, -1].float().cpu()
 
     @torch.no_grad()
+    def prefill_batch(self, requests: List[Tuple[int, List[int]]]) -> List[torch.Tensor]:
+        """Prefills several slots (slot, prompt ids) in as few forward passes as fit
+        PREFILL_BATCH_TOKENS: the prompts left-padded into one batch with an attention mask and
+        each row's own position ids, so the matmuls run on every prompt's rows at once. Returns
+        each prompt's last logits, in order. Each slot's cache is kept without its padding."""
+        # Shortest first, so prompts of similar lengths share a pass (little padding).
+        order = sorted(range(len(requests)), key=lambda index: len(requests[index][1]))
+        chunks: List[List[int]] = [[]]
+        for index in order:
+            longest = len(requests[index][1])
+            if chunks[-1] and longest * (len(chunks[-1]) + 1) > PREFILL_BATCH_TOKENS:
+                chunks.append([])
+            chunks[-1].append(index)
+        logits: Dict[int, torch.Tensor] = {}
+        for chunk in chunks:
+            logits.update(self._prefill_together([requests[index] for index in chunk], chunk))
+        return [logits[index] for index in range(len(requests))]
+
+    def _prefill_together(self, requests: List[Tuple[int, List[int]]], indices: List[int]) -> Dict[int, torch.Tensor]:
+        cache = self._new_cache()
+        if len(requests) == 1 or not self._packable(cache):
+            return {index: self.prefill(slot, ids) for index, (slot, ids) in zip(indices, requests)}
+        for slot, _ in requests:
+            self._forget(slot)
+        width = max(len(ids) for _, ids in requests)
+        ids = torch.zeros(len(requests), width, dtype=torch.long)
+        mask = torch.zeros(len(requests), width, dtype=torch.long)
+        for row, (_, prompt) in enumerate(requests):
+            ids[row, width - len(prompt) :] = torch.tensor(prompt)
+            mask[row, width - len(prompt) :] = 1
+        positions = (mask.cumsum(-1) - 1).clamp_(min=0)
+        with self._autocast():
+            output = self._decoder()(
+                input_ids=ids.to(self.device), attention_mask=mask.to(self.device), position_ids=positions.to(self.device),
+                use_cache=True, **self._last_logits_only, **{self._cache_argument: cache},
+            )
+        answers = {}
+        for row, (index, (slot, prompt)) in enumerate(zip(indices, requests)):
+            start = width - len(prompt)
+            self._alone[slot] = [(layer.keys[row : row + 1, :, start:], layer.values[row : row + 1, :, start:]) for layer in cache.layers]
+            answers[index] = output.logits[row, -1].float().cpu()
+        return answers
+
+    @torch.no_grad()
     def decode_step(self, tokens: torch.Tensor, positions: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
-        """One token for every active slot, in one forward pass over the packed batch."""
-        logits = torch.zeros(tokens.shape[0], self.vocab_size)
-        slots = [slot for slot in range(tokens.shape[0]) if bool(active[slot]) and self.holds(slot)]
+        """One token for every active slot, in one forward pass over the packed batch. Returns logits
+        [slots, vocab]; rows of inactive slots are zeros."""
+        width = tokens.shape[0]
+        slots = [slot for slot in range(width) if bool(active[slot]) and self.holds(slot)]
         packable = [slot for slot in slots if slot not in self._unpackable]
-        for slot in slots:
-            if slot in self._unpackable:
-                logits[slot] = self._decode_alone(slot, int(tokens[slot]), int(positions[slot]))
-        if packable:
+        alone = [slot for slot in slots if slot in self._unpackable]
+        if not packable:
+            logits = torch.zeros(width, self.vocab_size)
+        else:
             batch = self._batch.repack(packable, self._alone, self._new_cache)
+            batch.advance()
             rows = torch.tensor(batch.slots)
+            if self.decode_attention:
+                attention: Dict[str, Any] = {"decode_plan": batch.plan(self.device)}
+            else:
+                attention = {"attention_mask": batch.mask(self.device)}
             with self._autocast():
                 output = self._decoder()(
                     input_ids=tokens[rows][:, None].to(self.device),
                     position_ids=positions[rows][:, None].to(self.device),
-                    attention_mask=batch.extend_mask(),
                     use_cache=True,
+                    **attention,
                     **{self._cache_argument: batch.cache},
                 )
-            logits[rows] = output.logits[:, -1].float().cpu()
+            step_logits = output.logits[:, -1].float().cpu()
+            if batch.slots == list(range(width)):
+                logits = step_logits  # every slot decodes, in slot order: no copy
+            else:
+                logits = torch.zeros(width, self.vocab_size)
+                logits[rows] = step_logits
+        for slot in alone:
+            logits[slot] = self._decode_alone(slot, int(tokens[slot]), int(positions[slot]))
         return logits
 
     def holds(self, slot: int) -> bool:
@@ -265,7 +348,9 @@ class HuggingFaceBackend:
             "architecture": type(self.model).__name__,
             "device": str(self.device),
             "decode_dtype": str(self.decode_dtype).replace("torch.", ""),
+            **({} if self.decode_dtype_choice is None else {"decode_dtype_choice": self.decode_dtype_choice.describe()}),
             "decode_linear": self.decode_linear,
+            "decode_attention": DECODE_ATTENTION if self.decode_attention else "the model's own",
             **({} if self.decode_linear_note is None else {"decode_linear_note": self.decode_linear_note}),
             "parameters": sum(p.numel() for p in self.model.parameters()),
         }

@@ -1,14 +1,19 @@
 """The Hugging Face backend's packed decode batch: the KV caches of the decoding sequences
-stacked into one left-padded `DynamicCache`, with the attention mask that hides the padding.
+stacked into one left-padded `DynamicCache`, rows sorted by length (longest first).
 
 Row r holds slot `slots[r]`. Its cache occupies the LAST `lengths[r]` columns; the columns
-before are padding (zeros, masked out). Each decode step the model appends one column to
-every row, and `extend_mask` adds the matching column of ones. When the set of decoding
-slots changes (a sequence finished, one was admitted), `repack` takes rows out (back to a
-per-slot cache, padding stripped) and merges newcomers in (left-padded to the batch width),
-then drops the leading columns that are padding in every row. Greedy decoding of a row is the
-same computation as decoding that sequence alone: masked columns get exactly zero attention
-weight, and each row keeps its own position ids.
+before are padding (zeros, never attended to). Each decode step the model appends one column to
+every row (`advance` counts it). When the set of decoding slots changes (a sequence finished, one
+was admitted), `repack` takes rows out (back to a per-slot cache, padding stripped) and merges
+newcomers in (left-padded to the batch width, in length order), then drops the leading columns
+that are padding in every row. Greedy decoding of a row is the same computation as decoding that
+sequence alone: padding columns get exactly zero attention weight, and each row keeps its own
+position ids.
+
+The attention a step needs comes from `plan()` (see `decode_attention.py`): rows are grouped so
+that a group attends over its longest row's columns only, and a padding mask is built only when a
+group holds rows of different lengths; `mask()` is the 2D mask for models that attend through
+`transformers`' own attention instead.
 
 The batch's cache layers keep spare columns (`SpareColumnsLayer`): a decode step writes its
 column into them instead of concatenating a new [rows × heads × length × dim] tensor per layer
@@ -21,6 +26,8 @@ import functools
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
+
+from .decode_attention import DecodeGroup, DecodePlan, attended_columns, plan_groups
 
 LayerTensors = List[Tuple[torch.Tensor, torch.Tensor]]
 
@@ -77,8 +84,9 @@ class PackedBatch:
     def __init__(self) -> None:
         self.slots: List[int] = []
         self.lengths: List[int] = []
+        self.width = 0
         self.cache = None
-        self._mask: Optional[torch.Tensor] = None
+        self._groups: List[DecodeGroup] = []
 
     def repack(self, slots: List[int], alone: Dict[int, LayerTensors], new_cache: Callable[[], object]) -> "PackedBatch":
         """Makes the batch hold exactly `slots` (rows of other slots go back to `alone`, and
@@ -96,80 +104,76 @@ class PackedBatch:
         if slot in self.slots:
             self._take(slot)
 
-    def extend_mask(self) -> torch.Tensor:
-        """The attention mask for the next step (the existing columns and one for the new token)."""
-        assert self._mask is not None
-        self._mask = torch.cat([self._mask, torch.ones_like(self._mask[:, :1])], dim=1)
+    def advance(self) -> None:
+        """Counts the column the next step appends to every row."""
         self.lengths = [length + 1 for length in self.lengths]
-        return self._mask
+        self.width += 1
+
+    def plan(self, device: torch.device) -> DecodePlan:
+        """The attention plan of the next step (after `advance`): the row groups, and which
+        columns each row attends to if some group has rows of different lengths."""
+        # Every row grows by one column a step, so the groups (and each group's first column) stay
+        # right between repacks.
+        padded = any(group.padded for group in self._groups)
+        return DecodePlan(self._groups, attended_columns(self.lengths, self.width, device) if padded else None)
+
+    def mask(self, device: torch.device) -> torch.Tensor:
+        """The 2D attention mask of the next step (after `advance`): 1 on each row's cache."""
+        return attended_columns(self.lengths, self.width, device)[:, 0, 0].long()
 
     # Internals -------------------------------------------------------------------------------
-    def _width(self) -> int:
-        return 0 if self._mask is None else int(self._mask.shape[1])
-
     def _take(self, slot: int) -> LayerTensors:
         """Removes the slot's row and returns its cache without padding."""
         row = self.slots.index(slot)
-        length, width = self.lengths[row], self._width()
+        length, width = self.lengths[row], self.width
         taken = [(layer.keys[row : row + 1, :, width - length :], layer.values[row : row + 1, :, width - length :])
                  for layer in self.cache.layers]
         keep = [r for r in range(len(self.slots)) if r != row]
         del self.slots[row], self.lengths[row]
         if not keep:
-            self.cache, self._mask = None, None
+            self.cache, self.width, self._groups = None, 0, []
             return taken
-        index = torch.tensor(keep, device=self._mask.device)
+        index = torch.tensor(keep, device=taken[0][0].device)
         trim = width - max(self.lengths)  # columns now padding in every row
         for layer in self.cache.layers:
             layer.keys = layer.keys.index_select(0, index)[:, :, trim:]
             layer.values = layer.values.index_select(0, index)[:, :, trim:]
-        self._mask = self._mask.index_select(0, index)[:, trim:]
+        self.width = width - trim
+        self._groups = plan_groups(self.lengths, self.width)
         return taken
 
     def _merge(self, joining: List[Tuple[int, LayerTensors]], new_cache: Callable[[], object]) -> None:
-        width = max([self._width()] + [tensors[0][0].shape[2] for _, tensors in joining])
-        layer_count = len(joining[0][1])
-        keys: List[List[torch.Tensor]] = [[] for _ in range(layer_count)]
-        values: List[List[torch.Tensor]] = [[] for _ in range(layer_count)]
-        masks: List[torch.Tensor] = []
-        if self.cache is not None:
-            for index, layer in enumerate(self.cache.layers):
-                keys[index].append(_left_pad(layer.keys, width))
-                values[index].append(_left_pad(layer.values, width))
-            masks.append(_left_pad_mask(self._mask, width))
-        for slot, tensors in joining:
-            length = tensors[0][0].shape[2]
-            for index, (layer_keys, layer_values) in enumerate(tensors):
-                keys[index].append(_left_pad(layer_keys, width))
-                values[index].append(_left_pad(layer_values, width))
-            device = tensors[0][0].device
-            masks.append(_left_pad_mask(torch.ones(1, length, dtype=torch.long, device=device), width))
-            self.slots.append(slot)
-            self.lengths.append(length)
+        # Every row as (slot, length, per-layer (keys, values) without padding), longest first.
+        rows: List[Tuple[int, int, LayerTensors]] = []
+        for row, (slot, length) in enumerate(zip(self.slots, self.lengths)):
+            start = self.width - length
+            rows.append((slot, length, [(layer.keys[row : row + 1, :, start:], layer.values[row : row + 1, :, start:])
+                                        for layer in self.cache.layers]))
+        rows.extend((slot, tensors[0][0].shape[2], tensors) for slot, tensors in joining)
+        rows.sort(key=lambda entry: -entry[1])  # stable: rows of one length keep their order
+        width = rows[0][1]
         cache = new_cache()
-        for index in range(layer_count):
-            cache.update(torch.cat(keys[index]), torch.cat(values[index]), index)
         spare = _spare_layer_class()
-        plain = spare.__mro__[1]  # DynamicLayer: the batch holds packable caches only
-        for layer in cache.layers:
-            if type(layer) is plain:
-                layer.__class__ = spare
+        for index, layer in enumerate(cache.layers):
+            # Straight into buffers with spare columns: one copy of each row, none at the next step.
+            keys = _stacked([tensors[index][0] for _, _, tensors in rows], width)
+            values = _stacked([tensors[index][1] for _, _, tensors in rows], width)
+            layer.lazy_initialization(keys, values)
+            layer.__class__ = spare  # the batch holds packable caches only: plain DynamicLayers
+            layer.keys, layer._key_buffer = keys[:, :, :width], keys
+            layer.values, layer._value_buffer = values[:, :, :width], values
         self.cache = cache
-        self._mask = torch.cat(masks)
+        self.slots = [slot for slot, _, _ in rows]
+        self.lengths = [length for _, length, _ in rows]
+        self.width = width
+        self._groups = plan_groups(self.lengths, width)
 
 
-def _left_pad(tensor: torch.Tensor, width: int) -> torch.Tensor:
-    """Zero columns before dimension 2 up to `width`."""
-    missing = width - tensor.shape[2]
-    if missing == 0:
-        return tensor
-    shape = list(tensor.shape)
-    shape[2] = missing
-    return torch.cat([tensor.new_zeros(shape), tensor], dim=2)
-
-
-def _left_pad_mask(mask: torch.Tensor, width: int) -> torch.Tensor:
-    missing = width - mask.shape[1]
-    if missing == 0:
-        return mask
-    return torch.cat([mask.new_zeros(mask.shape[0], missing), mask], dim=1)
+def _stacked(rows: List[torch.Tensor], width: int) -> torch.Tensor:
+    """Rows [1, heads, length, dim] right-aligned in a zeroed [rows, heads, width + spare, dim]
+    buffer (zero padding before each row's columns, SPARE_COLUMNS free after them)."""
+    first = rows[0]
+    buffer = first.new_zeros(len(rows), first.shape[1], width + SPARE_COLUMNS, first.shape[3])
+    for index, row in enumerate(rows):
+        buffer[index, :, width - row.shape[2] : width] = row[0]
+    return buffer

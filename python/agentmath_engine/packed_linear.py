@@ -8,19 +8,19 @@ is what PyTorch's CPU inference path does under `torch.compile` with frozen weig
 SmolLM2-135M, 8 rows, 2 cores (docs/embedded-model.md): the matmuls of a step take 28 ms packed
 against 44 ms plain in fp32.
 
-`packed_decode_copy` builds the model generation runs from the master weights: every
-`nn.Linear` becomes a `PackedLinear` that holds only the packed weight (and bias), the rest is a
-copy in the decode dtype. `refresh_packed_copy` follows a weight change. The master model is
-never modified: training and scoring keep running on it.
+`packed_decode_copy` builds the model generation runs from the master weights (`decode_copy.py`):
+every `nn.Linear` becomes a `PackedLinear` that holds only the packed weight (and bias), the rest is
+a copy in the decode dtype.
 """
 
 from __future__ import annotations
 
-import copy
-from typing import Dict, Optional
+from typing import Optional
 
 import torch
 from torch import nn
+
+from .decode_copy import DecodeLinear, decode_copy
 
 
 def packed_linear_available() -> Optional[str]:
@@ -33,24 +33,20 @@ def packed_linear_available() -> Optional[str]:
     return None
 
 
-class PackedLinear(nn.Module):
+class PackedLinear(DecodeLinear):
     """`source`'s linear map with its weight reordered once into oneDNN's layout, in `dtype`."""
 
     def __init__(self, source: nn.Linear, dtype: torch.dtype, batch_hint: int) -> None:
-        super().__init__()
-        # A list, so the master's layer is not registered as a submodule of the decode copy.
-        self._source = [source]
+        super().__init__(source)
         self.dtype = dtype
         self.batch_hint = batch_hint
-        self.in_features = source.in_features
-        self.out_features = source.out_features
         self.packed: torch.Tensor = torch.empty(0)
         self.bias: Optional[torch.Tensor] = None
         self.refresh()
 
     @torch.no_grad()
     def refresh(self) -> None:
-        source = self._source[0]
+        source = self.source
         weight = source.weight.detach().to(self.dtype).contiguous()
         self.packed = torch.ops.mkldnn._reorder_linear_weight(weight, self.batch_hint)
         self.bias = None if source.bias is None else source.bias.detach().to(self.dtype).contiguous()
@@ -64,39 +60,7 @@ class PackedLinear(nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, dtype={self.dtype}, packed"
 
 
-def _linears(model: nn.Module) -> Dict[str, nn.Linear]:
-    return {name: module for name, module in model.named_modules() if type(module) is nn.Linear}
-
-
-def _replace(model: nn.Module, name: str, module: nn.Module) -> None:
-    parent_name, _, child = name.rpartition(".")
-    parent = model.get_submodule(parent_name) if parent_name else model
-    setattr(parent, child, module)
-
-
 def packed_decode_copy(master: nn.Module, dtype: torch.dtype, batch_hint: int) -> nn.Module:
     """A frozen copy of `master` in `dtype` whose linear layers are `PackedLinear`s reading
-    `master`'s weights. The linear weights are not deep-copied first (their packed form is the
-    only copy); a parameter tied to a linear weight (tied input embeddings) gets its own copy."""
-    linears = _linears(master)
-    shared = {id(module.weight): module.weight for module in linears.values()}
-    decoder = copy.deepcopy(master, memo=dict(shared))
-    for name, module in linears.items():
-        _replace(decoder, name, PackedLinear(module, dtype, batch_hint))
-    masters = {id(parameter) for parameter in master.parameters()}
-    for module in decoder.modules():
-        for key, parameter in list(module._parameters.items()):
-            if parameter is not None and id(parameter) in masters:
-                module._parameters[key] = nn.Parameter(parameter.detach().clone(), requires_grad=False)
-    return decoder.to(dtype).requires_grad_(False).eval()
-
-
-@torch.no_grad()
-def refresh_packed_copy(decoder: nn.Module, master: nn.Module) -> None:
-    """Copies `master`'s current weights into `decoder` (from `packed_decode_copy`)."""
-    own = dict(master.named_parameters(remove_duplicate=False))
-    for name, parameter in decoder.named_parameters():
-        parameter.copy_(own[name])
-    for module in decoder.modules():
-        if isinstance(module, PackedLinear):
-            module.refresh()
+    `master`'s weights (see `decode_copy`)."""
+    return decode_copy(master, dtype, lambda module: PackedLinear(module, dtype, batch_hint))

@@ -8,7 +8,8 @@ shares its batch, and no Python loop over sequences runs per step.
 
 Logprobs returned are of the sampled token under the distribution that was sampled from
 before top-p truncation: log_softmax(logits / temperature), or log_softmax(logits) when
-temperature is 0 (greedy).
+temperature is 0 (greedy). A greedy row costs an argmax and a log-sum-exp; the draw over the
+whole vocabulary (a cumulative sum in float64) runs for sampled rows only.
 """
 
 from __future__ import annotations
@@ -43,10 +44,33 @@ def sample_tokens(
     seeds: torch.Tensor,
     counters: torch.Tensor,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Samples one token per row of logits [n, vocab]. Returns (token ids [n], logprobs [n])."""
+    """Samples one token per row of logits [n, vocab]. Returns (token ids [n], logprobs [n]).
+    Greedy rows take the argmax of the logits and one log-sum-exp (what `transformers`' greedy
+    search picks); only the sampled rows pay for the draw over the whole vocabulary."""
+    logits = logits.float()
     greedy = temperatures <= 0
-    safe_temperature = torch.where(greedy, torch.ones_like(temperatures), temperatures)
-    log_probs = torch.log_softmax(logits.float() / safe_temperature[:, None], dim=-1)
+    if bool(greedy.all()):
+        return _greedy(logits)
+    if not bool(greedy.any()):
+        return _draw(logits, temperatures, top_ps, seeds, counters)
+    tokens = torch.empty(logits.shape[0], dtype=torch.long)
+    chosen = torch.empty(logits.shape[0], dtype=torch.float32)
+    greedy_rows, drawn = greedy.nonzero()[:, 0], (~greedy).nonzero()[:, 0]
+    tokens[greedy_rows], chosen[greedy_rows] = _greedy(logits[greedy_rows])
+    tokens[drawn], chosen[drawn] = _draw(logits[drawn], temperatures[drawn], top_ps[drawn], seeds[drawn], counters[drawn])
+    return tokens, chosen
+
+
+def _greedy(logits: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    tokens = logits.argmax(dim=-1)
+    return tokens, logits.gather(-1, tokens[:, None])[:, 0] - torch.logsumexp(logits, dim=-1)
+
+
+def _draw(
+    logits: torch.Tensor, temperatures: torch.Tensor, top_ps: torch.Tensor, seeds: torch.Tensor, counters: torch.Tensor
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Rows with temperature > 0: a draw from softmax(logits / temperature), top-p truncated."""
+    log_probs = torch.log_softmax(logits / temperatures[:, None], dim=-1)
     draws = uniform_draws(seeds, counters)
     # Rows with top_p = 1: inverse-CDF draw over the unsorted distribution (no sort needed).
     cumulative = torch.cumsum(log_probs.exp().double(), dim=-1)
@@ -71,6 +95,5 @@ def sample_tokens(
         last_kept = logits.shape[-1] - 1 - keep.flip(-1).to(torch.int64).argmax(dim=-1)
         index = torch.where(keep.gather(-1, index[:, None])[:, 0], index, last_kept)
         tokens = torch.where(truncated, index, tokens)
-    tokens = torch.where(greedy, log_probs.argmax(dim=-1), tokens)
     chosen = log_probs.gather(-1, tokens[:, None])[:, 0]
     return tokens, chosen

@@ -30,9 +30,12 @@ class StopChecker:
     def __init__(self, stop_strings: Sequence[str], stop_token_ids: Set[int]) -> None:
         self.stop_bytes = [(text, text.encode("utf-8")) for text in stop_strings if text]
         self.stop_token_ids = stop_token_ids
+        # How many bytes of the output's end a check reads at most.
+        self.longest_bytes = max((len(encoded) for _, encoded in self.stop_bytes), default=0)
 
     def check(self, token: int, output_bytes: bytes) -> Optional[Matched]:
-        """The stop that `token` (just appended; `output_bytes` already includes it) triggers."""
+        """The stop that `token` (just appended) triggers; `output_bytes` ends as the output's UTF-8
+        does, `longest_bytes` of it at least (or all of it)."""
         if token in self.stop_token_ids:
             return token
         for text, encoded in self.stop_bytes:

@@ -33,10 +33,6 @@ class ScriptedBackend:
     def decode(self, ids, skip_special_tokens=True):
         return decode(ids, skip_special_tokens)
 
-    def extend_bytes(self, previous, output_ids):
-        token = output_ids[-1]
-        return previous + bytes((token,)) if token < 256 else previous
-
     def _logits(self, slot, index):
         target, _ = self.scripts[slot]
         logits = torch.full((258,), -30.0)
@@ -217,6 +213,46 @@ class BatchingTest(unittest.TestCase):
             self.assertEqual(events, [("first finished", True), ("second finished", False)])
         finally:
             engine.shutdown()
+
+
+class StopWindowTest(unittest.TestCase):
+    """Stop strings are matched on the decoding of the output's last tokens, not of the whole
+    output: what that gives must be the end of the whole output's text, long enough for the stop."""
+
+    @classmethod
+    def setUpClass(cls):
+        from agentmath_engine.hf_backend import transformers_available
+
+        if not transformers_available():
+            raise unittest.SkipTest("transformers is not installed")
+        import shutil
+        import tempfile
+
+        import transformers
+
+        from agentmath_engine.hf_fixtures import make_models
+
+        folder = tempfile.mkdtemp(prefix="agentmath-stop-window-")
+        cls.addClassCleanup(shutil.rmtree, folder, True)
+        cls.tokenizer = transformers.AutoTokenizer.from_pretrained(make_models(folder, architectures=("llama",))["llama-1"])
+
+    def test_the_window_gives_the_end_of_the_whole_text(self):
+        from agentmath_engine.engine import Sequence
+        from agentmath_engine.stop import StopChecker
+
+        backend = ScriptedBackend()
+        backend.decode = lambda ids, skip_special_tokens=True: self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
+        engine = Engine(backend, max_running=8, start=False)
+        # Multi-byte characters the tiny tokenizer splits into bytes, so windows cut characters.
+        ids = self.tokenizer.encode("Ünïcödé — 😀 x = 3 * 4 ```output\n12\n``` done. " * 4, add_special_tokens=False)
+        for stop in ("```output", "é" * 30):
+            sequence = Sequence("r", [1], SamplingParams(stop=[stop]), False, 0, StopChecker([stop], set()), 0.0)
+            for count in range(1, len(ids) + 1):
+                sequence.output = ids[:count]
+                whole = self.tokenizer.decode(ids[:count]).encode("utf-8")
+                end = engine._text_end(sequence)
+                self.assertTrue(whole.endswith(end), f"{count} tokens")
+                self.assertGreaterEqual(len(end), min(len(whole), len(stop.encode("utf-8"))))
 
 
 if __name__ == "__main__":

@@ -33,14 +33,15 @@ class GenerateBaselineTest(unittest.TestCase):
         calls = []
         for module in linears:
             module.register_forward_hook(lambda module, inputs, output: calls.append((module, tuple(inputs[0].shape))))
-        plain = baseline.matmuls(8, packed=False, repeats=3)
+        plain = baseline.matmuls(8, "plain", repeats=3)
         self.assertEqual(plain["layers"], len(linears))
         self.assertGreater(plain["seconds"], 0)
         # warm-up + 3 timed runs, every layer on 8 rows each time
         self.assertEqual(len(calls), 4 * len(linears))
         self.assertTrue(all(shape[0] == 8 for _, shape in calls))
         if packed_linear_available() is None:
-            self.assertGreater(baseline.matmuls(8, packed=True, repeats=3)["seconds"], 0)
+            self.assertGreater(baseline.matmuls(8, "packed", repeats=3)["seconds"], 0)
+        self.assertGreater(baseline.matmuls(8, "int8", repeats=3)["seconds"], 0)
 
     def test_score_gives_each_output_tokens_logprob_after_what_precedes_it(self) -> None:
         baseline = Baseline(self.model, torch.float32)
@@ -61,6 +62,11 @@ class GenerateBaselineTest(unittest.TestCase):
         self.assertIsNot(model.get_output_embeddings().weight, embedding)  # this fixture is untied
         every = 4 * sum(parameter.numel() for parameter in model.parameters())
         self.assertEqual(decode_weight_bytes(model), every - 4 * embedding.numel())
+        # int8 decode: linear weights a byte each plus a bf16 scale per output row; the rest as they are.
+        linears = [module for module in model.modules() if type(module) is torch.nn.Linear]
+        int8 = sum(module.weight.numel() + 2 * module.out_features for module in linears)
+        rest = sum(4 * p.numel() for p in model.parameters() if p is not embedding and all(p is not m.weight for m in linears))
+        self.assertEqual(decode_weight_bytes(model, int8_linears=True), int8 + rest)
         # Tied: the one matrix is the head, read whole, and counted once.
         model.get_output_embeddings().weight = embedding
         self.assertEqual(decode_weight_bytes(model), 4 * sum(parameter.numel() for parameter in model.parameters()))

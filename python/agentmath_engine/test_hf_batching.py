@@ -8,9 +8,11 @@ import os
 import shutil
 import tempfile
 import unittest
+from unittest import mock
 
 import torch
 
+from agentmath_engine import decode_attention
 from agentmath_engine.engine import Engine, SamplingParams
 from agentmath_engine.hf_backend import HuggingFaceBackend, transformers_available
 from agentmath_engine.hf_fixtures import ARCHITECTURES, greedy_without_cache, make_models
@@ -70,6 +72,50 @@ class BatchedDecodeTest(unittest.TestCase):
                 outputs = self.run_schedule(backend, schedule)
                 for slot, prompt, _, count in schedule:
                     self.assertEqual(outputs[slot], greedy_without_cache(backend.model, prompt, count), f"slot {slot}")
+
+    def test_prompts_prefilled_together_decode_as_each_would_alone(self) -> None:
+        # Prompts of different lengths in one forward pass: left-padded, masked, own positions.
+        for arch in ARCHITECTURES:
+            with self.subTest(arch=arch):
+                backend = self.backend(arch)
+                forwards = []
+                original = backend.model.forward
+                backend.model.forward = lambda *a, **k: forwards.append(k["input_ids"].shape) or original(*a, **k)
+                logits = backend.prefill_batch(list(enumerate(PROMPTS)))
+                self.assertEqual(forwards, [(len(PROMPTS), max(len(prompt) for prompt in PROMPTS))])
+                alone = self.backend(arch)
+                for slot, prompt in enumerate(PROMPTS):
+                    torch.testing.assert_close(logits[slot], alone.prefill(slot, prompt), atol=1e-4, rtol=1e-4)
+                tokens = torch.tensor([int(row.argmax()) for row in logits])
+                positions = torch.tensor([len(prompt) for prompt in PROMPTS])
+                outputs = [[int(token)] for token in tokens]
+                for _ in range(7):
+                    step = backend.decode_step(tokens, positions, torch.ones(len(PROMPTS), dtype=torch.bool))
+                    tokens, positions = step.argmax(-1), positions + 1
+                    for slot, token in enumerate(tokens.tolist()):
+                        outputs[slot].append(token)
+                for slot, prompt in enumerate(PROMPTS):
+                    self.assertEqual(outputs[slot], greedy_without_cache(backend.model, prompt, 8), f"slot {slot}")
+
+    def test_rows_in_length_groups_attend_to_their_own_columns_and_decode_as_alone(self) -> None:
+        # Every group costs nothing, so every length is its own group: the groups read column
+        # slices of the cache, the padded ones with a mask.
+        schedule = [(0, PROMPTS[0], 0, 12), (3, PROMPTS[1], 2, 6), (5, PROMPTS[2], 4, 14), (1, PROMPTS[3], 9, 8)]
+        backend = self.backend("llama")
+        groups = []
+        original = backend._batch.plan
+
+        def recording(device):
+            plan = original(device)
+            groups.append(len(plan.groups))
+            return plan
+
+        backend._batch.plan = recording
+        with mock.patch.object(decode_attention, "GROUP_COST_CELLS", 0):
+            outputs = self.run_schedule(backend, schedule)
+        self.assertGreaterEqual(max(groups), 3)
+        for slot, prompt, _, count in schedule:
+            self.assertEqual(outputs[slot], greedy_without_cache(backend.model, prompt, count), f"slot {slot}")
 
     def test_a_sliding_window_model_decodes_its_sequences_one_by_one_correctly(self) -> None:
         folder = os.path.join(self.folder, "qwen3-sliding")

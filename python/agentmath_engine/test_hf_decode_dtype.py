@@ -1,6 +1,7 @@
 """The Hugging Face backend decoding in bf16 from a copy of its fp32 master weights: greedy tokens
 equal `transformers`' own greedy `generate` in the same dtype, logprobs stay near fp32's, the
-copy follows every weight change, and a Hugging Face model decodes on every core by default."""
+copy follows every weight change, a Hugging Face model decodes on every core by default, and
+`auto` picks the dtype the timing of the model's layers says is faster."""
 
 from __future__ import annotations
 
@@ -79,22 +80,50 @@ class DecodeDtypeTest(unittest.TestCase):
         self.addCleanup(byte.engine.shutdown)
         self.assertEqual(byte.engine.threads, 1)
 
-    def test_auto_decodes_in_bf16_only_on_a_cpu_with_native_bf16(self) -> None:
+    def test_auto_is_timed_by_the_backend_on_a_cpu_and_fp32_on_a_gpu(self) -> None:
         from agentmath_engine import app
 
-        for native, expected in ((True, torch.bfloat16), (False, torch.float32)):
-            with self.subTest(native=native):
-                original = app.native_bf16
-                app.native_bf16 = lambda native=native: native
-                try:
-                    self.assertEqual(
-                        app.resolve_decode_dtype(WorkerOptions(model=self.model, device="cpu", decode_dtype="auto")), expected
-                    )
-                finally:
-                    app.native_bf16 = original
+        self.assertIsNone(app.resolve_decode_dtype(WorkerOptions(model=self.model, device="cpu", decode_dtype="auto")))
+        self.assertEqual(app.resolve_decode_dtype(WorkerOptions(model=self.model, device="cuda", decode_dtype="auto")), torch.float32)
+        self.assertEqual(app.resolve_decode_dtype(WorkerOptions(model=self.model, decode_dtype="int8")), torch.int8)
         with self.assertRaisesRegex(ValueError, "--decode-dtype 'half'"):
             app.resolve_decode_dtype(WorkerOptions(model=self.model, decode_dtype="half"))
+        backend = HuggingFaceBackend.create(self.model, 4, "cpu", decode_dtype=None)
+        self.assertIn(backend.decode_dtype, (torch.float32, torch.bfloat16))
+        choice = backend.describe()["decode_dtype_choice"]
+        self.assertEqual(choice["chosen"], str(backend.decode_dtype).replace("torch.", ""))
+        self.assertEqual(set(choice["seconds_per_token"]), {"float32", "bfloat16"})
 
+
+class DecodeDtypeChoiceTest(unittest.TestCase):
+    """`auto` follows what the timing says, whatever the CPU is called."""
+
+    def choose(self, bf16_over_fp32: float) -> torch.dtype:
+        from agentmath_engine.decode_dtype_choice import choose_decode_dtype
+
+        def make_timer(model, dtype, packed, batch_hint):
+            factor = bf16_over_fp32 if dtype == torch.bfloat16 else 1.0
+            return lambda rows: factor * (0.01 + 0.001 * rows)
+
+        return choose_decode_dtype(torch.nn.Linear(16, 16), packed=False, make_timer=make_timer).dtype
+
+    def test_bf16_only_when_it_is_clearly_faster(self) -> None:
+        self.assertEqual(self.choose(0.5), torch.bfloat16)
+        self.assertEqual(self.choose(0.95), torch.float32)  # within the margin: fp32's logprobs win
+        self.assertEqual(self.choose(2.0), torch.float32)  # emulated bf16
+
+    def test_the_timing_runs_on_one_thread_and_restores_the_threads(self) -> None:
+        from agentmath_engine.decode_dtype_choice import choose_decode_dtype
+
+        seen = []
+
+        def make_timer(model, dtype, packed, batch_hint):
+            return lambda rows: seen.append(torch.get_num_threads()) or 1.0
+
+        before = torch.get_num_threads()
+        choose_decode_dtype(torch.nn.Linear(16, 16), packed=False, make_timer=make_timer)
+        self.assertEqual(set(seen), {1})
+        self.assertEqual(torch.get_num_threads(), before)
 
 if __name__ == "__main__":
     unittest.main()

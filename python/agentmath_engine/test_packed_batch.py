@@ -11,9 +11,25 @@ import unittest
 
 import torch
 
+from agentmath_engine.decode_attention import DecodeGroup, attended_columns, plan_groups
 from agentmath_engine.hf_backend import HuggingFaceBackend, transformers_available
 from agentmath_engine.hf_fixtures import make_models
 from agentmath_engine.packed_batch import SPARE_COLUMNS, _append
+
+
+class PlanGroupsTest(unittest.TestCase):
+    def test_groups_balance_the_padding_they_read_against_their_count(self) -> None:
+        width = 120
+        # One group reads 5 × 100 cells; splitting off the two short rows saves 180 for one more group.
+        groups = plan_groups([100, 100, 90, 10, 10], width, group_cost=50)
+        self.assertEqual(groups, [DecodeGroup(0, 3, 20, True), DecodeGroup(3, 5, 110, False)])
+        self.assertEqual(plan_groups([100, 100, 90, 10, 10], width, group_cost=1000), [DecodeGroup(0, 5, 20, True)])
+        self.assertEqual(plan_groups([7, 7, 7], 7, group_cost=0), [DecodeGroup(0, 3, 0, False)])
+
+    def test_the_attended_columns_are_each_rows_last_columns(self) -> None:
+        attended = attended_columns([3, 1], 4, torch.device("cpu"))
+        self.assertEqual(attended.shape, (2, 1, 1, 4))
+        self.assertEqual(attended[:, 0, 0].tolist(), [[False, True, True, True], [False, False, False, True]])
 
 
 class AppendTest(unittest.TestCase):

@@ -11,10 +11,11 @@ import unittest
 
 import torch
 
+from agentmath_engine.decode_copy import refresh_decode_copy
 from agentmath_engine.engine import Engine, SamplingParams
 from agentmath_engine.hf_backend import HuggingFaceBackend, transformers_available
 from agentmath_engine.hf_fixtures import make_models, transformers_greedy
-from agentmath_engine.packed_linear import PackedLinear, packed_decode_copy, packed_linear_available, refresh_packed_copy
+from agentmath_engine.packed_linear import PackedLinear, packed_decode_copy, packed_linear_available
 
 PROMPTS = [[5, 7, 9, 11], [11, 12, 13, 14, 15, 16, 17, 18], [20, 3]]
 
@@ -66,7 +67,7 @@ class PackedLinearTest(unittest.TestCase):
             for parameter in master.parameters():
                 parameter.add_(torch.randn_like(parameter) * 0.5)
             stale = decoder(input_ids=ids).logits
-            refresh_packed_copy(decoder, master)
+            refresh_decode_copy(decoder, master)
             fresh = decoder(input_ids=ids).logits
             expected = master(input_ids=ids).logits
         self.assertTrue(torch.equal(old, stale))  # packed weights are their own copy

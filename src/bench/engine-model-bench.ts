@@ -16,6 +16,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { countNoun } from '../shared/count-noun.ts';
 import { ascending, percentile } from '../shared/percentile.ts';
+import { type DecodeProfile, renderDecodeProfile, runDecodeProfile } from './decode-profile.ts';
 import { startPythonLineProcess } from './python-line-process.ts';
 
 export type EngineModelBenchOptions = {
@@ -26,8 +27,26 @@ export type EngineModelBenchOptions = {
   promptTokens?: number;
   newTokens?: number;
   rounds?: number;
+  /** Also profile the engine's decode step at each concurrency (`decode-profile.ts`). */
+  profile?: boolean;
   python?: string;
   onProgress?: (message: string) => void;
+};
+
+/** Where the bench ran: what decides which kernels run (`cpu_features.describe_machine`). */
+export type MachineDescription = {
+  cpuModel: string;
+  cores: number;
+  /** The CPU flags that select matmul kernels (AVX-512, VNNI, BF16, AMX …) this CPU has. */
+  kernelFlags: string[];
+  torchCpuCapability: string;
+  /** oneDNN's own description of the ISA it uses. */
+  onednnIsa: string | null;
+  /** Decode dtype → the kernel oneDNN runs a packed linear layer with. */
+  onednnLinear: Record<string, string>;
+  amxInUse: boolean;
+  threads: number;
+  ompWaitPolicy: string | null;
 };
 
 export type RateFigures = { tokensPerSecondP50: number; tokensPerSecondP99: number };
@@ -50,6 +69,7 @@ export type EngineModelRow = {
 
 export type EngineModelBenchReport = {
   model: string;
+  machine: MachineDescription;
   decodeDtype: string;
   /** The engine's linear weights for generation: `packed` (oneDNN's layout) or `plain`. */
   decodeLinear: string;
@@ -66,11 +86,25 @@ export type EngineModelBenchReport = {
    * transformers scoring them in one forward pass in the same dtype (as a trainer scores a
    * rollout): mean and max.
    */
-  logprobGap: { mean: number; max: number; of: number };
+  logprobGap: LogprobGap;
+  /**
+   * With a decode dtype other than float32: the same gap to transformers scoring in float32, the
+   * trainer's dtype (what RL's `rolloutLogprobGap` sees).
+   */
+  logprobGapToFloat32?: LogprobGap;
+  /** With `--decode-dtype auto`: what the engine timed at start and chose. */
+  decodeDtypeChoice?: DecodeDtypeChoice;
   rows: EngineModelRow[];
+  /** With `profile`: where a decode step goes, per concurrency. */
+  profile?: DecodeProfile[];
 };
 
-type ModelInfo = { decode_threads?: number; model?: { decode_dtype?: string; decode_linear?: string } };
+type DecodeDtypeChoice = { chosen: string; rule: string; seconds_per_token: Record<string, number> };
+type ModelInfo = {
+  decode_threads?: number;
+  model?: { decode_dtype?: string; decode_linear?: string; decode_dtype_choice?: DecodeDtypeChoice };
+};
+type LogprobGap = { mean: number; max: number; of: number };
 
 /** Distinct prompts of equal length (no padding on either side), ids in [0, vocabulary). */
 export function benchPrompts(count: number, length: number, vocabulary: number): number[][] {
@@ -148,8 +182,10 @@ export async function runEngineModelBench(options: EngineModelBenchOptions): Pro
     ...(options.python === undefined ? {} : { python: options.python }),
   });
   try {
+    const machine = await baseline.request<MachineDescription>({ command: 'machine' });
     const bound = await baseline.request<{ copyBytesPerSecond: number; weightBytes: number }>({
       command: 'bound',
+      kind: decodeLinear,
     });
     const config = JSON.parse(await readFile(join(model, 'config.json'), 'utf8')) as { vocab_size?: number };
     const prompts = benchPrompts(Math.max(...concurrency), promptTokens, config.vocab_size ?? 256);
@@ -191,7 +227,7 @@ export async function runEngineModelBench(options: EngineModelBenchOptions): Pro
       const floor = await baseline.request<{ seconds: number }>({
         command: 'matmuls',
         rows: count,
-        packed: decodeLinear === 'packed',
+        kind: decodeLinear,
       });
       const matmulTokensPerSecond = count / floor.seconds;
       rows.push({
@@ -212,14 +248,35 @@ export async function runEngineModelBench(options: EngineModelBenchOptions): Pro
       prompt: prompts[0]!,
       output: sampled.outputIds,
     });
-    const gaps = sampled.logprobs.map((value, index) => Math.abs(value - scored.logprobs[index]!));
-    const logprobGap = {
-      mean: gaps.reduce((sum, gap) => sum + gap, 0) / gaps.length,
-      max: Math.max(...gaps),
-      of: gaps.length,
-    };
+    const logprobGap = gapBetween(sampled.logprobs, scored.logprobs);
+    const logprobGapToFloat32 =
+      decodeDtype === 'float32'
+        ? undefined
+        : gapBetween(
+            sampled.logprobs,
+            (
+              await baseline.request<{ logprobs: number[] }>({
+                command: 'score',
+                prompt: prompts[0]!,
+                output: sampled.outputIds,
+                dtype: 'float32',
+              })
+            ).logprobs,
+          );
+    const profile = options.profile
+      ? await runDecodeProfile({
+          model,
+          decodeDtype,
+          decodeLinear,
+          threads: decodeThreads,
+          prompts,
+          concurrency,
+          ...(options.python === undefined ? {} : { python: options.python }),
+        })
+      : undefined;
     return {
       model,
+      machine,
       decodeDtype,
       decodeLinear,
       decodeThreads,
@@ -230,16 +287,44 @@ export async function runEngineModelBench(options: EngineModelBenchOptions): Pro
       weightBytes: bound.weightBytes,
       greedyAgreement,
       logprobGap,
+      ...(logprobGapToFloat32 === undefined ? {} : { logprobGapToFloat32 }),
+      ...(info.model?.decode_dtype_choice === undefined
+        ? {}
+        : { decodeDtypeChoice: info.model.decode_dtype_choice }),
       rows,
+      ...(profile === undefined ? {} : { profile }),
     };
   } finally {
     await baseline.stop();
   }
 }
 
+function gapBetween(mine: number[], theirs: number[]): LogprobGap {
+  const gaps = mine.map((value, index) => Math.abs(value - theirs[index]!));
+  return {
+    mean: gaps.reduce((sum, gap) => sum + gap, 0) / gaps.length,
+    max: Math.max(...gaps),
+    of: gaps.length,
+  };
+}
+
+/** One line: the CPU, the kernels it gets, threads. */
+export function describeMachine(machine: MachineDescription): string {
+  const kernels = Object.entries(machine.onednnLinear)
+    .map(([dtype, kernel]) => `${dtype} ${kernel}`)
+    .join(', ');
+  return (
+    `ran on: ${machine.cpuModel}, ${machine.cores} cores (${machine.kernelFlags.join(' ') || 'no AVX'}); ` +
+    `torch CPU capability ${machine.torchCpuCapability}; oneDNN ${machine.onednnIsa ?? 'not available'}` +
+    `${kernels ? `, packed linear: ${kernels}` : ''} (AMX ${machine.amxInUse ? 'in use' : 'not in use'}); ` +
+    `${machine.threads} threads, OMP_WAIT_POLICY=${machine.ompWaitPolicy ?? 'unset'}`
+  );
+}
+
 /** The table `bench engine --model` prints. */
 export function renderEngineModelBench(report: EngineModelBenchReport): string {
   const lines = [
+    describeMachine(report.machine),
     `model ${report.model}: decode ${report.decodeDtype} (${report.decodeLinear} linear weights), ${report.decodeThreads || 'all'} threads; prompt ${report.promptTokens} tokens, ${report.newTokens} new tokens per request (greedy, EOS ignored), ${countNoun(report.rounds, 'round')}`,
     `bound: copy bandwidth ${(report.copyBytesPerSecond / 1e9).toFixed(1)} GB/s, ${(report.weightBytes / 1e6).toFixed(0)} MB of weights read per decode step`,
     '',
@@ -260,5 +345,19 @@ export function renderEngineModelBench(report: EngineModelBenchReport): string {
     `greedy tokens equal to transformers' for ${agreement.equalLeadingTokens} of ${agreement.of} (first prompt, ${report.decodeDtype} on both sides)`,
     `logprob gap to transformers scoring the same ${report.logprobGap.of} tokens in one forward pass: mean ${report.logprobGap.mean.toExponential(1)}, max ${report.logprobGap.max.toExponential(1)}`,
   );
-  return `${lines.join('\n')}\n`;
+  const toFloat32 = report.logprobGapToFloat32;
+  if (toFloat32 !== undefined) {
+    lines.push(
+      `logprob gap to transformers scoring them in float32 (the trainer's dtype, what RL's rolloutLogprobGap sees): mean ${toFloat32.mean.toExponential(1)}, max ${toFloat32.max.toExponential(1)}`,
+    );
+  }
+  const choice = report.decodeDtypeChoice;
+  if (choice !== undefined) {
+    const timings = Object.entries(choice.seconds_per_token)
+      .map(([dtype, seconds]) => `${dtype} ${(1000 * seconds).toFixed(2)} ms`)
+      .join(', ');
+    lines.push(`decode dtype auto: ${choice.chosen} (${choice.rule}; per token, one thread: ${timings})`);
+  }
+  const profile = report.profile === undefined ? '' : `\n${renderDecodeProfile(report.profile)}`;
+  return `${lines.join('\n')}\n${profile}`;
 }

@@ -44,7 +44,7 @@ function describe(event: WorkerEvent): string {
 }
 
 const threads = integerOption({ min: 0, max: 1024 });
-const decodeDtypeOption = choiceOption(['auto', 'float32', 'bfloat16']);
+const decodeDtypeOption = choiceOption(['auto', 'float32', 'bfloat16', 'int8']);
 const decodeLinearOption = choiceOption(['packed', 'plain']);
 const DECODE_LINEAR_HELP =
   "Hugging Face models on a CPU: generation's linear layers on weights packed once into oneDNN's layout (packed, default) or on plain weights (plain)";
@@ -97,7 +97,7 @@ export function registerEngine(program: Command): void {
     .option('--decode-threads <n>', 'torch threads while generating (0 = all cores)', threads)
     .option(
       '--decode-dtype <dtype>',
-      "Hugging Face models: the dtype generation reads the weights in: float32 (default: the master weights, logprobs equal to the trainer's), bfloat16, or auto (bf16 on a CPU with native bf16)",
+      "Hugging Face models: the dtype generation reads the weights in: float32 (default: the master weights, logprobs equal to the trainer's), bfloat16, int8 (int8 weights, bf16 activations), or auto (bf16 where this CPU runs the model's layers faster in it, timed at start, else fp32)",
       decodeDtypeOption,
     )
     .option('--decode-linear <kind>', DECODE_LINEAR_HELP, decodeLinearOption)
@@ -140,6 +140,7 @@ type EngineBenchOptions = {
   decodeThreads?: number;
   decodeDtype?: string;
   decodeLinear?: string;
+  profile?: boolean;
   json?: boolean;
 };
 
@@ -178,10 +179,14 @@ export function registerEngineBench(bench: Command): void {
     .option('--decode-threads <n>', 'torch threads while generating (0 = all cores)', threads)
     .option(
       '--decode-dtype <dtype>',
-      'Hugging Face models: float32 (default: the master weights), bfloat16, or auto (bf16 on a CPU with native bf16)',
+      'Hugging Face models: float32 (default: the master weights), bfloat16, int8 (int8 weights, bf16 activations), or auto (bf16 where this CPU runs the model faster in it, timed at start)',
       decodeDtypeOption,
     )
     .option('--decode-linear <kind>', DECODE_LINEAR_HELP, decodeLinearOption)
+    .option(
+      '--profile',
+      "with a Hugging Face --model: also profile the engine's decode step at each concurrency (each op's share, the engine's phases)",
+    )
     .option('--json', 'print the figures as JSON')
     .action(async (options: EngineBenchOptions) => {
       const { decodeThreads } = options;
@@ -210,6 +215,7 @@ export function registerEngineBench(bench: Command): void {
             newTokens: options.newTokens ?? 64,
             promptTokens: options.promptTokens ?? 64,
             rounds: options.rounds,
+            profile: options.profile === true,
             onProgress: progress,
           });
           process.stdout.write(
