@@ -29,4 +29,5 @@ export {
   type QuickstartSource,
   quickstartModelLabel,
   resolveQuickstartModel,
+  rlFolderName,
 } from './quickstart-plan.ts';

@@ -63,6 +63,8 @@ export type QuickstartSizes = {
   concurrency?: number;
   trainMinutes?: number;
   rlMinutes?: number;
+  /** The RL stage's seed (its problem draws and sampling; default 0); the SFT models are shared. */
+  rlSeed?: number;
 };
 
 /** The levels the embedded model's RL trains on: level 5, where SFT leaves room (docs/rl.md). */
@@ -109,6 +111,7 @@ export function embeddedPlan(root: string, sizes: QuickstartSizes = {}): Quickst
               evalProblems: 40,
               partialRollouts: 1,
               trainThreads: 1,
+              seed: sizes.rlSeed ?? 0,
             },
           }
         : null,
@@ -175,6 +178,7 @@ export function pretrainedPlan(
               // One segment per trajectory: with partial rollout a short run's first step decides
               // no group (every trajectory is cut at context / 2 and parked) and trains nothing.
               partialRollouts: 1,
+              seed: sizes.rlSeed ?? 0,
             },
           }
         : null,
@@ -210,4 +214,13 @@ export function resolveQuickstartModel(
 /** The name the quickstart's default folder takes: `runs/quickstart-<label>`. */
 export function quickstartModelLabel(source: Exclude<QuickstartSource, { type: 'new-byte-model' }>): string {
   return source.type === 'pullable' ? source.name : basename(resolve(source.dir));
+}
+
+/**
+ * The RL model's folder under `trainRoot`: `arith-tool-rl` for seed 0 (the main job's), and
+ * `arith-tool-rl-seed-N` for another seed, so a run of another seed never replaces it.
+ */
+export function rlFolderName(plan: Pick<QuickstartPlan, 'rl'>): string {
+  const seed = plan.rl?.config.seed ?? 0;
+  return seed === 0 ? 'arith-tool-rl' : `arith-tool-rl-seed-${seed}`;
 }

@@ -53,7 +53,7 @@ import {
 import { evaluateOnArith, problemGrades } from './arith-evaluation.ts';
 import type { EvaluationStage } from './arith-evaluation-config.ts';
 import { describeEffect } from './effect-sentence.ts';
-import type { QuickstartArm, QuickstartPlan } from './quickstart-plan.ts';
+import { type QuickstartArm, type QuickstartPlan, rlFolderName } from './quickstart-plan.ts';
 import type { QuickstartRecord } from './quickstart-record.ts';
 import { readStageState, recordStageFinish, recordStageStart } from './stage-record.ts';
 
@@ -153,7 +153,7 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
   const stages: StageTiming[] = [];
   if (options.retrain) {
     for (const folder of ['eval', 'stages']) await rm(join(outDir, folder), { recursive: true, force: true });
-    for (const folder of Object.values(QUICKSTART_FOLDERS)) {
+    for (const folder of [QUICKSTART_FOLDERS.tool, QUICKSTART_FOLDERS.text, rlFolderName(plan)]) {
       await rm(join(plan.trainRoot, folder), { recursive: true, force: true });
     }
   }
@@ -472,7 +472,7 @@ async function rlStage({
 }> {
   const { plan, signal } = options;
   const rl = plan.rl as NonNullable<QuickstartPlan['rl']>;
-  const folder = join(plan.trainRoot, QUICKSTART_FOLDERS.rl);
+  const folder = join(plan.trainRoot, rlFolderName(plan));
   const config = resolveRlConfig({
     ...rl.config,
     init: from.dir,
@@ -698,7 +698,7 @@ async function writeReport({
     },
   );
   const sentences = effects.map(({ sentence }) => `<p>${escapeHtml(sentence)}</p>`).join('\n');
-  const rlFolder = join(plan.trainRoot, QUICKSTART_FOLDERS.rl);
+  const rlFolder = join(plan.trainRoot, rlFolderName(plan));
   const curves =
     plan.rl !== null && existsSync(rlFolder)
       ? `<h2>Agentic RL from the tool model</h2>${rlReportSections([await readRlRun(rlFolder, QUICKSTART_MODEL_LABELS.rl)])}`

@@ -32,6 +32,7 @@ type QuickstartFlags = {
   concurrency?: number;
   trainMinutes?: number;
   rlMinutes?: number;
+  rlSeed?: number;
   json?: boolean;
 };
 
@@ -75,6 +76,11 @@ export function registerQuickstart(program: Command): void {
       `minutes of agentic RL from the tool model, 0: no RL (default 4; with --model ${pretrained.rlMinutes})`,
       numberOption({ min: 0 }),
     )
+    .option(
+      '--rl-seed <n>',
+      "the RL stage's seed (its problem draws and sampling; default 0); another seed trains its own RL model (arith-tool-rl-seed-N) from the same SFT models",
+      integerOption({ min: 0 }),
+    )
     .option('--json', 'print the result as JSON')
     .action(async (flags: QuickstartFlags) => {
       process.exitCode = await quickstartCommand(flags);
@@ -91,6 +97,7 @@ export function quickstartPlanOf(
     ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
     ...(flags.trainMinutes === undefined ? {} : { trainMinutes: flags.trainMinutes }),
     ...(flags.rlMinutes === undefined ? {} : { rlMinutes: flags.rlMinutes }),
+    ...(flags.rlSeed === undefined ? {} : { rlSeed: flags.rlSeed }),
   };
   if (flags.model === undefined) {
     return { plan: embeddedPlan(root, sizes), outDir: resolve(flags.out ?? 'runs/quickstart') };
