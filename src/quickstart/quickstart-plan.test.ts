@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { quickstartPlanOf } from '../cli/commands/quickstart.ts';
 import { embeddedPlan, rlFolderName } from './quickstart-plan.ts';
 
 describe('the RL stage of another seed', () => {
@@ -13,11 +12,5 @@ describe('the RL stage of another seed', () => {
     // Everything else of the plan is the main job's: same SFT arms, budget and held-out split.
     expect({ ...other, rl: null }).toEqual({ ...main, rl: null });
     expect({ ...other.rl?.config, seed: 0 }).toEqual(main.rl?.config);
-  });
-
-  it('reaches the plan from --rl-seed', () => {
-    const { plan } = quickstartPlanOf({ rlSeed: 3 }, '/project');
-    expect(plan.rl?.config.seed).toBe(3);
-    expect(rlFolderName(plan)).toBe('arith-tool-rl-seed-3');
   });
 });
