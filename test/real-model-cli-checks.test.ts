@@ -162,15 +162,9 @@ describe('train sft --model', () => {
     await mkdir(join(run, 'notes'));
     await writeFile(join(run, 'notes', 'plan.md'), 'mine\n');
     const cases: [string[], RegExp][] = [
-      [
-        sftArgs(join(run, 'held'), data),
-        /held already holds an `agentmath train sft --model` run: pass --resume/,
-      ],
+      [sftArgs(join(run, 'held'), data), /held already holds an `agentmath train sft` run: pass --resume/],
       [[...sftArgs(join(run, 'none'), data), '--resume'], /none\/config\.json does not exist: there is no/],
-      [
-        sftArgs(join(run, 'notes'), data),
-        /notes holds files that `agentmath train sft --model` did not write/,
-      ],
+      [sftArgs(join(run, 'notes'), data), /notes holds files that `agentmath train sft` did not write/],
     ];
     for (const [args, message] of cases) {
       const result = await cli(args).done;
@@ -192,7 +186,7 @@ describe('train sft --model', () => {
     await writeFile(join(short, 'config.json'), JSON.stringify({ ...config, max_position_embeddings: 16 }));
     const args = sftArgs(join(folder, 'short-run'), data).map((arg) => (arg === model ? short : arg));
     const result = await cli([...args, '--steps', '1']).done;
-    expect(result.code).toBe(1);
+    expect(result.code, result.stderr).toBe(1);
     expect(result.stderr).toContain("no example fits the model's context of 16 tokens");
   });
 
@@ -212,7 +206,7 @@ describe('train sft --model', () => {
     const failed = await cli(sftArgs(run, join(folder, 'missing.jsonl'))).done;
     expect(failed.code).toBe(1);
     expect(failed.stderr).toMatch(/missing\.jsonl/);
-    expect(existsSync(join(run, 'config.json'))).toBe(false);
+    expect(existsSync(join(run, 'config.json')), failed.stderr).toBe(false);
 
     const bom = join(folder, 'bom.jsonl');
     await writeFile(bom, `\uFEFF${readFileSync(data, 'utf8')}`);
@@ -226,7 +220,7 @@ describe('train sft --model', () => {
 
     const second = await cli([...sftArgs(run, bom), '--resume']).done;
     expect(second.code).toBe(2);
-    expect(second.stderr).toMatch(/\[RUN_FOLDER_LOCKED\] .* in use by `agentmath train sft --model` \(pid/);
+    expect(second.stderr).toMatch(/\[RUN_FOLDER_LOCKED\] .* in use by `agentmath train sft` \(pid/);
     expect(readFileSync(join(run, 'config.json'), 'utf8')).toBe(config);
     const after = await metricSteps(run);
     expect(after.slice(0, before.length)).toEqual(before);

@@ -128,12 +128,17 @@ export async function runSft({
   try {
     await checkRunFolder(dir, resume);
     const model = await modelStage(dir, config, onEvent);
-    const resolved = resolveSftDefaults(config, await modelFacts(model));
+    const facts = await modelFacts(model);
+    const resolved = resolveSftDefaults(config, facts);
+    const dataStarted = Date.now();
+    const prepare = async () =>
+      tokenize(resolved, await dataStage(dir, resolved, onEvent), facts.contextTokens, onEvent);
+    // A data file is read and checked before the folder gets its config.json, so a bad --data
+    // leaves no run; generated data is written into the run folder, after its config.
+    const fromFile = resolved.data === null ? null : await prepare();
     await commitIdentity(dir, resolved, resume);
     onEvent({ type: 'sft-start', dir, config: resolved, resumed: resume });
-    const dataStarted = Date.now();
-    const solutions = await dataStage(dir, resolved, onEvent);
-    const examples = await tokenize(resolved, solutions, onEvent);
+    const examples = fromFile ?? (await prepare());
     const dataWallMs = Date.now() - dataStarted;
     const trained = await train({
       dir,
@@ -370,6 +375,7 @@ function assertDialect(file: string, solutions: readonly TaskSolution[], dialect
 async function tokenize(
   config: ResolvedSftConfig,
   solutions: readonly TaskSolution[],
+  contextTokens: number,
   onEvent: (event: SftEvent) => void,
 ): Promise<{ kept: SftExample[]; dropped: number; meanTokens: number }> {
   const tokenizer = await loadTokenizer(config.model);
@@ -383,9 +389,14 @@ async function tokenize(
     else kept.push(example);
   }
   if (kept.length === 0) {
+    // The data did not fit, not the command line: the work failed (exit 1), naming the limit.
+    const limit =
+      config.maxSequenceTokens === contextTokens
+        ? `the model's context of ${contextTokens} tokens`
+        : `--max-sequence-tokens ${config.maxSequenceTokens}`;
     throw new SftRunError(
-      RUN_FOLDER_REFUSED,
-      `no example fits ${config.maxSequenceTokens} tokens (--max-sequence-tokens, default the model's context; ${solutions.length} solutions read)`,
+      'SFT_NO_EXAMPLE',
+      `${config.data ?? 'the generated solutions'}: no example fits ${limit} (${solutions.length} solutions read)`,
     );
   }
   const meanTokens = kept.reduce((sum, example) => sum + example.inputIds.length, 0) / kept.length;
