@@ -84,6 +84,7 @@ beforeAll(() => {
   writeRun(join(root, 'text'), 0.1, 5);
   mkdirSync(join(root, 'eval-run'));
   writeFileSync(join(root, 'eval-run', 'config.json'), '{}');
+  writeFileSync(join(root, 'eval-run', 'trajectories.jsonl'), '');
 });
 afterAll(() => {
   killAllClis();
