@@ -21,15 +21,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TrajectorySession } from '../src/agent/trajectory-session.ts';
-import type { Engine } from '../src/engine/types.ts';
-import { readCheckpoint } from '../src/rollout/index.ts';
-import { SandboxClusterClient } from '../src/sandbox/index.ts';
-import { resolveRlConfig, runRl, startRlParts } from '../src/train/index.ts';
-import type { ToolCall } from '../src/trajectory/trajectory.ts';
-import { type CliResult, killAllClis, killGroup, startCli } from './cli-process.ts';
-import { alive, descendantsOf } from './process-tree.ts';
-import { startNodeProcess } from './sandbox-node-process.ts';
+import { TrajectorySession } from '../../src/agent/trajectory-session.ts';
+import type { Engine } from '../../src/engine/types.ts';
+import { readCheckpoint } from '../../src/rollout/index.ts';
+import { SandboxClusterClient } from '../../src/sandbox/index.ts';
+import { resolveRlConfig, runRl, startRlParts } from '../../src/train/index.ts';
+import type { ToolCall } from '../../src/trajectory/trajectory.ts';
+import { type CliResult, killAllClis, killGroup, startCli } from '../cli-process.ts';
+import { alive, descendantsOf } from '../process-tree.ts';
+import { startNodeProcess } from '../sandbox-node-process.ts';
 
 let root: string;
 /** The SFT'd Hugging Face model folder every run starts from. */

@@ -17,11 +17,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEngine, type HttpEngine } from '../src/engine/create-engine.ts';
-import { type EmbeddedWorker, startEmbeddedWorker } from '../src/engine/local/index.ts';
-import { killAllClis, startCli } from './cli-process.ts';
-import { alive, descendantsOf } from './process-tree.ts';
-import { committed, lines, until } from './run-records.ts';
+import { createEngine, type HttpEngine } from '../../src/engine/create-engine.ts';
+import { type EmbeddedWorker, startEmbeddedWorker } from '../../src/engine/local/index.ts';
+import { killAllClis, startCli } from '../cli-process.ts';
+import { alive, descendantsOf } from '../process-tree.ts';
+import { committed, lines, until } from '../run-records.ts';
 
 let folder: string;
 let sftModel: string;
