@@ -55,7 +55,8 @@ describe('--engine with several URLs', () => {
     expect(parsed(path, ['--engine', A, B, '--out', 'x']).engine).toEqual([A, B]);
     expect(parsed(path, ['--engine', A, '--engine', B]).engine).toEqual([A, B]);
     expect(parsed(path, ['--engine', A, B, '--engine', C]).engine).toEqual([A, B, C]);
-    expect(parsed(path, []).engine).toEqual([]);
+    // No --engine: none given (rollout's default is [], train rl leaves it to the config's default).
+    expect(parsed(path, []).engine ?? []).toEqual([]);
   });
 
   it('train rl takes --sandbox URL URL the same way', () => {
