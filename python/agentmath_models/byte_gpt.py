@@ -27,6 +27,7 @@ import math
 from typing import List, Optional, Tuple
 
 import torch
+import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 import transformers
@@ -343,8 +344,11 @@ class ByteGptModel(ByteGptPreTrainedModel):
         # Each group of similar lengths runs as right-padded rows of its own longest: one row of
         # 700 tokens among seven of 250 would otherwise pad them all to 700 (2.5× the linear
         # layers' work, 8× the attention's).
+        # Under several ranks every rank must run the same layers the same number of times (FSDP
+        # gathers a layer's weights at each call): one group, all padded to the longest.
+        one_group = dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
         pieces, order = [], []
-        for group in length_groups(spans):
+        for group in [list(range(len(spans)))] if one_group else length_groups(spans):
             columns = span_columns([spans[index] for index in group], input_ids.device)
             valid = columns >= 0
             padded = torch.full(columns.shape, PAD_TOKEN_ID, dtype=input_ids.dtype, device=input_ids.device)
