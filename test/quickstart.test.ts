@@ -33,6 +33,7 @@ const plan: QuickstartPlan = {
     trainProblems: 24,
     checkpointEvery: 2,
     levels: [1, 5],
+    levelWeights: [2, 1],
     threads: 1,
     evalProblems: 0,
   },
@@ -90,6 +91,8 @@ describe('quickstart (the embedded plan)', () => {
       expect(config).toMatchObject({
         model: join(root, '.agentmath', 'models', arm, 'init-model'),
         style: arm === 'arith-tool' ? 'tool' : 'text',
+        levels: [1, 5],
+        levelWeights: [2, 1],
       });
     }
     expect(events.some((event) => event.type === 'sft-event' && event.event.type === 'train-step')).toBe(
@@ -120,7 +123,7 @@ describe('quickstart (the embedded plan)', () => {
     expect(page).toContain('Agentic RL from the tool model');
     expect(page).toContain('RL against the tool model it started from on 4 held-out level 5 problems');
     const record = quickstartRecordSchema.parse(JSON.parse(readFileSync(first.resultPath, 'utf8')));
-    expect(record.settings).toMatchObject({ count: 6, levels: [1, 5], rlLevels: [5] });
+    expect(record.settings).toMatchObject({ count: 6, levels: [1, 5], levelWeights: [2, 1], rlLevels: [5] });
 
     const again: QuickstartEvent[] = [];
     const second = await runQuickstart({ plan, root, outDir, onEvent: (event) => again.push(event) });

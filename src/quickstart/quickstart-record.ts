@@ -182,6 +182,9 @@ export const quickstartRecordSchema = z
           .positive()
           .meta({ description: 'solutions written for each SFT arm', unit: 'problems' }),
         levels: z.array(z.number().int().nonnegative()).meta({ description: 'arith levels of the SFT data' }),
+        levelWeights: z.array(z.number().int().positive()).nullable().meta({
+          description: 'problems per SFT level in each turn, one per level (null: one each)',
+        }),
         rlLevels: z
           .array(z.number().int().nonnegative())
           .meta({ description: 'arith levels of the RL problems' }),

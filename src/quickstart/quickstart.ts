@@ -12,7 +12,8 @@
  *   report     the table, each stage's effect as the paired difference on the same problems
  *              (interval, McNemar p), the RL curves (report.html) and `quickstart.json`.
  * With `plan.parallel` the arms train side by side, RL starts as soon as the tool model is
- * ready, and the evaluations run together; otherwise one stage after another. Training runs
+ * ready, the arms' evaluations as soon as both arms are trained (beside RL), and RL's when RL
+ * is done; otherwise one stage after another. Training runs
  * reuse a finished run of the same configuration and resume an interrupted one; evaluations
  * are recorded under `OUT/stages/` (stage-record.ts) and reused while their model is the same.
  * A training folder of an older AgentMath (the byte worker's layout) is kept beside, renamed
@@ -235,8 +236,9 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
       for (const slot of arms) slot.ready = trainArm(slot.arm);
       const tool = arms.find((slot) => slot.arm === 'tool')?.ready ?? null;
       const rl = tool === null ? Promise.resolve(null) : tool.then(trainRl);
-      // Training first, on every core; then every evaluation side by side.
-      const [trained, rlModel] = await Promise.all([Promise.all(arms.map((slot) => slot.ready)), rl]);
+      // The arms' evaluations start when every arm is trained (the last arm's core is free
+      // again, beside RL on the other); RL's evaluations when RL is done.
+      const trained = await Promise.all(arms.map((slot) => slot.ready));
       signal?.throwIfAborted();
       for (const run of baseline) evaluations.push(run());
       trained.forEach((model, index) => {
@@ -244,13 +246,24 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
         if (model !== null)
           evaluations.push(evaluate(ARM_MODEL[arm], ARM_MODEL[arm], model.dir, model.made, heldOutProblems));
       });
-      const toolModel = trained[arms.findIndex((slot) => slot.arm === 'tool')];
-      if (rlModel !== null && toolModel !== undefined && toolModel !== null) {
+      const toolModel = trained[arms.findIndex((slot) => slot.arm === 'tool')] ?? null;
+      if (toolModel !== null && rlSplitProblems.length > 0)
+        rlSplit.push(evaluate('sft@rl-split', 'sft', toolModel.dir, toolModel.made, rlSplitProblems));
+      // Nothing is left running behind a failed or interrupted RL stage: the evaluations end
+      // (each records what it finished) first.
+      const settle = () => Promise.allSettled([...evaluations, ...rlSplit]);
+      const rlModel = await rl.catch(async (error: unknown) => {
+        await settle();
+        throw error;
+      });
+      if (signal?.aborted) {
+        await settle();
+        signal.throwIfAborted();
+      }
+      if (rlModel !== null && toolModel !== null) {
         evaluations.push(evaluate('rl', 'rl', rlModel.dir, rlModel.made, heldOutProblems));
-        if (rlSplitProblems.length > 0) {
-          rlSplit.push(evaluate('sft@rl-split', 'sft', toolModel.dir, toolModel.made, rlSplitProblems));
+        if (rlSplitProblems.length > 0)
           rlSplit.push(evaluate('rl@rl-split', 'rl', rlModel.dir, rlModel.made, rlSplitProblems));
-        }
       }
     } else {
       for (const run of baseline) evaluations.push(Promise.resolve(await run()));
@@ -313,6 +326,7 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
         maxToolCalls: plan.evaluation.maxToolCalls,
         trainProblems: resolveSftConfig(plan.sft).trainProblems,
         levels: resolveSftConfig(plan.sft).levels,
+        levelWeights: resolveSftConfig(plan.sft).levelWeights,
         rlLevels: plan.rl?.config.levels ?? [],
       },
     };

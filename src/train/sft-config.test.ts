@@ -18,4 +18,13 @@ describe('resolveSftConfig', () => {
     expect(() => resolveSftConfig({ style: 'tool', toolShare: 0.1 })).toThrow(/"toolShare".*--text-only/);
     expect(() => resolveSftConfig({ toolShare: 1.5, style: 'text' })).toThrow(/"toolShare"/);
   });
+
+  it('takes one level weight per level and names the field otherwise', () => {
+    expect(resolveSftConfig({ levels: [1, 5], levelWeights: [3, 1] }).levelWeights).toEqual([3, 1]);
+    expect(resolveSftConfig({}).levelWeights).toBeNull();
+    expect(() => resolveSftConfig({ levels: [1, 5], levelWeights: [3] })).toThrow(
+      /"levelWeights" has 1 weights for 2 levels/,
+    );
+    expect(() => resolveSftConfig({ levels: [1], levelWeights: [0] })).toThrow(/"levelWeights\.0"/);
+  });
 });

@@ -30,6 +30,12 @@ export const sftConfigSchema = z
     trainProblems: positive.default(8000),
     levels: z.array(z.number().int().min(0).max(ARITH_MAX_LEVEL)).min(1).default([1, 2, 3, 4]),
     /**
+     * Generated data: problems per level in each turn of the rotation, one positive whole number
+     * per level; null: one each (every level the same share). `[3, 3, 3, 3, 1]` on levels 1–5
+     * covers level 5 thinly (1 problem in 13).
+     */
+    levelWeights: z.array(positive).min(1).nullable().default(null),
+    /**
      * Generated text data only: this share of the problems (chosen by a hash of the problem id)
      * gets its tool-augmented solution instead, so the model knows the tool but rarely calls
      * it (the base model of the ZeroTIR experiment). 0 = text only.
@@ -121,6 +127,11 @@ export function resolveSftConfig(input: unknown, source = 'SFT config'): SftConf
   if (config.toolShare > 0 && config.style !== 'text') {
     throw new SftConfigError(
       `${source}: "toolShare" mixes tool solutions into text data; it needs style "text" (--text-only)`,
+    );
+  }
+  if (config.levelWeights !== null && config.levelWeights.length !== config.levels.length) {
+    throw new SftConfigError(
+      `${source}: "levelWeights" has ${config.levelWeights.length} weights for ${config.levels.length} levels; give one per level`,
     );
   }
   if (config.processes % config.sequenceParallel !== 0) {

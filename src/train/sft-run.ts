@@ -242,6 +242,8 @@ function runIdentity(config: ResolvedSftConfig): RunIdentity {
   const identity: Record<string, unknown> = {
     ...config,
     data: config.data === null ? null : resolve(config.data),
+    // Runs saved before level weights existed drew every level once a turn.
+    levelWeights: config.levelWeights ?? null,
   };
   for (const field of SIZING_FIELDS) delete identity[field];
   return identity as RunIdentity;
@@ -309,6 +311,7 @@ async function dataStage(
     count: config.trainProblems,
     seed: config.seed,
     levels: config.levels,
+    ...(config.levelWeights === null ? {} : { levelWeights: config.levelWeights }),
     dialect,
     onProgress,
   };

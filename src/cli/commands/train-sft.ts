@@ -53,6 +53,7 @@ const FLAG_FIELDS = {
   task: 'task',
   problems: 'trainProblems',
   levels: 'levels',
+  levelWeights: 'levelWeights',
   toolShare: 'toolShare',
   dialect: 'dialect',
   prompt: 'prompt',
@@ -165,6 +166,11 @@ export function registerTrainSft(train: Command): void {
       '--levels <list>',
       `levels of generated problems, e.g. 1,2,3,4 (0: small operands; 5: numbers in digit groups, first programs fail; default ${String(d('levels'))})`,
       listOption(integerOption({ min: 0, max: ARITH_MAX_LEVEL })),
+    )
+    .option(
+      '--level-weights <list>',
+      'problems per level in each turn, one per --levels entry, e.g. 3,3,3,3,1 covers the last level thinly (default: 1 each)',
+      listOption(integerOption({ min: 1 })),
     )
     .addOption(
       new Option(

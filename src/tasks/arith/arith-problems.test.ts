@@ -73,6 +73,34 @@ describe('arith problem sets', () => {
     expect(new Set(problems.map((problem) => problem.id)).size).toBe(problems.length);
   });
 
+  it('level weights give each level its share of every turn; weights of one are the plain rotation', () => {
+    const kinds = ARITH_KINDS.length;
+    const problems = arithTrainProblems({
+      seed: 1,
+      count: kinds * 13 * 2,
+      levels: [1, 2, 3, 4, 5],
+      levelWeights: [3, 3, 3, 3, 1],
+    });
+    const perLevel = new Map<number, number>();
+    for (const problem of problems) perLevel.set(problem.level, (perLevel.get(problem.level) ?? 0) + 1);
+    expect(Object.fromEntries(perLevel)).toEqual({
+      1: kinds * 6,
+      2: kinds * 6,
+      3: kinds * 6,
+      4: kinds * 6,
+      5: kinds * 2,
+    });
+    expect(arithTrainProblems({ seed: 1, count: 50, levels: [1, 2], levelWeights: [1, 1] })).toEqual(
+      arithTrainProblems({ seed: 1, count: 50, levels: [1, 2] }),
+    );
+    expect(() => arithTrainProblems({ seed: 1, count: 5, levels: [1, 2], levelWeights: [1] })).toThrow(
+      /1 level weights for 2 levels/,
+    );
+    expect(() => arithTrainProblems({ seed: 1, count: 5, levels: [1, 2], levelWeights: [1, 0] })).toThrow(
+      /weight of level 2/,
+    );
+  });
+
   it('train and eval never share a problem, on large samples and across seeds', () => {
     const evalIds = new Set(arithEvalProblems({ count: 2000 }).map((problem) => problem.id));
     const evalCanonical = new Set(

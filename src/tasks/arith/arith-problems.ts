@@ -30,6 +30,12 @@ export type ArithSetOptions = {
   count: number;
   /** Levels to draw from (default 1..4). */
   levels?: readonly number[];
+  /**
+   * Problems per level in each turn of the rotation, one positive whole number per level
+   * (default 1 each): `levels [1, 5]` with `levelWeights [3, 1]` gives level 1 three problems
+   * for each of level 5's.
+   */
+  levelWeights?: readonly number[];
   /** Kinds to draw from (default all). */
   kinds?: readonly ArithKind[];
 };
@@ -52,12 +58,30 @@ function toProblem(spec: ArithProblem['spec'], level: number): ArithProblem {
   };
 }
 
+/** The levels of one turn of the rotation: each level as many times as its weight, in order. */
+function levelRotation(levels: readonly number[], weights: readonly number[] | undefined): number[] {
+  if (weights === undefined) return [...levels];
+  if (weights.length !== levels.length)
+    throw new RangeError(
+      `arith: ${weights.length} level weights for ${levels.length} levels; give one weight per level`,
+    );
+  return levels.flatMap((level, index) => {
+    const weight = weights[index]!;
+    if (!Number.isInteger(weight) || weight < 1)
+      throw new RangeError(
+        `arith: the weight of level ${level} must be a positive whole number, got ${weight}`,
+      );
+    return Array.from({ length: weight }, () => level);
+  });
+}
+
 function problemSet(split: ArithSplit, random: Random, options: ArithSetOptions): ArithProblem[] {
-  const { count, levels = ARITH_LEVELS, kinds = ARITH_KINDS } = options;
+  const { count, kinds = ARITH_KINDS } = options;
   if (!Number.isInteger(count) || count < 0)
     throw new RangeError(`arith: count must be a whole number, got ${count}`);
-  if (levels.length === 0 || kinds.length === 0)
+  if ((options.levels ?? ARITH_LEVELS).length === 0 || kinds.length === 0)
     throw new RangeError('arith: levels and kinds must not be empty');
+  const levels = levelRotation(options.levels ?? ARITH_LEVELS, options.levelWeights);
   const seen = new Set<string>();
   const problems: ArithProblem[] = [];
   for (let slot = 0; problems.length < count; slot++) {

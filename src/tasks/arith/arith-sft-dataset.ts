@@ -72,6 +72,8 @@ type Common = {
   count: number;
   seed: number | string;
   levels?: readonly number[];
+  /** Problems per level in each turn of the rotation (arith-problems.ts; default 1 each). */
+  levelWeights?: readonly number[];
   kinds?: readonly ArithKind[];
   /** Problems whose record (problem text plus solution, UTF-8 bytes) exceeds this are skipped. */
   maxBytes?: number;
@@ -163,11 +165,21 @@ const recordBytes = (solution: TaskSolution): number =>
 
 /** Generates `count` training problems from `seed` and writes their solutions to `out`. */
 export async function writeArithSftDataset(options: ArithSftDatasetOptions): Promise<ArithSftDatasetSummary> {
-  const { out, count, seed, levels, kinds, maxBytes = Number.POSITIVE_INFINITY, onProgress } = options;
+  const {
+    out,
+    count,
+    seed,
+    levels,
+    levelWeights,
+    kinds,
+    maxBytes = Number.POSITIVE_INFINITY,
+    onProgress,
+  } = options;
   const problems = arithTrainProblems({
     seed,
     count,
     ...(levels ? { levels } : {}),
+    ...(levelWeights ? { levelWeights } : {}),
     ...(kinds ? { kinds } : {}),
   });
   const done = await existingIds(
