@@ -20,6 +20,10 @@ export {
 } from './quickstart.ts';
 export {
   EMBEDDED_RL_LEVELS,
+  EMBEDDED_RL_MINUTES,
+  EMBEDDED_SFT_LEVEL_WEIGHTS,
+  EMBEDDED_SFT_LEVELS,
+  EMBEDDED_SFT_STEPS,
   embeddedPlan,
   PRETRAINED_DEFAULTS,
   pretrainedPlan,

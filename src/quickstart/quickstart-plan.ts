@@ -4,7 +4,7 @@
  * baseline evaluation → tool SFT (and text SFT, the baseline arm) → RL from the tool model on
  * problems where SFT left room → evaluations → report — and the plan says how big each is and
  * which arms run:
- *   embedded    a new byte model trained from scratch (800 steps of SFT, both arms side by
+ *   embedded    a new byte model trained from scratch (640 steps of SFT, both arms side by
  *               side on one core each), its models kept in `.agentmath/models/` (the default
  *               model of `solve` and `eval`); no baseline (a random-init model has nothing to
  *               measure); all 200 held-out problems;
@@ -80,6 +80,14 @@ export const EMBEDDED_RL_LEVELS = [5];
 export const EMBEDDED_SFT_LEVELS = [1, 2, 3, 4, ...EMBEDDED_RL_LEVELS];
 export const EMBEDDED_SFT_LEVEL_WEIGHTS = [4, 4, 4, 4, ...EMBEDDED_RL_LEVELS.map(() => 1)];
 
+/**
+ * The embedded job's budget on two cores, for the whole job to fit 12 minutes: 640 SFT steps
+ * of 8 sequences per arm (the tool arm then solves ~95% of held-out levels 1–4), and RL for
+ * 3.5 minutes beside the text arm's training and the arms' evaluations.
+ */
+export const EMBEDDED_SFT_STEPS = 640;
+export const EMBEDDED_RL_MINUTES = 3.5;
+
 /** The embedded byte model's plan (`agentmath quickstart`). */
 export function embeddedPlan(root: string, sizes: QuickstartSizes = {}): QuickstartPlan {
   return {
@@ -97,7 +105,7 @@ export function embeddedPlan(root: string, sizes: QuickstartSizes = {}): Quickst
     baseline: false,
     arms: ['tool', 'text'],
     sft: {
-      steps: 800,
+      steps: EMBEDDED_SFT_STEPS,
       levels: EMBEDDED_SFT_LEVELS,
       levelWeights: EMBEDDED_SFT_LEVEL_WEIGHTS,
       // One core each: the two arms train side by side on the two cores.
@@ -107,9 +115,9 @@ export function embeddedPlan(root: string, sizes: QuickstartSizes = {}): Quickst
     },
     parallel: true,
     rl:
-      (sizes.rlMinutes ?? 4) > 0
+      (sizes.rlMinutes ?? EMBEDDED_RL_MINUTES) > 0
         ? {
-            minutes: sizes.rlMinutes ?? 4,
+            minutes: sizes.rlMinutes ?? EMBEDDED_RL_MINUTES,
             config: {
               steps: 40,
               batchSize: 4,

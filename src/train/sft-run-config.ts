@@ -26,14 +26,10 @@ export const sftRunConfigSchema = z
       .positive()
       .meta({ description: 'problems written (one solution each)', unit: 'problems' }),
     levels: z.array(z.number().int()).meta({ description: 'arith levels of the written problems' }),
-    levelWeights: z
-      .array(z.number().int().positive())
-      .nullable()
-      .default(null)
-      .meta({
-        description:
-          'problems per level in each turn of the rotation, one per level; null (or absent): one each',
-      }),
+    levelWeights: z.array(z.number().int().positive()).nullable().default(null).meta({
+      description:
+        'problems per level in each turn of the rotation, one per level; null (or absent): one each',
+    }),
     toolShare: z
       .number()
       .min(0)

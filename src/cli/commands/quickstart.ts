@@ -6,6 +6,7 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import {
+  EMBEDDED_RL_MINUTES,
   embeddedPlan,
   PRETRAINED_DEFAULTS,
   pretrainedPlan,
@@ -73,7 +74,7 @@ export function registerQuickstart(program: Command): void {
     )
     .option(
       '--rl-minutes <m>',
-      `minutes of agentic RL from the tool model, 0: no RL (default 4; with --model ${pretrained.rlMinutes})`,
+      `minutes of agentic RL from the tool model, 0: no RL (default ${EMBEDDED_RL_MINUTES}; with --model ${pretrained.rlMinutes})`,
       numberOption({ min: 0 }),
     )
     .option(
