@@ -136,7 +136,13 @@ export const rlConfigSchema = z
     resampleOnCorrect: z.number().min(1).max(8).default(1),
     /** Torch threads of each trainer rank started here (0: its share of the cores). */
     trainThreads: z.number().int().nonnegative().default(0),
-    sandboxWorkers: positive.default(8),
+    /**
+     * Jailed workers of the local sandbox (a worker serves one trajectory's session); null: one
+     * per request the engines may have in flight (maxInFlight × replicas), so no trajectory
+     * waits for a worker while its turn's tokens are ready (with 8 for 32 in flight, a tool
+     * call of a level-5 rollout waited 4.4 s at the median).
+     */
+    sandboxWorkers: positive.nullable().default(null),
   })
   .strict();
 

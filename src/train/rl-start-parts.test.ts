@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { resolveRlConfig } from './rl-config.ts';
-import { startRlParts } from './rl-start-parts.ts';
+import { localSandboxWorkers, startRlParts } from './rl-start-parts.ts';
 
 const folder = mkdtempSync(join(tmpdir(), 'rl-start-parts-'));
 
@@ -44,5 +44,18 @@ describe('train rl refuses a weight-sync address the engines cannot use before a
     await expect(startRlParts(config, folder)).rejects.toThrow(
       '--weight-sync-address: for --weight-sync distributed',
     );
+  });
+});
+
+describe('the local sandbox of train rl', () => {
+  it('has a worker for every request in flight unless told otherwise', () => {
+    expect(localSandboxWorkers(resolveRlConfig({ init: 'model' }))).toBe(32);
+    expect(localSandboxWorkers(resolveRlConfig({ init: 'model', replicas: 2, maxInFlight: 16 }))).toBe(32);
+    expect(
+      localSandboxWorkers(
+        resolveRlConfig({ init: 'model', engines: ['http://a:1', 'http://b:1', 'http://c:1'] }),
+      ),
+    ).toBe(96);
+    expect(localSandboxWorkers(resolveRlConfig({ init: 'model', sandboxWorkers: 8 }))).toBe(8);
   });
 });

@@ -80,7 +80,7 @@ export async function startRlParts(
     trainerMemory: trainerMemoryOptions(config),
     klReference: config.klCoef > 0,
     sandboxes: config.sandboxes,
-    sandboxWorkers: config.sandboxWorkers,
+    sandboxWorkers: localSandboxWorkers(config),
     prompt,
     dialect,
     seed: config.seed,
@@ -90,4 +90,17 @@ export async function startRlParts(
     log,
     ...(signal === undefined ? {} : { signal }),
   });
+}
+
+/**
+ * Jailed workers of the local sandbox: as configured, else one per request the engines may
+ * have in flight (a worker serves one trajectory's session, so fewer make trajectories wait).
+ */
+export function localSandboxWorkers(
+  config: Pick<RlConfig, 'sandboxWorkers' | 'maxInFlight' | 'engines' | 'replicas'>,
+): number {
+  return (
+    config.sandboxWorkers ??
+    config.maxInFlight * (config.engines.length > 0 ? config.engines.length : config.replicas)
+  );
 }
