@@ -182,7 +182,7 @@ export const quickstartRecordSchema = z
           .positive()
           .meta({ description: 'solutions written for each SFT arm', unit: 'problems' }),
         levels: z.array(z.number().int().nonnegative()).meta({ description: 'arith levels of the SFT data' }),
-        levelWeights: z.array(z.number().int().positive()).nullable().meta({
+        levelWeights: z.array(z.number().int().positive()).nullable().default(null).meta({
           description: 'problems per SFT level in each turn, one per level (null: one each)',
         }),
         rlLevels: z

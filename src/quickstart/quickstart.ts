@@ -232,26 +232,43 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
 
     const evaluations: Promise<QuickstartEvaluation>[] = [];
     const rlSplit: Promise<QuickstartEvaluation>[] = [];
+    // Every evaluation is awaited at the end; one that fails while others (or RL) still run
+    // is not an unhandled rejection meanwhile.
+    const tracked = (evaluation: Promise<QuickstartEvaluation>) => {
+      evaluation.catch(() => {});
+      return evaluation;
+    };
     if (plan.parallel) {
       for (const slot of arms) slot.ready = trainArm(slot.arm);
       const tool = arms.find((slot) => slot.arm === 'tool')?.ready ?? null;
       const rl = tool === null ? Promise.resolve(null) : tool.then(trainRl);
+      // Awaited below; a failure before then (the tool arm's, which RL shares) is not unhandled.
+      rl.catch(() => {});
       // The arms' evaluations start when every arm is trained (the last arm's core is free
-      // again, beside RL on the other); RL's evaluations when RL is done.
-      const trained = await Promise.all(arms.map((slot) => slot.ready));
-      signal?.throwIfAborted();
-      for (const run of baseline) evaluations.push(run());
+      // again, beside RL on the other); RL's evaluations when RL is done. Nothing is left
+      // running behind a failure: what was started ends (and records what it finished) first.
+      const settle = () => Promise.allSettled([rl, ...evaluations, ...rlSplit]);
+      const trained = await Promise.all(arms.map((slot) => slot.ready)).catch(async (error: unknown) => {
+        await settle();
+        throw error;
+      });
+      if (signal?.aborted) {
+        await settle();
+        signal.throwIfAborted();
+      }
+      for (const run of baseline) evaluations.push(tracked(run()));
       trained.forEach((model, index) => {
         const arm = arms[index]?.arm as QuickstartArm;
         if (model !== null)
-          evaluations.push(evaluate(ARM_MODEL[arm], ARM_MODEL[arm], model.dir, model.made, heldOutProblems));
+          evaluations.push(
+            tracked(evaluate(ARM_MODEL[arm], ARM_MODEL[arm], model.dir, model.made, heldOutProblems)),
+          );
       });
       const toolModel = trained[arms.findIndex((slot) => slot.arm === 'tool')] ?? null;
       if (toolModel !== null && rlSplitProblems.length > 0)
-        rlSplit.push(evaluate('sft@rl-split', 'sft', toolModel.dir, toolModel.made, rlSplitProblems));
-      // Nothing is left running behind a failed or interrupted RL stage: the evaluations end
-      // (each records what it finished) first.
-      const settle = () => Promise.allSettled([...evaluations, ...rlSplit]);
+        rlSplit.push(
+          tracked(evaluate('sft@rl-split', 'sft', toolModel.dir, toolModel.made, rlSplitProblems)),
+        );
       const rlModel = await rl.catch(async (error: unknown) => {
         await settle();
         throw error;
@@ -261,9 +278,9 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
         signal.throwIfAborted();
       }
       if (rlModel !== null && toolModel !== null) {
-        evaluations.push(evaluate('rl', 'rl', rlModel.dir, rlModel.made, heldOutProblems));
+        evaluations.push(tracked(evaluate('rl', 'rl', rlModel.dir, rlModel.made, heldOutProblems)));
         if (rlSplitProblems.length > 0)
-          rlSplit.push(evaluate('rl@rl-split', 'rl', rlModel.dir, rlModel.made, rlSplitProblems));
+          rlSplit.push(tracked(evaluate('rl@rl-split', 'rl', rlModel.dir, rlModel.made, rlSplitProblems)));
       }
     } else {
       for (const run of baseline) evaluations.push(Promise.resolve(await run()));
@@ -445,7 +462,10 @@ function sameSftRun(saved: Record<string, unknown>, asked: Record<string, unknow
   const sizing = new Set(['steps', 'maxMinutes', 'threads', 'sequenceParallel', 'cpuOffload']);
   return Object.entries(asked).every(
     ([field, value]) =>
-      value === null ||
+      // levelWeights null is asked for (one problem per level each turn), not left open.
+      (field === 'levelWeights'
+        ? JSON.stringify(saved[field] ?? null) === JSON.stringify(value)
+        : value === null) ||
       sizing.has(field) ||
       field === 'model' ||
       JSON.stringify(saved[field]) === JSON.stringify(value),

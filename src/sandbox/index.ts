@@ -4,7 +4,11 @@
  */
 export { executionOutcomeSchema } from '../shared/execution-outcome.ts';
 export { codeDidNotRun } from './code-did-not-run.ts';
-export { type LocalSandboxOptions, localSandboxOptionsSchema } from './local-sandbox-options.ts';
+export {
+  type LocalSandboxOptions,
+  localSandboxOptionsSchema,
+  MAX_LOCAL_WORKERS,
+} from './local-sandbox-options.ts';
 export {
   createLocalSandbox,
   type LocalSandboxEnvironment,

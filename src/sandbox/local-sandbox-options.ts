@@ -7,6 +7,8 @@ import { z } from 'zod';
 import { jailPython } from '../shared/python-environments.ts';
 
 const MiB = 1024 * 1024;
+/** The most workers one local pool runs (more sessions belong on sandbox nodes). */
+export const MAX_LOCAL_WORKERS = 256;
 
 /** Host folder of the in-jail runner (python/agentmath_sandbox in the package). */
 export const DEFAULT_RUNNER_DIR = fileURLToPath(new URL('../../python/agentmath_sandbox', import.meta.url));
@@ -14,9 +16,9 @@ export const DEFAULT_RUNNER_DIR = fileURLToPath(new URL('../../python/agentmath_
 export const localSandboxOptionsSchema = z
   .object({
     /** Most live workers (= most open sessions); idle warm workers count too. */
-    maxWorkers: z.number().int().min(1).max(256).default(8),
+    maxWorkers: z.number().int().min(1).max(MAX_LOCAL_WORKERS).default(8),
     /** Idle pre-started workers kept ready so a new session costs milliseconds. */
-    warmWorkers: z.number().int().min(0).max(256).default(2),
+    warmWorkers: z.number().int().min(0).max(MAX_LOCAL_WORKERS).default(2),
     /** How long `openSession` waits for a free slot before throwing SANDBOX_POOL_FULL. */
     acquireTimeoutMs: z.number().int().min(0).default(10_000),
     /** A session unused for this long is closed; its next call reports `killed`. */

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { DEFAULT_SKIP_RULE } from '../rollout/index.ts';
+import { MAX_LOCAL_WORKERS } from '../sandbox/index.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 import { ARITH_MAX_LEVEL } from '../tasks/index.ts';
 
@@ -138,11 +139,12 @@ export const rlConfigSchema = z
     trainThreads: z.number().int().nonnegative().default(0),
     /**
      * Jailed workers of the local sandbox (a worker serves one trajectory's session); null: one
-     * per request the engines may have in flight (maxInFlight × replicas), so no trajectory
-     * waits for a worker while its turn's tokens are ready (with 8 for 32 in flight, a tool
-     * call of a level-5 rollout waited 4.4 s at the median).
+     * per request the engines may have in flight (maxInFlight × replicas, at most the pool's
+     * 256), so no trajectory waits for a worker while its turn's tokens are ready (with 8 for
+     * 32 in flight, a level-5 rollout's tool call waited 3.2 s at the median). Sessions parked
+     * by partial rollouts hold a worker too.
      */
-    sandboxWorkers: positive.nullable().default(null),
+    sandboxWorkers: positive.max(MAX_LOCAL_WORKERS).nullable().default(null),
   })
   .strict();
 

@@ -57,5 +57,8 @@ describe('the local sandbox of train rl', () => {
       ),
     ).toBe(96);
     expect(localSandboxWorkers(resolveRlConfig({ init: 'model', sandboxWorkers: 8 }))).toBe(8);
+    // No more than one local pool runs.
+    expect(localSandboxWorkers(resolveRlConfig({ init: 'model', replicas: 8, maxInFlight: 64 }))).toBe(256);
+    expect(() => resolveRlConfig({ init: 'model', sandboxWorkers: 300 })).toThrow(/sandboxWorkers/);
   });
 });

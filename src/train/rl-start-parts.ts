@@ -8,6 +8,7 @@
  */
 
 import { readTrainingPrompt } from '../model/index.ts';
+import { MAX_LOCAL_WORKERS } from '../sandbox/index.ts';
 import { startClusterParts } from './rl-cluster-parts.ts';
 import { type RlConfig, RlConfigError, resolveRlConfig } from './rl-config.ts';
 import type { RlParts } from './rl-parts.ts';
@@ -99,8 +100,6 @@ export async function startRlParts(
 export function localSandboxWorkers(
   config: Pick<RlConfig, 'sandboxWorkers' | 'maxInFlight' | 'engines' | 'replicas'>,
 ): number {
-  return (
-    config.sandboxWorkers ??
-    config.maxInFlight * (config.engines.length > 0 ? config.engines.length : config.replicas)
-  );
+  const inFlight = config.maxInFlight * (config.engines.length > 0 ? config.engines.length : config.replicas);
+  return config.sandboxWorkers ?? Math.min(MAX_LOCAL_WORKERS, inFlight);
 }

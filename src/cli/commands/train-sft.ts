@@ -169,7 +169,7 @@ export function registerTrainSft(train: Command): void {
     )
     .option(
       '--level-weights <list>',
-      'problems per level in each turn, one per --levels entry, e.g. 3,3,3,3,1 covers the last level thinly (default: 1 each)',
+      'problems per level in each turn, one per --levels entry (--levels 1,2,3,4,5 --level-weights 4,4,4,4,1: level 5 thinly, 1 problem in 17; default: 1 each)',
       listOption(integerOption({ min: 1 })),
     )
     .addOption(
