@@ -4,7 +4,7 @@
  * middle and `--resume`, compared with an uninterrupted run; and the trainer service's
  * contract through its TypeScript client (binary batches, scoring, GRPO, errors).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -177,6 +177,10 @@ describe('train sft --model (a Qwen3 from model init)', () => {
 
   it('a resume may lengthen the run with --steps (other changes are refused)', async () => {
     const run = join(folder, 'straight');
+    // A run saved before level weights existed has no such field: it drew one problem per level.
+    const configPath = join(run, 'config.json');
+    const { levelWeights: _, ...older } = JSON.parse(readFileSync(configPath, 'utf8'));
+    writeFileSync(configPath, `${JSON.stringify(older, null, 2)}\n`);
     const longer = await startCli([...trainArgs(run), '--resume', '--steps', '7'], {
       cwd: folder,
       limitMs: 400_000,
@@ -188,6 +192,12 @@ describe('train sft --model (a Qwen3 from model init)', () => {
       .done;
     expect(changed.code).toBe(2);
     expect(changed.stderr).toContain('batchSize');
+    const weighted = await startCli(
+      [...trainArgs(run), '--resume', '--levels', '1,2,3,4', '--level-weights', '1,1,1,2'],
+      { cwd: folder },
+    ).done;
+    expect(weighted.code).toBe(2);
+    expect(weighted.stderr).toContain('levelWeights');
   }, 600_000);
 
   it('refuses data written in another dialect, naming the record', async () => {

@@ -246,16 +246,20 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
       rl.catch(() => {});
       // The arms' evaluations start when every arm is trained (the last arm's core is free
       // again, beside RL on the other); RL's evaluations when RL is done. Nothing is left
-      // running behind a failure: what was started ends (and records what it finished) first.
-      const settle = () => Promise.allSettled([rl, ...evaluations, ...rlSplit]);
-      const trained = await Promise.all(arms.map((slot) => slot.ready)).catch(async (error: unknown) => {
-        await settle();
-        throw error;
-      });
-      if (signal?.aborted) {
-        await settle();
-        signal.throwIfAborted();
-      }
+      // running behind a failure or a stop: what was started ends (and records what it
+      // finished) first.
+      const settled = async <T>(work: Promise<T>): Promise<T> => {
+        const value = await work.catch(async (error: unknown) => {
+          await Promise.allSettled([rl, ...evaluations, ...rlSplit]);
+          throw error;
+        });
+        if (signal?.aborted) {
+          await Promise.allSettled([rl, ...evaluations, ...rlSplit]);
+          signal.throwIfAborted();
+        }
+        return value;
+      };
+      const trained = await settled(Promise.all(arms.map((slot) => slot.ready)));
       for (const run of baseline) evaluations.push(tracked(run()));
       trained.forEach((model, index) => {
         const arm = arms[index]?.arm as QuickstartArm;
@@ -269,14 +273,7 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
         rlSplit.push(
           tracked(evaluate('sft@rl-split', 'sft', toolModel.dir, toolModel.made, rlSplitProblems)),
         );
-      const rlModel = await rl.catch(async (error: unknown) => {
-        await settle();
-        throw error;
-      });
-      if (signal?.aborted) {
-        await settle();
-        signal.throwIfAborted();
-      }
+      const rlModel = await settled(rl);
       if (rlModel !== null && toolModel !== null) {
         evaluations.push(tracked(evaluate('rl', 'rl', rlModel.dir, rlModel.made, heldOutProblems)));
         if (rlSplitProblems.length > 0)
