@@ -291,8 +291,12 @@ describe('agentmath train rl', () => {
       'clipFraction',
       'offPolicyWeight',
     ]);
-    // The engine-vs-trainer logprob gap is float noise (1e-7): equal to its own rounding.
+    // The engine-vs-trainer logprob gap is float noise whose size depends on how the engine batched
+    // the requests, which timing decides (seen: a max of 1.2e-5 in one run, 1.8e-5 in the other).
+    // What resuming must keep is that it stays noise: an engine left with stale weights after the
+    // resume would show the policy's change (1e-2 and more), as a bf16 engine would (1.4e-2).
     const gapFields = new Set(['rolloutLogprobGap']);
+    const FLOAT32_NOISE = 1e-3;
     expected.forEach((want, index) => {
       const got = actual[index] as Record<string, unknown>;
       for (const [key, value] of Object.entries(want)) {
@@ -301,9 +305,9 @@ describe('agentmath train rl', () => {
           expect(got[key], `step ${index} ${key}`).toBeCloseTo(value, 5);
         } else if (gapFields.has(key) && value !== null && typeof value === 'object') {
           for (const [part, number] of Object.entries(value as Record<string, number>)) {
-            expect((got[key] as Record<string, number>)[part], `step ${index} ${key}.${part}`).toBeCloseTo(
-              number,
-              5,
+            expect(number, `step ${index} ${key}.${part} run through`).toBeLessThan(FLOAT32_NOISE);
+            expect((got[key] as Record<string, number>)[part], `step ${index} ${key}.${part}`).toBeLessThan(
+              FLOAT32_NOISE,
             );
           }
         } else {
