@@ -132,5 +132,20 @@ describe('quickstart (the embedded plan)', () => {
     expect(second.evaluations.map((entry) => entry.summary.avgAtK)).toEqual(
       first.evaluations.map((entry) => entry.summary.avgAtK),
     );
+
+    // An RL run left unfinished (its checkpoint saved, not its end) by another configuration is
+    // not resumed with this one — train rl would refuse the changed options — but run again.
+    const rlFolder = join(root, '.agentmath', 'models', 'arith-tool-rl');
+    expect(existsSync(join(rlFolder, 'checkpoint.json'))).toBe(true);
+    rmSync(join(rlFolder, 'quickstart-rl.json'));
+    const changed: QuickstartPlan = {
+      ...plan,
+      rl: {
+        ...(plan.rl as NonNullable<QuickstartPlan['rl']>),
+        config: { ...plan.rl?.config, temperature: 0.7 },
+      },
+    };
+    const third = await runQuickstart({ plan: changed, root, outDir });
+    expect(third.stages.find((stage) => stage.stage === 'rl')?.status).toBe('ran');
   }, 600_000); // three models trained, five evaluations: minutes on a loaded machine
 });

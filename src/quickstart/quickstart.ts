@@ -75,6 +75,8 @@ const ARM_MODEL: Record<QuickstartArm, 'sft' | 'sft-text'> = { tool: 'sft', text
 export const QUICKSTART_FOLDERS = { tool: 'arith-tool', text: 'arith-text', rl: 'arith-tool-rl' } as const;
 /** Written into the RL folder when its run is over, with what it was run from. */
 const RL_DONE_FILE = 'quickstart-rl.json';
+/** Written into the RL folder when its run starts: an unfinished run is resumed only from the same. */
+const RL_STARTED_FILE = 'quickstart-rl-started.json';
 const RESULT_FILE = 'quickstart.json';
 
 export type QuickstartOptions = {
@@ -529,9 +531,20 @@ async function rlStage({
       };
     }
   }
-  // A run of other inputs (another tool model, another configuration) is not continued.
-  const resume = existsSync(join(folder, 'checkpoint.json')) && !existsSync(done);
-  if (!resume) await rm(folder, { recursive: true, force: true });
+  // An unfinished run is continued only from the same tool model and configuration (its time
+  // budget may differ); one of other inputs, or one that left no record of them, starts over.
+  const startedFile = join(folder, RL_STARTED_FILE);
+  const startedFrom = { made: inputs.made, config: inputs.config };
+  const resume =
+    existsSync(join(folder, 'checkpoint.json')) &&
+    !existsSync(done) &&
+    existsSync(startedFile) &&
+    (await readFile(startedFile, 'utf8')) === `${JSON.stringify(startedFrom, null, 2)}\n`;
+  if (!resume) {
+    await rm(folder, { recursive: true, force: true });
+    await mkdir(folder, { recursive: true });
+    await writeFile(startedFile, `${JSON.stringify(startedFrom, null, 2)}\n`);
+  }
   emit({ type: 'stage', stage: 'rl', status: resume ? 'resume' : 'start', detail: folder });
   const started = Date.now();
   await runRl({
