@@ -129,6 +129,14 @@ export function embeddedPlan(root: string, sizes: QuickstartSizes = {}): Quickst
               // No learning rate here: train rl's own for a model of this size (2e-4 under 10 M
               // parameters; rl-learning-rate.ts). At 5e-4 a run of 8 steps lost 18 points.
               problemPool: 400,
+              // Rollouts at T = 0.6, not 1: the job evaluates greedily, and at T = 1 this 0.8 M
+              // model's samples are often degenerate text greedy decoding never writes, so much
+              // of each step pushed down what greedy did not do. At 0.6 a group contrasts the
+              // moves greedy makes (join the digit groups first or not, copy a number right or
+              // not). Three seeds each: T = 1 read +0.0 / +6.3 / −2.5 on the level-5 split and
+              // lost up to 5.5 points on levels 1–4; T = 0.6 +8.8 / +3.8 / +5.0 and at most 1.0
+              // (docs/results/quickstart.md).
+              temperature: 0.6,
               evalEvery: 0,
               evalProblems: 40,
               partialRollouts: 1,
