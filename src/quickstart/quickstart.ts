@@ -534,16 +534,16 @@ async function rlStage({
   // An unfinished run is continued only from the same tool model and configuration (its time
   // budget may differ); one of other inputs, or one that left no record of them, starts over.
   const startedFile = join(folder, RL_STARTED_FILE);
-  const startedFrom = { made: inputs.made, config: inputs.config };
+  const startedFrom = `${JSON.stringify({ made: inputs.made, config: inputs.config }, null, 2)}\n`;
   const resume =
     existsSync(join(folder, 'checkpoint.json')) &&
     !existsSync(done) &&
     existsSync(startedFile) &&
-    (await readFile(startedFile, 'utf8')) === `${JSON.stringify(startedFrom, null, 2)}\n`;
+    (await readFile(startedFile, 'utf8')) === startedFrom;
   if (!resume) {
     await rm(folder, { recursive: true, force: true });
     await mkdir(folder, { recursive: true });
-    await writeFile(startedFile, `${JSON.stringify(startedFrom, null, 2)}\n`);
+    await writeFile(startedFile, startedFrom);
   }
   emit({ type: 'stage', stage: 'rl', status: resume ? 'resume' : 'start', detail: folder });
   const started = Date.now();
