@@ -82,7 +82,8 @@ class ByteBackend:
         return self.model.lm_head(decode(self.model.model, self.cache, tokens, positions, active=active))
 
     def release(self, slot: int) -> None:
-        """Nothing to free: a slot's stale keys sit beyond the next owner's positions."""
+        """The slot's row is free: a re-sort of the cache leaves it behind the occupied ones."""
+        self.cache.release(slot)
 
     # Weights ------------------------------------------------------------------------------
     def load_weights(self, folder: str) -> None:

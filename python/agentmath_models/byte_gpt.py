@@ -190,14 +190,14 @@ class ByteGptLayer(GradientCheckpointingLayer):
         self.mlp_out = nn.Linear(config.intermediate_size, d)
         self.digit_match = nn.Parameter(torch.zeros(config.num_attention_heads)) if config.digit_match else None
 
-    def with_match(self, mask: torch.Tensor, match: Optional[torch.Tensor]) -> torch.Tensor:
-        """The additive mask plus this layer's digit-match scores (match [rows, T_q, T_k])."""
+    def with_match(self, mask: Optional[torch.Tensor], match: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+        """The additive mask (None: none) plus this layer's digit-match scores (match [rows, T_q, T_k])."""
         if self.digit_match is None or match is None:
             return mask
         rows, time, keys = match.shape
         weights = self.digit_match.view(1, self.n_kv_heads, self.group, 1, 1)
         scores = (weights * match[:, None, None]).reshape(rows, self.n_kv_heads, self.group * time, keys)
-        return scores + mask
+        return scores if mask is None else scores + mask
 
     def project(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
         """q: [rows, kv_heads, group, time, hd]; k, v: [rows, kv_heads, time, hd]; rotary applied.
@@ -208,15 +208,27 @@ class ByteGptLayer(GradientCheckpointingLayer):
         k = rotate(fused[:, :, :, self.group], cos[..., None, :], sin[..., None, :])
         return q.permute(0, 2, 3, 1, 4), k.transpose(1, 2), fused[:, :, :, self.group + 1].transpose(1, 2)
 
+    def attention(self, q, keys, values, mask: Optional[torch.Tensor]) -> torch.Tensor:
+        """Attention of q ([rows, kv, group·T_q, hd], already scaled by `scale`) over keys/values
+        ([rows, kv, T_k, hd]); mask additive (or None), broadcastable to [rows, kv, group·T_q, T_k]."""
+        scores = torch.matmul(q, keys.transpose(-1, -2))
+        if mask is not None:
+            # In place: matmul's backward needs its inputs, not its output.
+            scores = scores.add_(mask)
+        return torch.matmul(torch.softmax(scores, dim=-1), values)
+
     def attend(self, x, q, keys, values, mask):
         """Attention of q over keys/values ([rows, kv, T_k, hd]); mask additive, broadcastable to
         [rows, kv, group·T_q, T_k]. Adds the output projection, then the MLP, to the residual x."""
-        rows, time, d = x.shape
-        # Scaling q (time × head_dim) is cheaper than scaling the scores (time × time); the mask
-        # is added in place (matmul's backward needs its inputs, not its output).
+        rows, time, _ = x.shape
+        # Scaling q (time × head_dim) is cheaper than scaling the scores (time × time).
         q = q.reshape(rows, self.n_kv_heads, self.group * time, self.head_dim) * self.scale
-        scores = torch.matmul(q, keys.transpose(-1, -2)).add_(mask)
-        attended = torch.matmul(torch.softmax(scores, dim=-1), values)
+        return self.finish(x, self.attention(q, keys, values, mask))
+
+    def finish(self, x, attended):
+        """The residual x plus the output projection of `attended` ([rows, kv, group·T, hd]), then
+        plus the MLP."""
+        rows, time, d = x.shape
         attended = attended.view(rows, self.n_kv_heads, self.group, time, self.head_dim)
         x = x + self.attention_out(attended.permute(0, 3, 1, 2, 4).reshape(rows, time, d))
         return x + self.mlp_out(F.gelu(self.mlp_in(self.norm_mlp(x))))
