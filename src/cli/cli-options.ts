@@ -35,6 +35,7 @@ import { existsSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { type Command, InvalidArgumentError } from 'commander';
 import type { z } from 'zod';
+import { SANDBOX_MODULE_NAME } from '../sandbox/index.ts';
 import { AgentMathError } from '../shared/agentmath-error.ts';
 
 /** The code of an error that means "the command line was wrong" (exit status 2). */
@@ -153,6 +154,19 @@ export function listOption<T>(item: (value: string) => T): (value: string) => T[
     return items.map((part) => item(part));
   };
 }
+
+/** `--sandbox-preload`: comma-separated module names, or `none` for none. */
+export function sandboxPreloadOption(value: string): string[] {
+  if (value.trim() === 'none') return [];
+  return listOption((name) => {
+    if (!SANDBOX_MODULE_NAME.test(name)) throw new InvalidArgumentError(`"${name}" is not a module name`);
+    return name;
+  })(value);
+}
+
+/** The help of `--sandbox-preload`, for every command that has it. */
+export const SANDBOX_PRELOAD_HELP =
+  'modules a local sandbox worker imports before its session, comma-separated, or none (default: sympy,numpy,scipy); a worker serves one trajectory, so an import its code never uses costs every trajectory about half a second of a core';
 
 /** A parser that accepts one of a list of words, and says which (for `--help`). */
 export type ChoiceParser<T extends string> = ((value: string) => T) & { readonly choices: readonly T[] };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { embeddedPlan, rlFolderName } from './quickstart-plan.ts';
+import { arithToolPlan, arithTrainProblems } from '../tasks/index.ts';
+import { embeddedPlan, pretrainedPlan, rlFolderName } from './quickstart-plan.ts';
 
 describe('the RL stage of another seed', () => {
   it('keeps the main job’s RL model and trains its own folder from the same SFT models', () => {
@@ -25,5 +26,30 @@ describe('the embedded plan', () => {
     expect(Math.max(...weights.slice(4))).toBeLessThan(Math.min(...weights.slice(0, 4)));
     expect(plan.rl?.config.levels).toEqual([5]);
     expect(plan.rlHeldOut?.levels).toEqual([5]);
+  });
+});
+
+describe('the sandbox workers of the embedded job', () => {
+  it('preload nothing: every program of the byte model’s training data imports standard-library modules only', () => {
+    // A worker serves one trajectory and imports its preload first (SymPy, NumPy and SciPy take
+    // half a second of a core); the byte model learns its programs from these plans, so what
+    // they import is what its trajectories import. A plan that imports a heavy module would
+    // make preloading it pay again: this test then says so.
+    const plan = embeddedPlan('/project');
+    expect(plan.sandboxPreload).toEqual([]);
+    const imported = new Set<string>();
+    for (const problem of arithTrainProblems({ levels: plan.sft.levels ?? [], count: 600, seed: 0 })) {
+      const tool = arithToolPlan(problem.spec);
+      for (const code of [tool.code, tool.firstAttempt?.code ?? '']) {
+        for (const match of code.matchAll(/^\s*(?:import|from)\s+([A-Za-z_]\w*)/gm)) imported.add(match[1]!);
+      }
+    }
+    expect([...imported].sort()).toEqual(['fractions', 'math']);
+  });
+
+  it('of a pretrained model keep the sandbox’s preload (its programs may use SymPy or NumPy)', () => {
+    expect(
+      pretrainedPlan({ type: 'pullable', name: 'smollm2-135m-instruct' }, '/out').sandboxPreload,
+    ).toBeNull();
   });
 });

@@ -56,6 +56,11 @@ export type QuickstartPlan = {
    * (problems never trained on: `arithEvalProblems`, disjoint from every training set).
    */
   rlHeldOut: { levels: number[]; count: number } | null;
+  /**
+   * Modules the sandbox workers of the evaluations and of RL import before a session (null: the
+   * sandbox's default, SymPy, NumPy and SciPy). A worker serves one trajectory.
+   */
+  sandboxPreload: string[] | null;
 };
 
 export type QuickstartSizes = {
@@ -146,6 +151,11 @@ export function embeddedPlan(root: string, sizes: QuickstartSizes = {}): Quickst
           }
         : null,
     rlHeldOut: { levels: EMBEDDED_RL_LEVELS, count: 80 },
+    // The byte model's programs import `math` and `fractions` only (its SFT data's and its
+    // evaluations' imports): preloading SymPy, NumPy and SciPy cost each trajectory half a second
+    // of a core for nothing, most of a tool evaluation's time on two busy cores
+    // (docs/results/quickstart.md, "Time").
+    sandboxPreload: [],
   };
 }
 
@@ -213,6 +223,8 @@ export function pretrainedPlan(
           }
         : null,
     rlHeldOut: null,
+    // A pretrained model may write SymPy or NumPy code: workers keep them preloaded.
+    sandboxPreload: null,
   };
 }
 

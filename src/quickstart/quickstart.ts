@@ -194,7 +194,11 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
         );
 
   // The evaluation slots: each one's stage runs when its model is ready.
-  const sandbox = createLocalSandbox({ maxWorkers: 2 * plan.evaluation.concurrency, warmWorkers: 4 });
+  const sandbox = createLocalSandbox({
+    maxWorkers: 2 * plan.evaluation.concurrency,
+    warmWorkers: 4,
+    ...(plan.sandboxPreload === null ? {} : { preload: plan.sandboxPreload }),
+  });
   try {
     const evaluate = (
       name: EvaluationStage,
@@ -511,6 +515,7 @@ async function rlStage({
     init: from.dir,
     prompt: plan.prompt,
     dialect: plan.dialect,
+    ...(plan.sandboxPreload === null ? {} : { sandboxPreload: plan.sandboxPreload }),
   });
   const inputs = { made: from.made, config: rlDefiningConfig(config), minutes: rl.minutes };
   const done = join(folder, RL_DONE_FILE);

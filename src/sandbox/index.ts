@@ -8,6 +8,7 @@ export {
   type LocalSandboxOptions,
   localSandboxOptionsSchema,
   MAX_LOCAL_WORKERS,
+  SANDBOX_MODULE_NAME,
 } from './local-sandbox-options.ts';
 export {
   createLocalSandbox,

@@ -10,6 +10,9 @@ const MiB = 1024 * 1024;
 /** The most workers one local pool runs (more sessions belong on sandbox nodes). */
 export const MAX_LOCAL_WORKERS = 256;
 
+/** A module name a worker may preload (`sympy`, `scipy.optimize`). */
+export const SANDBOX_MODULE_NAME = /^[A-Za-z_][\w.]*$/;
+
 /** Host folder of the in-jail runner (python/agentmath_sandbox in the package). */
 export const DEFAULT_RUNNER_DIR = fileURLToPath(new URL('../../python/agentmath_sandbox', import.meta.url));
 
@@ -59,7 +62,7 @@ export const localSandboxOptionsSchema = z
       .min(1_024)
       .default(64 * 1024),
     /** Modules imported before a worker reports ready. */
-    preload: z.array(z.string().regex(/^[A-Za-z_][\w.]*$/)).default(['sympy', 'numpy', 'scipy']),
+    preload: z.array(z.string().regex(SANDBOX_MODULE_NAME)).default(['sympy', 'numpy', 'scipy']),
     /** The jail's interpreter; a virtual environment's is bound read-only with its environment. */
     pythonPath: z.string().default(() => jailPython()),
     runnerDir: z.string().default(DEFAULT_RUNNER_DIR),

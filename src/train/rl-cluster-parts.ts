@@ -63,6 +63,8 @@ export type ClusterPartsOptions = {
   /** Sandbox node URLs (`--sandbox`); empty: a local jailed sandbox. */
   sandboxes: string[];
   sandboxWorkers: number;
+  /** Modules a local sandbox worker imports before its session (null: the sandbox's default). */
+  sandboxPreload?: string[] | null;
   prompt: PromptBuilderName;
   dialect: DialectName;
   seed: number;
@@ -115,6 +117,7 @@ export async function startClusterParts(options: ClusterPartsOptions): Promise<R
         ? createLocalSandbox({
             maxWorkers: options.sandboxWorkers,
             warmWorkers: Math.min(2, options.sandboxWorkers),
+            ...(options.sandboxPreload == null ? {} : { preload: options.sandboxPreload }),
           })
         : new SandboxClusterClient({ nodes: options.sandboxes, log });
     closers.push(() => sandbox.close());

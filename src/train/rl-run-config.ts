@@ -19,6 +19,7 @@ const PLACEMENT_FIELDS = {
   trainerProcs: true,
   sandboxes: true,
   sandboxWorkers: true,
+  sandboxPreload: true,
   trainThreads: true,
   // How the trainer holds a step in memory changes nothing it computes.
   activationCheckpointing: true,

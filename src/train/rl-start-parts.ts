@@ -82,6 +82,7 @@ export async function startRlParts(
     klReference: config.klCoef > 0,
     sandboxes: config.sandboxes,
     sandboxWorkers: localSandboxWorkers(config),
+    sandboxPreload: config.sandboxPreload,
     prompt,
     dialect,
     seed: config.seed,

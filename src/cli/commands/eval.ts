@@ -40,7 +40,13 @@ import { checkRunFolder } from '../../shared/run-folder-check.ts';
 import { acquireRunFolderLock } from '../../shared/run-folder-lock.ts';
 import { assertSameRun, type IdentityValue, type RunIdentity } from '../../shared/run-identity.ts';
 import { type AgentFlags, addAgentFlags } from '../agent-flags.ts';
-import { collectHttpUrls, existingFolderOption, integerOption } from '../cli-options.ts';
+import {
+  collectHttpUrls,
+  existingFolderOption,
+  integerOption,
+  SANDBOX_PRELOAD_HELP,
+  sandboxPreloadOption,
+} from '../cli-options.ts';
 import { holdSignals, interruptSignal, onShutdown } from '../process-lifecycle.ts';
 import { resumeCommand } from '../resume-command.ts';
 import { API_KEY_HELP, API_KEY_VARIABLES, withoutApiKey } from './api-key.ts';
@@ -64,6 +70,7 @@ type EvalCommandOptions = AgentFlags & {
   prompt?: PromptBuilderName;
   sandbox?: string;
   sandboxWorkers?: number;
+  sandboxPreload?: string[];
   grader: GraderName;
 };
 
@@ -135,6 +142,7 @@ export function registerEval(program: Command): void {
       'local pool size (default: the concurrency)',
       integerOption({ min: 1, max: 4096 }),
     )
+    .option('--sandbox-preload <modules>', SANDBOX_PRELOAD_HELP, sandboxPreloadOption)
     .addOption(
       new Option('--grader <name>', "who grades: ours, or math-verify (run in the sandbox's jail)")
         .choices(GRADER_NAMES)
@@ -281,6 +289,7 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
       ? createLocalSandbox({
           maxWorkers: options.sandboxWorkers ?? options.concurrency,
           warmWorkers: Math.min(2, options.sandboxWorkers ?? options.concurrency),
+          ...(options.sandboxPreload === undefined ? {} : { preload: options.sandboxPreload }),
         })
       : new SandboxClient({ url: options.sandbox });
   // Math-Verify on a local pool gets a pool of its own, so its warm sessions never hold the

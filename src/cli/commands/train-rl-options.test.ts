@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { RL_PRESETS, type RlPresetName, resolveRlConfig } from '../../train/index.ts';
+import { rlRunConfigSchema } from '../../train/rl-run-config.ts';
 import { addRlConfigFlags, flagOfField, RL_CONFIG_FLAGS, rlConfigInput } from './train-rl-options.ts';
 
 /** The configuration input of `train rl ARGS`, with the layers given. */
@@ -31,6 +32,19 @@ describe('train rl options: one table from flags to the configuration', () => {
     });
     expect(input).toMatchObject({ ...RL_PRESETS.cpu, batchSize: 2, groupSize: 6 });
     expect(input).not.toHaveProperty('command');
+  });
+
+  it('--sandbox-preload: module names, or none for none; anything else is refused before the run', () => {
+    expect(inputOf(['--sandbox-preload', 'none'])).toEqual({ sandboxPreload: [] });
+    expect(inputOf(['--sandbox-preload', 'sympy,scipy.optimize'])).toEqual({
+      sandboxPreload: ['sympy', 'scipy.optimize'],
+    });
+    expect(() => inputOf(['--sandbox-preload', 'os;rm -rf'])).toThrow(/not a module name/);
+    expect(() => inputOf(['--sandbox-preload', 'sympy,,numpy'])).toThrow(/empty items/);
+    expect(resolveRlConfig({ init: '/m', sandboxPreload: [] }).sandboxPreload).toEqual([]);
+    expect(resolveRlConfig({ init: '/m' }).sandboxPreload).toBeNull();
+    // Where the code runs, not what is trained: not in the run's config.json, so a resume may change it.
+    expect(Object.keys(rlRunConfigSchema.shape)).not.toContain('sandboxPreload');
   });
 
   it('cpu preset: one segment per trajectory, so the first step finishes its trajectories and trains', () => {

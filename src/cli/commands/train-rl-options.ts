@@ -17,6 +17,8 @@ import {
   integerOption,
   listOption,
   numberOption,
+  SANDBOX_PRELOAD_HELP,
+  sandboxPreloadOption,
   usageError,
 } from '../cli-options.ts';
 import { CPU_OFFLOAD_HELP } from '../cpu-offload-option.ts';
@@ -143,6 +145,7 @@ export const RL_CONFIG_FLAGS: readonly RlConfigFlag[] = [
     'sandbox nodes (`agentmath sandbox serve`): --sandbox URL URL … or --sandbox URL repeated',
     collectHttpUrls,
   ),
+  flag('--sandbox-preload <modules>', 'sandboxPreload', SANDBOX_PRELOAD_HELP, sandboxPreloadOption),
   flag(
     '--max-staleness <S>',
     'maxStaleness',
