@@ -87,12 +87,15 @@ export const EMBEDDED_SFT_LEVEL_WEIGHTS = [4, 4, 4, 4, ...EMBEDDED_RL_LEVELS.map
 
 /**
  * The embedded job's budget on two cores, for the whole job to fit 12 minutes: 640 SFT steps
- * of 8 sequences per arm, and 8 RL steps (at most 3.5 minutes) beside the text arm's
- * training and the arms' evaluations.
+ * of 8 sequences per arm, and 12 RL steps (at most 4.5 minutes) beside the text arm's
+ * training and the arms' evaluations. RL had 8 steps in 3.5 minutes while the job took 14
+ * minutes; once its sandbox and engine stopped wasting the cores (9 min 50 s), the minutes
+ * freed went to RL: 12 steps gained on the level-5 split with the interval above zero in
+ * each of three seeds, 8 steps in one of three (docs/results/quickstart.md).
  */
 export const EMBEDDED_SFT_STEPS = 640;
-export const EMBEDDED_RL_MINUTES = 3.5;
-export const EMBEDDED_RL_STEPS = 8;
+export const EMBEDDED_RL_MINUTES = 4.5;
+export const EMBEDDED_RL_STEPS = 12;
 
 /** The embedded byte model's plan (`agentmath quickstart`). */
 export function embeddedPlan(root: string, sizes: QuickstartSizes = {}): QuickstartPlan {
@@ -125,7 +128,7 @@ export function embeddedPlan(root: string, sizes: QuickstartSizes = {}): Quickst
         ? {
             minutes: sizes.rlMinutes ?? EMBEDDED_RL_MINUTES,
             config: {
-              // Equal work in every run (and seed): 8 steps, unless the minutes run out first.
+              // Equal work in every run (and seed): 12 steps, unless the minutes run out first.
               steps: EMBEDDED_RL_STEPS,
               batchSize: 4,
               groupSize: 8,
@@ -138,7 +141,7 @@ export function embeddedPlan(root: string, sizes: QuickstartSizes = {}): Quickst
               // model's samples are often degenerate text greedy decoding never writes, so much
               // of each step pushed down what greedy did not do. At 0.6 a group contrasts the
               // moves greedy makes (join the digit groups first or not, copy a number right or
-              // not). Three seeds each: T = 1 read +0.0 / +6.3 / −2.5 on the level-5 split and
+              // not). Three seeds each, 8 steps: T = 1 read +0.0 / +6.3 / −2.5 on the level-5 split and
               // lost up to 5.5 points on levels 1–4; T = 0.6 +8.8 / +3.8 / +5.0 and at most 1.0
               // (docs/results/quickstart.md).
               temperature: 0.6,
