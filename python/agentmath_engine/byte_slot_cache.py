@@ -10,10 +10,10 @@ position at a time.
 
 A decode step's attention reads each sequence's cache, so its cost is rows × columns. Reading
 every row up to the longest one's length, as one matmul over the batch did, spent most of a step
-on columns past a row's end (in an evaluation's mix of 40- to 768-token contexts, two thirds of
-them). So a slot lives in a cache *row*, and a step attends in groups of consecutive rows, each
+on columns past a row's end (in an evaluation's mix of 40- to 768-token contexts, more than half
+of them). So a slot lives in a cache *row*, and a step attends in groups of consecutive rows, each
 over the columns of its longest row only: slices of the cache, no copy (`plan_rows`, the dynamic
-programme of `decode_attention.plan_groups` over rows in cache order). Groups only pay where rows
+programme the Hugging Face backend's packed batch plans with, over rows in cache order). Groups only pay where rows
 of similar length sit side by side, so the cache re-sorts its rows, longest first, when what the
 present order costs over the sorted order has added up to what a re-sort costs (a copy of the
 occupied rows): rent until the rent paid would have bought it (`RESORT_CELLS_PER_CELL`). Slots
@@ -28,7 +28,7 @@ import torch
 
 from agentmath_models.byte_gpt import PAD_TOKEN_ID, ByteGptModel, digit_features, digit_match, rotary_angles
 
-from .decode_attention import plan_groups
+from .decode_attention import plan_rows
 
 # What one more attention group costs, in cells (a row × a cached position) of attention it would
 # have to save: the fixed cost of its small kernels per layer over the time of one cell (measured
@@ -96,36 +96,9 @@ class SlotKVCache:
         self._rent = 0
 
 
-def plan_rows(rows: Sequence[int], lengths: Sequence[int], group_cost: int = GROUP_COST_CELLS) -> Tuple[List[Tuple[int, int]], int]:
-    """Groups of a step's rows, listed in cache order (`rows` ascending, `lengths` theirs): each
-    group is a run of entries [first, end) on consecutive rows, attending over its longest row's
-    columns. Minimises Σ entries × longest + group_cost per group. Returns (groups, cost)."""
-    count = len(rows)
-    best = [0] + [0] * count
-    start = [0] * (count + 1)
-    for end in range(1, count + 1):
-        longest, best_cost, best_first = 0, None, end - 1
-        for first in range(end - 1, -1, -1):
-            if first < end - 1 and rows[first] + 1 != rows[first + 1]:
-                break  # a group is consecutive rows: a gap ends it
-            longest = max(longest, lengths[first])
-            cost = best[first] + (end - first) * longest + group_cost
-            if best_cost is None or cost < best_cost:
-                best_cost, best_first = cost, first
-        best[end], start[end] = best_cost, best_first
-    groups: List[Tuple[int, int]] = []
-    end = count
-    while end > 0:
-        groups.append((start[end], end))
-        end = start[end]
-    return groups[::-1], best[count]
-
-
 def sorted_cost(lengths: Sequence[int], group_cost: int = GROUP_COST_CELLS) -> int:
     """What the same rows would cost sorted longest first (plan_groups' optimum)."""
-    ordered = sorted(lengths, reverse=True)
-    groups = plan_groups(ordered, ordered[0], group_cost)
-    return sum((group.end_row - group.first_row) * ordered[group.first_row] + group_cost for group in groups)
+    return plan_rows(range(len(lengths)), sorted(lengths, reverse=True), group_cost)[1]
 
 
 def _check_length(model: ByteGptModel, length: int) -> None:

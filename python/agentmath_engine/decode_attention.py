@@ -22,7 +22,7 @@ still reads against the fixed cost of one more group.
 from __future__ import annotations
 
 import dataclasses
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 
@@ -49,24 +49,37 @@ class DecodePlan:
 
 def plan_groups(lengths: Sequence[int], width: int, group_cost: Optional[int] = None) -> List[DecodeGroup]:
     """Splits rows sorted by length (longest first) into consecutive groups that minimise
-    Σ rows in group × longest length in group + group_cost × groups (dynamic programming; the
-    cost defaults to GROUP_COST_CELLS)."""
+    Σ rows in group × longest length in group + group_cost × groups (`plan_rows`; the cost
+    defaults to GROUP_COST_CELLS)."""
     group_cost = GROUP_COST_CELLS if group_cost is None else group_cost
-    count = len(lengths)
-    best = [0] + [float("inf")] * count
+    spans, _ = plan_rows(range(len(lengths)), lengths, group_cost)
+    return [DecodeGroup(first, end, width - lengths[first], lengths[end - 1] != lengths[first]) for first, end in spans]
+
+
+def plan_rows(rows: Sequence[int], lengths: Sequence[int], group_cost: int) -> Tuple[List[Tuple[int, int]], int]:
+    """Groups of rows listed in cache order (`rows` ascending, `lengths` theirs, in any order of
+    length): each group is a run of entries [first, end) on consecutive rows, attending over its
+    longest row's columns. Minimises Σ entries × longest + group_cost per group (dynamic
+    programming). Returns (groups, cost)."""
+    count = len(rows)
+    best = [0] * (count + 1)
     start = [0] * (count + 1)
     for end in range(1, count + 1):
-        for first in range(end):
-            cost = best[first] + (end - first) * lengths[first] + group_cost
-            if cost < best[end]:
-                best[end], start[end] = cost, first
-    groups: List[DecodeGroup] = []
+        longest, best_cost, best_first = 0, None, end - 1
+        for first in range(end - 1, -1, -1):
+            if first < end - 1 and rows[first] + 1 != rows[first + 1]:
+                break  # a group is consecutive rows: a gap ends it
+            longest = max(longest, lengths[first])
+            cost = best[first] + (end - first) * longest + group_cost
+            if best_cost is None or cost <= best_cost:
+                best_cost, best_first = cost, first
+        best[end], start[end] = best_cost, best_first
+    groups: List[Tuple[int, int]] = []
     end = count
     while end > 0:
-        first = start[end]
-        groups.append(DecodeGroup(first, end, width - lengths[first], lengths[end - 1] != lengths[first]))
-        end = first
-    return groups[::-1]
+        groups.append((start[end], end))
+        end = start[end]
+    return groups[::-1], best[count]
 
 
 def attended_columns(lengths: Sequence[int], width: int, device: torch.device) -> torch.Tensor:

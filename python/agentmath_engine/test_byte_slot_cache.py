@@ -5,7 +5,8 @@ import unittest
 
 import torch
 
-from agentmath_engine.byte_slot_cache import SlotKVCache, decode, plan_rows, prefill, sorted_cost
+from agentmath_engine.byte_slot_cache import SlotKVCache, decode, prefill, sorted_cost
+from agentmath_engine.decode_attention import plan_rows
 from agentmath_models.byte_gpt import ByteGptConfig, ByteGptForCausalLM, seeded_init
 
 PLAIN = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, max_position_embeddings=256, intermediate_size=256)
@@ -139,6 +140,11 @@ class SlotCacheTest(unittest.TestCase):
                     positions[slot] += 1
         self.assertEqual(cache.resorts, 1)
         self.assertNotEqual(cache.row_of.tolist(), [0, 1, 2, 3])
+        # The last step's logits are the full forward's (greedy tokens of this sharpened model
+        # barely depend on attention; logits do).
+        for slot, prompt in ((0, prompts[0]), (1, late), (2, prompts[2]), (3, prompts[3])):
+            full = full_logits(model, prompt + outputs[slot][:-1])[-1]
+            self.assertTrue(torch.allclose(logits[slot], full, atol=1e-4), slot)
         self.assertEqual(finished[1], greedy_full(model, prompts[1], len(finished[1])))
         for slot in (0, 2, 3):
             self.assertEqual(outputs[slot], greedy_full(model, prompts[slot], len(outputs[slot])), slot)
