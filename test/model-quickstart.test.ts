@@ -22,6 +22,7 @@ import {
   type QuickstartPlan,
   runQuickstart,
 } from '../src/quickstart/index.ts';
+import { arithEvalProblems } from '../src/tasks/index.ts';
 import { startCli } from './cli-process.ts';
 import { expectRecordFile, expectRecordFiles } from './record-checks.ts';
 
@@ -112,6 +113,8 @@ describe('quickstart --model', () => {
       ['eval-sft', 'ran'],
       ['rl', 'ran'],
       ['eval-rl', 'ran'],
+      ['eval-sft@rl-split', 'ran'],
+      ['eval-rl@rl-split', 'ran'],
     ]);
     expect(second).toContainEqual(expect.objectContaining({ type: 'stage', stage: 'sft', status: 'resume' }));
     expect(second.some((event) => event.type === 'sft-event' && event.event.type === 'resumed')).toBe(true);
@@ -132,18 +135,33 @@ describe('quickstart --model', () => {
       join(outDir, 'train', 'arith-tool', 'model'),
       join(outDir, 'train', 'arith-tool-rl', 'model'),
     ]);
+    // The tool SFT and RL models on the RL problems' held-out split too: level 5, never trained on.
+    expect(result.rlSplit.map(({ name, summary }) => [name, summary.trajectories])).toEqual([
+      ['sft@rl-split', 3],
+      ['rl@rl-split', 3],
+    ]);
+    const splitTrajectories = await readRunTrajectories(join(outDir, 'eval', 'sft-rl-split'));
+    expect(splitTrajectories.map((t) => t.problemId).sort()).toEqual(
+      arithEvalProblems({ count: 3, levels: [5] })
+        .map((problem) => problem.id)
+        .sort(),
+    );
     const right = {
       baseline: await rightIds(join(outDir, 'eval', 'baseline')),
       sft: await rightIds(join(outDir, 'eval', 'sft')),
       rl: await rightIds(join(outDir, 'eval', 'rl')),
+      'sft@rl-split': await rightIds(join(outDir, 'eval', 'sft-rl-split')),
+      'rl@rl-split': await rightIds(join(outDir, 'eval', 'rl-rl-split')),
     } as Record<string, Set<string | null>>;
-    expect(result.effects.map(({ before, after }) => [before, after])).toEqual([
-      ['baseline', 'sft'],
-      ['sft', 'rl'],
-      ['baseline', 'rl'],
+    expect(result.effects.map(({ before, after, on }) => [before, after, on])).toEqual([
+      ['baseline', 'sft', 'held-out'],
+      ['sft', 'rl', 'rl-split'],
+      ['sft', 'rl', 'held-out'],
+      ['baseline', 'rl', 'held-out'],
     ]);
-    for (const { before, after, effect, sentence } of result.effects) {
-      const [was, now] = [right[before] ?? new Set(), right[after] ?? new Set()];
+    for (const { before, after, on, effect, sentence } of result.effects) {
+      const key = (model: string) => (on === 'rl-split' ? `${model}@rl-split` : model);
+      const [was, now] = [right[key(before)] ?? new Set(), right[key(after)] ?? new Set()];
       expect(effect).toMatchObject({
         problems: 3,
         gained: [...now].filter((id) => !was.has(id)).length,

@@ -19,11 +19,11 @@ export {
   type StageTiming,
 } from './quickstart.ts';
 export {
-  EMBEDDED_RL_LEVELS,
   EMBEDDED_RL_MINUTES,
   embeddedPlan,
   PRETRAINED_DEFAULTS,
   pretrainedPlan,
+  QUICKSTART_RL_LEVELS,
   type QuickstartArm,
   type QuickstartPlan,
   type QuickstartSizes,

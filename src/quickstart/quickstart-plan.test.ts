@@ -29,6 +29,24 @@ describe('the embedded plan', () => {
   });
 });
 
+describe('a pretrained model’s plan', () => {
+  it('runs the embedded job’s stages: the same SFT mix, RL on the levels SFT covered thinly, compared on their held-out split', () => {
+    const embedded = embeddedPlan('/project');
+    const plan = pretrainedPlan({ type: 'pullable', name: 'smollm2-135m-instruct' }, '/out');
+    expect(plan.sft.levels).toEqual(embedded.sft.levels);
+    expect(plan.sft.levelWeights).toEqual(embedded.sft.levelWeights);
+    expect(plan.rl?.config.levels).toEqual(embedded.rl?.config.levels);
+    expect(plan.rlHeldOut).toEqual({ levels: embedded.rlHeldOut?.levels, count: plan.evaluation.count });
+    // --count sizes both held-out evaluations; no RL, no split to compare on.
+    const sized = pretrainedPlan({ type: 'pullable', name: 'smollm2-135m-instruct' }, '/out', { count: 50 });
+    expect(sized.rlHeldOut?.count).toBe(50);
+    const noRl = pretrainedPlan({ type: 'pullable', name: 'smollm2-135m-instruct' }, '/out', {
+      rlMinutes: 0,
+    });
+    expect(noRl.rl).toBeNull();
+  });
+});
+
 describe('the sandbox workers of the embedded job', () => {
   it('preload nothing: every program of the byte model’s training data imports standard-library modules only', () => {
     // A worker serves one trajectory and imports its preload first (SymPy, NumPy and SciPy take

@@ -72,18 +72,22 @@ export type QuickstartSizes = {
   rlSeed?: number;
 };
 
-/** The levels the embedded model's RL trains on: level 5, where SFT leaves room (docs/rl.md). */
-export const EMBEDDED_RL_LEVELS = [5];
+/**
+ * The levels every quickstart's RL trains on, the embedded model's and a pretrained one's:
+ * level 5 (numbers in digit groups, so the first literal program fails), where SFT leaves room
+ * (docs/rl.md; docs/results/quickstart.md and docs/real-model.md measure it).
+ */
+export const QUICKSTART_RL_LEVELS = [5];
 
 /**
- * The embedded model's SFT levels and their weights: levels 1–4 in full and the RL levels
+ * The SFT levels of every quickstart and their weights: levels 1–4 in full and the RL levels
  * thinly (one problem in 17), so the SFT model knows the level-5 moves (join digit groups with
  * `_`, or read the SyntaxError and fix the program) but does not master them: its greedy
  * accuracy on the level-5 split is well below its levels 1–4, and the RL stage has room to
- * show what it adds (docs/results/quickstart.md measures the share).
+ * show what it adds.
  */
-export const EMBEDDED_SFT_LEVELS = [1, 2, 3, 4, ...EMBEDDED_RL_LEVELS];
-export const EMBEDDED_SFT_LEVEL_WEIGHTS = [4, 4, 4, 4, ...EMBEDDED_RL_LEVELS.map(() => 1)];
+export const QUICKSTART_SFT_LEVELS = [1, 2, 3, 4, ...QUICKSTART_RL_LEVELS];
+export const QUICKSTART_SFT_LEVEL_WEIGHTS = [4, 4, 4, 4, ...QUICKSTART_RL_LEVELS.map(() => 1)];
 
 /**
  * The embedded job's budget on two cores, for the whole job to fit 12 minutes: 640 SFT steps
@@ -115,8 +119,8 @@ export function embeddedPlan(root: string, sizes: QuickstartSizes = {}): Quickst
     arms: ['tool', 'text'],
     sft: {
       steps: EMBEDDED_SFT_STEPS,
-      levels: EMBEDDED_SFT_LEVELS,
-      levelWeights: EMBEDDED_SFT_LEVEL_WEIGHTS,
+      levels: QUICKSTART_SFT_LEVELS,
+      levelWeights: QUICKSTART_SFT_LEVEL_WEIGHTS,
       // One core each: the two arms train side by side on the two cores.
       threads: 1,
       evalProblems: 0,
@@ -132,7 +136,7 @@ export function embeddedPlan(root: string, sizes: QuickstartSizes = {}): Quickst
               steps: EMBEDDED_RL_STEPS,
               batchSize: 4,
               groupSize: 8,
-              levels: EMBEDDED_RL_LEVELS,
+              levels: QUICKSTART_RL_LEVELS,
               reward: 'accuracy',
               // No learning rate here: train rl's own for a model of this size (2e-4 under 10 M
               // parameters; rl-learning-rate.ts). At 5e-4 a run of 8 steps lost 18 points.
@@ -153,7 +157,7 @@ export function embeddedPlan(root: string, sizes: QuickstartSizes = {}): Quickst
             },
           }
         : null,
-    rlHeldOut: { levels: EMBEDDED_RL_LEVELS, count: 80 },
+    rlHeldOut: { levels: QUICKSTART_RL_LEVELS, count: 80 },
     // The byte model's programs import `math` and `fractions` only (its SFT data's and its
     // evaluations' imports): preloading SymPy, NumPy and SciPy cost each trajectory half a second
     // of a core for nothing, most of a tool evaluation's time on two busy cores
@@ -168,7 +172,6 @@ export const PRETRAINED_DEFAULTS = {
   concurrency: 8,
   trainMinutes: 6,
   rlMinutes: 3,
-  levels: [1, 2],
 } as const;
 
 /** A pretrained model's plan (`agentmath quickstart --model NAME|DIR`). */
@@ -195,7 +198,9 @@ export function pretrainedPlan(
     sft: {
       steps: 1000,
       trainProblems: 400,
-      levels: [...PRETRAINED_DEFAULTS.levels],
+      // The embedded job's mix: RL's levels thinly, so the SFT model has room there.
+      levels: [...QUICKSTART_SFT_LEVELS],
+      levelWeights: [...QUICKSTART_SFT_LEVEL_WEIGHTS],
       // Short: the calibration steps of a time budget fall inside it, and the run is tens of steps.
       warmupSteps: 3,
       checkpointEvery: 10,
@@ -212,7 +217,7 @@ export function pretrainedPlan(
             config: {
               ...RL_PRESETS.cpu,
               reward: 'accuracy',
-              levels: [...PRETRAINED_DEFAULTS.levels],
+              levels: [...QUICKSTART_RL_LEVELS],
               steps: 10_000,
               evalEvery: 0,
               // A step draws at most this many groups: one whose groups all come out right or all
@@ -225,7 +230,8 @@ export function pretrainedPlan(
             },
           }
         : null,
-    rlHeldOut: null,
+    // The RL problems' held-out split, as many problems as the held-out arith evaluation.
+    rlHeldOut: { levels: [...QUICKSTART_RL_LEVELS], count: sizes.count ?? PRETRAINED_DEFAULTS.count },
     // A pretrained model may write SymPy or NumPy code: workers keep them preloaded.
     sandboxPreload: null,
   };
