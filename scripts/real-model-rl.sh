@@ -34,23 +34,7 @@ want() { [[ " $STAGES " == *" $1 "* ]]; }
 stamp() { echo "[$(date -u +%H:%M:%S)] $*  (load $(cut -d' ' -f1-3 /proc/loadavg))"; }
 [[ -f $BASE/config.json ]] || "${A[@]}" model pull smollm2-135m-instruct
 
-ENGINE_PID=''
-serve() {
-  local model=$1 log=$2
-  PORT=${ENGINE_PORT:-$(node -e "const s=require('net').createServer();s.listen(0,()=>{console.log(s.address().port);s.close()})")}
-  "${A[@]}" engine serve --model "$model" --port "$PORT" --decode-threads 0 --max-running-requests 32 \
-    >"$log" 2>&1 &
-  ENGINE_PID=$!
-  for _ in $(seq 1 240); do
-    curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && return 0
-    kill -0 "$ENGINE_PID" 2>/dev/null || { echo "engine for $model stopped: see $log" >&2; exit 1; }
-    sleep 1
-  done
-  echo "engine for $model did not answer in 240 s: see $log" >&2
-  exit 1
-}
-unserve() { [[ -n $ENGINE_PID ]] && kill "$ENGINE_PID" 2>/dev/null && { wait "$ENGINE_PID" || :; }; ENGINE_PID=''; }
-trap unserve EXIT
+source scripts/engine-serve.sh
 
 prompt_of() { [[ $1 == text ]] && echo text-only || echo instructed; }
 
@@ -88,7 +72,7 @@ if want probe; then
   [[ -f $OUT/probe.jsonl ]] ||
     "${A[@]}" tasks arith --split train --seed 7 --count "$PROBE_COUNT" --levels "$RL_LEVELS" --json >"$OUT/probe.jsonl"
   for arm in tool text; do
-    serve "$OUT/sft-$arm/model" "$OUT/engine-sft-$arm.log"
+    serve "$OUT/sft-$arm/model" "$OUT/engine-sft-$arm.log" --max-running-requests 32
     evaluate "probe-sft-$arm" "$arm" "$OUT/probe.jsonl" "$PROBE_K" 1
     unserve
   done
@@ -118,7 +102,7 @@ if want eval; then
   [[ -f $OUT/heldout.jsonl ]] ||
     "${A[@]}" tasks arith --split eval --count "$EVAL_COUNT" --levels "$RL_LEVELS" --json >"$OUT/heldout.jsonl"
   for arm in tool text; do
-    serve "$OUT/sft-$arm/model" "$OUT/engine-sft-$arm.log"
+    serve "$OUT/sft-$arm/model" "$OUT/engine-sft-$arm.log" --max-running-requests 32
     evaluate "eval-sft-$arm" "$arm" "$OUT/heldout.jsonl" 1 0
     unserve
     for seed in $SEEDS; do
@@ -127,7 +111,7 @@ if want eval; then
       # A run whose every group was all wrong (or all right) never updated: its model is its start.
       updates=$(node -e "const l=require('fs').readFileSync(process.argv[1],'utf8').trim().split('\\n');console.log(l.reduce((n,x)=>n+(JSON.parse(x).updates||0),0))" "$OUT/$name/metrics.jsonl")
       [[ $updates -gt 0 ]] || { stamp "eval $name: no update in the run, its model is sft-$arm's"; continue; }
-      serve "$OUT/$name/model" "$OUT/engine-$name.log"
+      serve "$OUT/$name/model" "$OUT/engine-$name.log" --max-running-requests 32
       evaluate "eval-$name" "$arm" "$OUT/heldout.jsonl" 1 0
       unserve
     done
