@@ -10,7 +10,7 @@
 # Every stage is skipped when its result exists and resumes when it was stopped (kill -9
 # included), so the script can be run again after a stop. Stages can be picked:
 #   bash scripts/real-model-rl.sh [OUT] [stage …]      stages: sft probe rl eval
-# Environment: SFT_STEPS (32), RL_MINUTES (25 per run), RL_LR (1e-5), SEEDS ("0 1"),
+# Environment: SFT_STEPS (32), RL_MINUTES (15 per run), RL_LR (1e-5), SEEDS ("0 1"), ARMS ("tool text"),
 # EVAL_COUNT (200), PROBE_COUNT (32 problems × PROBE_K 4 samples), ENGINE_PORT (fixed port, so
 # an interrupted evaluation resumes against the same URL).
 set -euo pipefail
@@ -19,9 +19,10 @@ OUT=${1:-runs/real-model-rl}
 shift || true
 STAGES=${*:-sft probe rl eval}
 SFT_STEPS=${SFT_STEPS:-32}
-RL_MINUTES=${RL_MINUTES:-25}
+RL_MINUTES=${RL_MINUTES:-15}
 RL_LR=${RL_LR:-1e-5}
 SEEDS=${SEEDS:-0 1}
+ARMS=${ARMS:-tool text}
 EVAL_COUNT=${EVAL_COUNT:-200}
 PROBE_COUNT=${PROBE_COUNT:-32}
 PROBE_K=${PROBE_K:-4}
@@ -93,8 +94,7 @@ rl() {
 }
 if want rl; then
   for seed in $SEEDS; do
-    rl tool "$seed"
-    rl text "$seed"
+    for arm in $ARMS; do rl "$arm" "$seed"; done
   done
 fi
 
@@ -106,6 +106,7 @@ if want eval; then
     evaluate "eval-sft-$arm" "$arm" "$OUT/heldout.jsonl" 1 0
     unserve
     for seed in $SEEDS; do
+      [[ " $ARMS " == *" $arm "* ]] || continue
       name=rl-$arm-s$seed
       [[ -f $OUT/$name/model/config.json ]] || { stamp "eval $name: no model"; continue; }
       # A run whose every group was all wrong (or all right) never updated: its model is its start.
