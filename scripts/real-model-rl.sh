@@ -86,7 +86,7 @@ rl() {
   [[ -f $OUT/$name/config.json ]] && extra+=(--resume)
   stamp "$name"
   "${A[@]}" train rl --model "$OUT/sft-$arm/model" --dialect markdown --preset cpu --reward accuracy \
-    --levels "$RL_LEVELS" --replicas 1 --trainer-procs 1 --eval-every 0 --eval-problems 0 \
+    --levels "$RL_LEVELS" --replicas 1 --trainer-procs 1 --eval-every 0 \
     --learning-rate "$RL_LR" --seed "$seed" --minutes "$RL_MINUTES" --out "$OUT/$name" "${extra[@]}" \
     >>"$OUT/$name.log" 2>&1
   touch "$OUT/$name.done"
