@@ -7,6 +7,8 @@
 #   rl      RL from each SFT model on level 5, SEEDS seeds each, the same budget for both arms
 #   eval    every model on the level-5 held-out split (EVAL_COUNT problems, never trained on),
 #           greedy; an RL run that made no update is not evaluated again (its model is its start)
+# The SFT data's programs import math and fractions only, so the sandbox workers preload nothing
+# (SymPy, NumPy and SciPy cost each trajectory half a second of a core; docs/sandbox.md).
 # Every stage is skipped when its result exists and resumes when it was stopped (kill -9
 # included), so the script can be run again after a stop. Stages can be picked:
 #   bash scripts/real-model-rl.sh [OUT] [stage …]      stages: sft probe rl eval
@@ -63,7 +65,7 @@ evaluate() {
   stamp "$name"
   "${A[@]}" eval --bench "$file" --engine "http://127.0.0.1:$PORT" --tokenizer "$BASE" -k "$k" \
     --dialect markdown --prompt "$(prompt_of "$arm")" --temperature "$temperature" --top-p 1 \
-    --max-tokens 512 --max-tool-calls 4 --concurrency 32 --out "$OUT/$name" "${resume[@]}" \
+    --max-tokens 512 --max-tool-calls 4 --concurrency 32 --sandbox-preload none --out "$OUT/$name" "${resume[@]}" \
     >"$OUT/$name.log" 2>&1
   stamp "$name: $(tail -n 3 "$OUT/$name.log" | tr '\n' ' ')"
 }
@@ -87,7 +89,7 @@ rl() {
   stamp "$name"
   "${A[@]}" train rl --model "$OUT/sft-$arm/model" --dialect markdown --preset cpu --reward accuracy \
     --levels "$RL_LEVELS" --replicas 1 --trainer-procs 1 --eval-every 0 \
-    --learning-rate "$RL_LR" --seed "$seed" --minutes "$RL_MINUTES" --out "$OUT/$name" "${extra[@]}" \
+    --learning-rate "$RL_LR" --seed "$seed" --sandbox-preload none --minutes "$RL_MINUTES" --out "$OUT/$name" "${extra[@]}" \
     >>"$OUT/$name.log" 2>&1
   touch "$OUT/$name.done"
   stamp "$name: $(tail -n 2 "$OUT/$name.log" | tr '\n' ' ')"
