@@ -21,6 +21,8 @@ export {
 export {
   EMBEDDED_RL_MINUTES,
   embeddedPlan,
+  expectedQuickstartTime,
+  MEASURED_QUICKSTART_TIMES,
   PRETRAINED_DEFAULTS,
   pretrainedPlan,
   QUICKSTART_RL_LEVELS,

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { arithToolPlan, arithTrainProblems } from '../tasks/index.ts';
-import { embeddedPlan, pretrainedPlan, rlFolderName } from './quickstart-plan.ts';
+import {
+  embeddedPlan,
+  expectedQuickstartTime,
+  MEASURED_QUICKSTART_TIMES,
+  pretrainedPlan,
+  rlFolderName,
+} from './quickstart-plan.ts';
 
 describe('the RL stage of another seed', () => {
   it('keeps the main job’s RL model and trains its own folder from the same SFT models', () => {
@@ -69,5 +75,44 @@ describe('the sandbox workers of the embedded job', () => {
     expect(
       pretrainedPlan({ type: 'pullable', name: 'smollm2-135m-instruct' }, '/out').sandboxPreload,
     ).toBeNull();
+  });
+});
+
+describe('the time a quickstart says to expect', () => {
+  const smollm2 = { type: 'pullable', name: 'smollm2-135m-instruct' } as const;
+  const per = MEASURED_QUICKSTART_TIMES.pretrained;
+
+  it('is the embedded job’s measured time, and a pretrained plan’s budgets plus its measured parts', () => {
+    expect(expectedQuickstartTime(embeddedPlan('/project')).minutes).toBe(
+      MEASURED_QUICKSTART_TIMES.embeddedMinutes,
+    );
+    const plan = pretrainedPlan(smollm2, '/out');
+    const count = plan.evaluation.count ?? 0;
+    // Baseline, SFT and RL on held-out arith; SFT and RL on the RL split; SFT's and RL's minutes.
+    const evaluationSeconds =
+      count * (per.baselineSecondsPerProblem + 2 * per.toolSecondsPerProblem) +
+      2 * count * per.splitSecondsPerProblem;
+    expect(expectedQuickstartTime(plan).minutes).toBeCloseTo(
+      per.overheadMinutes + (plan.sft.maxMinutes ?? 0) + (plan.rl?.minutes ?? 0) + evaluationSeconds / 60,
+      6,
+    );
+  });
+
+  it('follows the flags: more problems, more minutes; no RL, no RL evaluations', () => {
+    const base = expectedQuickstartTime(pretrainedPlan(smollm2, '/out', { count: 30 })).minutes;
+    const more = expectedQuickstartTime(pretrainedPlan(smollm2, '/out', { count: 60 })).minutes;
+    expect(more - base).toBeCloseTo(
+      (30 *
+        (per.baselineSecondsPerProblem + 2 * per.toolSecondsPerProblem + 2 * per.splitSecondsPerProblem)) /
+        60,
+      6,
+    );
+    const longer = expectedQuickstartTime(pretrainedPlan(smollm2, '/out', { trainMinutes: 10 })).minutes;
+    expect(longer - base).toBeCloseTo(10 - 6, 6);
+    const noRl = expectedQuickstartTime(pretrainedPlan(smollm2, '/out', { rlMinutes: 0 })).minutes;
+    expect(base - noRl).toBeCloseTo(
+      3 + (30 * (per.toolSecondsPerProblem + 2 * per.splitSecondsPerProblem)) / 60,
+      6,
+    );
   });
 });

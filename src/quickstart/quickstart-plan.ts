@@ -275,3 +275,56 @@ export function rlFolderName(plan: Pick<QuickstartPlan, 'rl'>): string {
   const seed = plan.rl?.config.seed ?? 0;
   return seed === 0 ? 'arith-tool-rl' : `arith-tool-rl-seed-${seed}`;
 }
+
+/**
+ * What the quickstart's parts took on this project's machine (2 cores, AMD EPYC Zen 4, nothing
+ * else running; docs/results/quickstart.md has the runs): the basis of the time a quickstart
+ * says to expect before it starts. Another machine, or another model than the one measured,
+ * takes its own time.
+ */
+export const MEASURED_QUICKSTART_TIMES = {
+  where: '2 CPU cores (AMD EPYC Zen 4), 2026-12-02',
+  /** The embedded job from a fresh state with its defaults, all 200 problems. */
+  embeddedMinutes: 11.1,
+  /**
+   * `quickstart --model smollm2-135m-instruct` with its defaults, per part: 16 min 42 s in all
+   * (the model pulled before; evaluations 154, 60, 70, 86 and 78 s for 30 problems each, SFT
+   * 5 min 40 s of its 6, RL 3 min 34 s for its 3: a step runs to its end).
+   */
+  pretrained: {
+    model: 'smollm2-135m-instruct',
+    /** Beyond SFT's and RL's minutes and the evaluations: the rest of the measured run. */
+    overheadMinutes: 0.25,
+    /** An evaluation's seconds per problem: the base model (it writes prose until the token budget), */
+    baselineSecondsPerProblem: 5.1,
+    /** the tool SFT or RL model on held-out arith, */
+    toolSecondsPerProblem: 2.2,
+    /** and on the RL problems' split (level 5). */
+    splitSecondsPerProblem: 2.7,
+  },
+} as const;
+
+/** The minutes a plan is expected to take on the measured machine, and what they are made of. */
+export function expectedQuickstartTime(plan: QuickstartPlan): { minutes: number; parts: string } {
+  const measured = MEASURED_QUICKSTART_TIMES;
+  if (plan.source.type === 'new-byte-model') {
+    return { minutes: measured.embeddedMinutes, parts: 'the whole job with its defaults, all 200 problems' };
+  }
+  const per = measured.pretrained;
+  const count = plan.evaluation.count ?? 200;
+  const sftMinutes = plan.sft.maxMinutes ?? 0;
+  const rlMinutes = plan.rl?.minutes ?? 0;
+  const heldOutEvaluations =
+    (plan.baseline ? count * per.baselineSecondsPerProblem : 0) +
+    count * per.toolSecondsPerProblem * (plan.rl === null ? 1 : 2);
+  const splitEvaluations =
+    plan.rl === null || plan.rlHeldOut === null ? 0 : 2 * plan.rlHeldOut.count * per.splitSecondsPerProblem;
+  const evaluationMinutes = (heldOutEvaluations + splitEvaluations) / 60;
+  const minutes = per.overheadMinutes + sftMinutes + rlMinutes + evaluationMinutes;
+  return {
+    minutes,
+    parts:
+      `SFT ${sftMinutes} + RL ${rlMinutes} + evaluations ${evaluationMinutes.toFixed(0)} + starts and exports ` +
+      `${per.overheadMinutes.toFixed(0)} minutes, as ${per.model}'s parts took`,
+  };
+}

@@ -8,6 +8,8 @@ import type { Command } from 'commander';
 import {
   EMBEDDED_RL_MINUTES,
   embeddedPlan,
+  expectedQuickstartTime,
+  MEASURED_QUICKSTART_TIMES,
   PRETRAINED_DEFAULTS,
   pretrainedPlan,
   QUICKSTART_MODEL_LABELS,
@@ -119,6 +121,11 @@ async function quickstartCommand(flags: QuickstartFlags): Promise<number> {
       '\nstopping: training saves a checkpoint and resumes next time (Ctrl-C again to quit now)\n',
     );
   signal.addEventListener('abort', onSignal, { once: true });
+  const expected = expectedQuickstartTime(plan);
+  process.stderr.write(
+    `expected: about ${Math.round(expected.minutes)} min on ${MEASURED_QUICKSTART_TIMES.where} (${expected.parts}); ` +
+      'less where a finished run is reused\n',
+  );
   const progress = createQuickstartProgress(process.stderr);
   try {
     const result = await runQuickstart({
