@@ -13,7 +13,9 @@
 # included), so the script can be run again after a stop. Stages can be picked:
 #   bash scripts/real-model-rl.sh [OUT] [stage …]      stages: sft probe rl eval
 # Environment: SFT_STEPS (32), RL_MINUTES (15 per run), RL_LR (1e-5), SEEDS ("0 1"), ARMS ("tool text"),
-# EVAL_COUNT (200), PROBE_COUNT (32 problems × PROBE_K 4 samples), ENGINE_PORT (fixed port, so
+# RL_POOL (training problems in RL's pool, cycled: a step draws at most that many groups; default
+# train rl's 4,000 — a model whose every group is all wrong, the text arm's here, then never ends
+# its first step), EVAL_COUNT (200), PROBE_COUNT (32 problems × PROBE_K 4 samples), ENGINE_PORT (fixed port, so
 # an interrupted evaluation resumes against the same URL).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +27,7 @@ RL_MINUTES=${RL_MINUTES:-15}
 RL_LR=${RL_LR:-1e-5}
 SEEDS=${SEEDS:-0 1}
 ARMS=${ARMS:-tool text}
+RL_POOL=${RL_POOL:-}
 EVAL_COUNT=${EVAL_COUNT:-200}
 PROBE_COUNT=${PROBE_COUNT:-32}
 PROBE_K=${PROBE_K:-4}
@@ -84,6 +87,7 @@ fi
 rl() {
   local arm=$1 seed=$2 name="rl-$1-s$2" extra=()
   [[ $arm == text ]] && extra=(--text-only --prompt text-only)
+  [[ -n $RL_POOL ]] && extra+=(--problems "$RL_POOL")
   if [[ -f $OUT/$name.done ]]; then stamp "$name: done"; return 0; fi
   [[ -f $OUT/$name/config.json ]] && extra+=(--resume)
   stamp "$name"
