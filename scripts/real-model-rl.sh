@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # RL where SFT left room, on SmolLM2-135M-Instruct (docs/real-model.md, "RL where SFT left room"):
 #   sft     tool SFT and text SFT from the Instruct model, the same problem mix as the embedded
-#           quickstart's (levels 1-4, level 5 thinly: 1 problem in 17), same steps and batch
+#           quickstart's (levels 1-4, level 5 thinly: 16 of the 400 problems), same steps and batch
 #   probe   each SFT model's pass rate on the RL problems (train split, temperature 1, k samples):
 #           what a GRPO group of that model sees
 #   rl      RL from each SFT model on level 5, SEEDS seeds each, the same budget for both arms
 #   eval    every model on the level-5 held-out split (EVAL_COUNT problems, never trained on),
 #           greedy; an RL run that made no update is not evaluated again (its model is its start)
+# ARMS limits the RL runs and their evaluations; sft, probe and the SFT evaluations run both arms.
 # The SFT data's programs import math and fractions only, so the sandbox workers preload nothing
 # (SymPy, NumPy and SciPy cost each trajectory half a second of a core; docs/sandbox.md).
 # Every stage is skipped when its result exists and resumes when it was stopped (kill -9

@@ -5,7 +5,8 @@
  * own cache path): the baseline evaluated by its engine, tool SFT (its data written with code
  * run in the jail) on the trainer stopped by the signal after step 2, then a second quickstart
  * that reuses the baseline, resumes SFT from its checkpoint, evaluates the SFT model, runs RL
- * from it and evaluates that; a third reuses every stage. The same pipeline as the embedded
+ * from it and evaluates that, and the SFT and RL models on the held-out level-5 split; a third
+ * reuses every stage. The same pipeline as the embedded
  * quickstart, on the pretrained plan. And the command line: an unknown model name is exit 2
  * naming the known ones. Assertions are on records and results, never on time.
  */
@@ -174,7 +175,7 @@ describe('quickstart --model', () => {
     expect(page).toContain('Agentic RL from the tool model');
     // Every record file the stages wrote, as the schemas promise them.
     expectRecordFile(outDir, 'quickstart/quickstart.json');
-    for (const model of ['baseline', 'sft', 'rl']) {
+    for (const model of ['baseline', 'sft', 'rl', 'sft-rl-split', 'rl-rl-split']) {
       expectRecordFiles(join(outDir, 'eval', model), [
         'quickstart-eval/config.json',
         'eval/trajectories.jsonl',
@@ -193,7 +194,7 @@ describe('quickstart --model', () => {
     );
     expect(again.effects).toEqual(result.effects);
     expect(existsSync(join(outDir, 'train', 'arith-tool-rl', 'model', 'config.json'))).toBe(true);
-  }, 600_000); // three trainer starts, four engine starts, three evaluations: minutes on a loaded machine
+  }, 600_000); // three trainer starts, six engine starts, five evaluations: minutes on a loaded machine
 
   it('refuses an unknown model name with exit 2, naming the models it knows', async () => {
     const result = await startCli(['quickstart', '--model', 'smollm3-3b'], { cwd: root }).done;

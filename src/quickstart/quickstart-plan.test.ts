@@ -43,7 +43,7 @@ describe('a pretrained model’s plan', () => {
     expect(plan.sft.levelWeights).toEqual(embedded.sft.levelWeights);
     expect(plan.rl?.config.levels).toEqual(embedded.rl?.config.levels);
     expect(plan.rlHeldOut).toEqual({ levels: embedded.rlHeldOut?.levels, count: plan.evaluation.count });
-    // --count sizes both held-out evaluations; no RL, no split to compare on.
+    // --count sizes both held-out evaluations; --rl-minutes 0 runs no RL.
     const sized = pretrainedPlan({ type: 'pullable', name: 'smollm2-135m-instruct' }, '/out', { count: 50 });
     expect(sized.rlHeldOut?.count).toBe(50);
     const noRl = pretrainedPlan({ type: 'pullable', name: 'smollm2-135m-instruct' }, '/out', {
@@ -86,6 +86,8 @@ describe('the time a quickstart says to expect', () => {
     expect(expectedQuickstartTime(embeddedPlan('/project')).minutes).toBe(
       MEASURED_QUICKSTART_TIMES.embeddedMinutes,
     );
+    // The defaults' parts add up to the run they were measured from: 16 min 42 s.
+    expect(expectedQuickstartTime(pretrainedPlan(smollm2, '/out')).minutes).toBeCloseTo(16.7, 1);
     const plan = pretrainedPlan(smollm2, '/out');
     const count = plan.evaluation.count ?? 0;
     // Baseline, SFT and RL on held-out arith; SFT and RL on the RL split; SFT's and RL's minutes.

@@ -81,7 +81,7 @@ export const QUICKSTART_RL_LEVELS = [5];
 
 /**
  * The SFT levels of every quickstart and their weights: levels 1–4 in full and the RL levels
- * thinly (one problem in 17), so the SFT model knows the level-5 moves (join digit groups with
+ * thinly (one problem in 17 over whole turns of the levels; 16 of a pretrained plan's 400), so the SFT model knows the level-5 moves (join digit groups with
  * `_`, or read the SyntaxError and fix the program) but does not master them: its greedy
  * accuracy on the level-5 split is well below its levels 1–4, and the RL stage has room to
  * show what it adds.
@@ -293,7 +293,10 @@ export const MEASURED_QUICKSTART_TIMES = {
    */
   pretrained: {
     model: 'smollm2-135m-instruct',
-    /** Beyond SFT's and RL's minutes and the evaluations: the rest of the measured run. */
+    /**
+     * The rest of the measured run beyond SFT's and RL's budgets and the evaluations: RL's last
+     * step runs past its budget (34 s), SFT stopped short of its own (20 s), the starts between.
+     */
     overheadMinutes: 0.25,
     /** An evaluation's seconds per problem: the base model (it writes prose until the token budget), */
     baselineSecondsPerProblem: 5.1,
@@ -308,7 +311,10 @@ export const MEASURED_QUICKSTART_TIMES = {
 export function expectedQuickstartTime(plan: QuickstartPlan): { minutes: number; parts: string } {
   const measured = MEASURED_QUICKSTART_TIMES;
   if (plan.source.type === 'new-byte-model') {
-    return { minutes: measured.embeddedMinutes, parts: 'the whole job with its defaults, all 200 problems' };
+    return {
+      minutes: measured.embeddedMinutes,
+      parts: 'the whole job as measured with its defaults, all 200 problems',
+    };
   }
   const per = measured.pretrained;
   const count = plan.evaluation.count ?? 200;
@@ -324,7 +330,7 @@ export function expectedQuickstartTime(plan: QuickstartPlan): { minutes: number;
   return {
     minutes,
     parts:
-      `SFT ${sftMinutes} + RL ${rlMinutes} + evaluations ${evaluationMinutes.toFixed(0)} + starts and exports ` +
-      `${per.overheadMinutes.toFixed(0)} minutes, as ${per.model}'s parts took`,
+      `SFT ${sftMinutes} + RL ${rlMinutes} + evaluations ${evaluationMinutes.toFixed(1)} + the rest ` +
+      `${per.overheadMinutes.toFixed(1)} minutes, as ${per.model}'s parts took, the model pulled before`,
   };
 }

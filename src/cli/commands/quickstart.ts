@@ -61,7 +61,7 @@ export function registerQuickstart(program: Command): void {
     .option('--retrain', 'train and evaluate every stage again even when finished runs exist')
     .option(
       '--count <n>',
-      `held-out arith problems to evaluate (default: all 200; with --model the first ${pretrained.count})`,
+      `held-out arith problems to evaluate (default: all 200; with --model the first ${pretrained.count}, and as many of the held-out level-5 split)`,
       positiveInteger,
     )
     .option(
