@@ -81,8 +81,9 @@ export const QUICKSTART_RL_LEVELS = [5];
 
 /**
  * The SFT levels of every quickstart and their weights: levels 1–4 in full and the RL levels
- * thinly (one problem in 17 over whole turns of the levels; 16 of a pretrained plan's 400), so the SFT model knows the level-5 moves (join digit groups with
- * `_`, or read the SyntaxError and fix the program) but does not master them: its greedy
+ * thinly (one problem in 17 over whole turns of the levels; 16 of a pretrained plan's 400), so
+ * the SFT model knows the level-5 moves (join digit groups with `_`, or read the SyntaxError
+ * and fix the program) but does not master them: its greedy
  * accuracy on the level-5 split is well below its levels 1–4, and the RL stage has room to
  * show what it adds.
  */
