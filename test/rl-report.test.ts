@@ -34,6 +34,7 @@ function metricsLine(step: number, shift: number): RlMetrics {
     offPolicyWeight: null,
     offPolicyCapped: null,
     rolloutLogprobGap: null,
+    staleLogprobGap: null,
     klRef: null,
     updates: 1,
     rolloutMs: 30_000,

@@ -4,7 +4,10 @@ Layout, little-endian, every array 4-byte aligned:
   b"AMB1" · u32 header length · header JSON (UTF-8, space-padded to a multiple of 8)
   int32 lengths[n] · int32 input_ids[Σ lengths] · float32 advantages[n] (if header.advantages)
   · float32 old_logprobs[Σ lengths] (if header.oldLogprobs) · uint8 loss_mask[Σ lengths]
-The header carries `sequences`, `tokens`, the two flags and the step's `options` (a JSON object).
+  · uint8 policy_lag[Σ lengths] (if header.policyLag)
+The header carries `sequences`, `tokens`, the three flags and the step's `options` (a JSON object).
+`policy_lag` is how many policy versions before the weights the step trains from a token was
+sampled (0: by those weights; 255: unknown or 255 and more); a batch without it is all 0.
 A batch at paper scale (512 × 16k tokens) is ~170 MB and parses with no per-token Python work.
 """
 
@@ -32,6 +35,7 @@ class Batch:
     advantages: Optional[np.ndarray]  # float32 [n]
     old_logprobs: Optional[np.ndarray]  # float32 [Σ lengths]
     options: Dict[str, Any]
+    policy_lag: Optional[np.ndarray] = None  # uint8 [Σ lengths]
 
     @property
     def offsets(self) -> np.ndarray:
@@ -47,6 +51,7 @@ def encode_batch(
     advantages: Optional[list] = None,
     old_logprobs: Optional[list] = None,
     options: Optional[Dict[str, Any]] = None,
+    policy_lag: Optional[list] = None,
 ) -> bytes:
     """Lists of per-sequence lists → bytes (tests and Python callers; TypeScript has its own writer)."""
     lengths = np.array([len(ids) for ids in input_ids], dtype="<i4")
@@ -55,6 +60,7 @@ def encode_batch(
         "tokens": int(lengths.sum()),
         "advantages": advantages is not None,
         "oldLogprobs": old_logprobs is not None,
+        "policyLag": policy_lag is not None,
         "options": options or {},
     }
     text = json.dumps(header).encode()
@@ -66,6 +72,8 @@ def encode_batch(
     if old_logprobs is not None:
         parts.append(np.concatenate([np.asarray(row, dtype="<f4") for row in old_logprobs] or [np.zeros(0, "<f4")]).tobytes())
     parts.append(np.concatenate([np.asarray(row, dtype="u1") for row in loss_mask] or [np.zeros(0, "u1")]).tobytes())
+    if policy_lag is not None:
+        parts.append(np.concatenate([np.asarray(row, dtype="u1") for row in policy_lag] or [np.zeros(0, "u1")]).tobytes())
     return b"".join(parts)
 
 
@@ -103,9 +111,10 @@ def decode_batch(data: bytes) -> Batch:
     advantages = take("<f4", n) if header.get("advantages") else None
     old_logprobs = take("<f4", tokens) if header.get("oldLogprobs") else None
     loss_mask = take("u1", tokens)
+    policy_lag = take("u1", tokens) if header.get("policyLag") else None
     if offset != len(data):
         raise BatchFormatError(f"batch has {len(data) - offset} bytes past its end")
-    return Batch(lengths, input_ids, loss_mask, advantages, old_logprobs, dict(header.get("options") or {}))
+    return Batch(lengths, input_ids, loss_mask, advantages, old_logprobs, dict(header.get("options") or {}), policy_lag)
 
 
 def check_ranges(batch: Batch, vocab_size: int) -> None:

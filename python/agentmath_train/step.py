@@ -94,8 +94,10 @@ class StepRunner:
         grad_norms: List[float] = []
         any_skipped = False
         updates = 0
-        # Largest |engine − trainer| logprob on a trained token of this rank, first pass only.
-        gap_max = [0.0]
+        # Largest |engine − trainer| logprob on a trained token of this rank, first pass only: over
+        # the tokens sampled by the weights this step starts from (numeric mismatch), and over
+        # those sampled by older ones (that plus the policy's change since).
+        gap_max = {"fresh": 0.0, "stale": 0.0}
         for epoch in range(options.epochs):
             for chunk in chunks:
                 sequence_mean = options.aggregation == "sequence-mean"
@@ -151,9 +153,18 @@ class StepRunner:
                             # The trainer's logprob of each token before any update (π_prox, or
                             # π_θ on the first pass) against the engine's: their numeric gap.
                             trainer_side = proximal if proximal is not None else logprobs.detach()
-                            gap = (trainer_side - old).abs() * (mask > 0)
-                            stats["logprob_gap_sum"] = gap.sum()
-                            gap_max[0] = max(gap_max[0], float(gap.max()) if gap.numel() else 0.0)
+                            gap = (trainer_side - old).abs()
+                            trained = mask > 0
+                            fresh = trained
+                            if batch.policy_lag is not None:
+                                lag = padded([_slice(batch.policy_lag, offsets, i) for i in members], row.max_length)
+                                fresh = trained & (lag.to(self.device) == 0)
+                            for name, where in (("fresh", fresh), ("stale", trained & ~fresh)):
+                                part = gap * where
+                                prefix = "" if name == "fresh" else "stale_"
+                                stats[f"{prefix}logprob_gap_sum"] = part.sum()
+                                stats[f"{prefix}logprob_gap_tokens"] = where.sum().to(part.dtype)
+                                gap_max[name] = max(gap_max[name], float(part.max()) if part.numel() else 0.0)
                     return parts["loss"] / normaliser, stats
 
                 sums, grad_norm, skipped = self._optimizer_step(
@@ -172,9 +183,15 @@ class StepRunner:
             "approx_kl_old": totals.pop("approx_kl_old_sum") / tokens,
             "entropy": totals.pop("entropy_sum") / tokens,
             "updates": updates,
-            "logprob_gap_mean": totals.pop("logprob_gap_sum", 0.0) / (tokens / options.epochs),
-            "logprob_gap_max": _float_max_over_ranks(gap_max[0], self.device),
         }
+        # Every rank reaches both reductions; the sums are the same on every rank after the step.
+        for name, prefix in (("fresh", ""), ("stale", "stale_")):
+            largest = _float_max_over_ranks(gap_max[name], self.device)
+            gap_tokens = totals.pop(f"{prefix}logprob_gap_tokens", 0.0)
+            gap_sum = totals.pop(f"{prefix}logprob_gap_sum", 0.0)
+            if gap_tokens > 0:
+                extra[f"{prefix}logprob_gap_mean"] = gap_sum / gap_tokens
+                extra[f"{prefix}logprob_gap_max"] = largest
         for key, name in (
             ("kl_sum", "kl_ref"),
             ("dual_clipped_sum", "dual_clip_fraction"),

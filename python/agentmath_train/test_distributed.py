@@ -323,6 +323,33 @@ class CheckpointTest(OneProcessGroupTestCase):
                 trained = sum(sum(mask[1:]) for mask in masks)
                 self.assertAlmostEqual(result["logprob_gap_max"], 0.3, places=4)
                 self.assertAlmostEqual(result["logprob_gap_mean"], (0.05 * (trained - 1) + 0.3) / trained, places=4)
+                self.assertNotIn("stale_logprob_gap_mean", result)
+
+    def test_tokens_sampled_by_older_weights_are_reported_apart_from_the_numeric_gap(self):
+        core = self.core(self.models["qwen3"])
+        ids, masks, _, advantages = fixed_batch(core.model.config.vocab_size, 6)
+        scored = core.runner.score_sequences(decode_batch(encode_batch(ids, masks)))
+        # Fresh tokens sit 0.05 below the trainer; sequence 0 continues a partial rollout: its
+        # first half was sampled one version back, by weights 0.3 away.
+        olds = [(row - 0.05).tolist() for row in scored]
+        lags = [[0] * len(mask) for mask in masks]
+        half = len(masks[0]) // 2
+        for t in range(half):
+            olds[0][t] = float(scored[0][t]) - 0.3
+            lags[0][t] = 1
+        fresh = sum(sum(mask[1:]) for mask in masks) - sum(masks[0][1:half])
+        stale = sum(masks[0][1:half])
+        self.assertGreater(stale, 0)
+        for proximal in ("behaviour", "recompute"):
+            with self.subTest(proximal=proximal):
+                options = {"learningRate": 0.0, "proximal": proximal}
+                batch = decode_batch(encode_batch(ids, masks, advantages, olds, options=options, policy_lag=lags))
+                result = core.runner.grpo_step(batch, parse_step_options(batch.options))
+                self.assertGreater(fresh, 0)
+                self.assertAlmostEqual(result["logprob_gap_mean"], 0.05, places=4)
+                self.assertAlmostEqual(result["logprob_gap_max"], 0.05, places=4)
+                self.assertAlmostEqual(result["stale_logprob_gap_mean"], 0.3, places=4)
+                self.assertAlmostEqual(result["stale_logprob_gap_max"], 0.3, places=4)
 
     def test_an_uncommitted_checkpoint_is_not_loaded(self):
         from agentmath_train.checkpoint import load_checkpoint

@@ -55,6 +55,8 @@ const grpoSchema = stepSchema.extend({
   off_policy_capped: z.number().optional(),
   logprob_gap_mean: z.number().optional(),
   logprob_gap_max: z.number().optional(),
+  stale_logprob_gap_mean: z.number().optional(),
+  stale_logprob_gap_max: z.number().optional(),
 });
 const stateSchema = z.object({
   policy_version: z.number().int(),
@@ -142,6 +144,11 @@ function stepResult(parsed: z.infer<typeof stepSchema>): SftStepResult & Distrib
 }
 
 /** Removes undefined values, so the header carries only what the caller chose. */
+/** A gap the trainer reported as a mean and a max, or null where it had no token for it. */
+function gapOf(mean: number | undefined, max: number | undefined): { mean: number; max: number } | null {
+  return mean === undefined || max === undefined ? null : { mean, max };
+}
+
 function defined(options: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
 }
@@ -205,10 +212,8 @@ export class DistributedTrainerClient implements Trainer {
       dualClipFraction: parsed.dual_clip_fraction ?? null,
       offPolicyWeight: parsed.off_policy_weight ?? null,
       offPolicyCapped: parsed.off_policy_capped ?? null,
-      logprobGap:
-        parsed.logprob_gap_mean === undefined || parsed.logprob_gap_max === undefined
-          ? null
-          : { mean: parsed.logprob_gap_mean, max: parsed.logprob_gap_max },
+      logprobGap: gapOf(parsed.logprob_gap_mean, parsed.logprob_gap_max),
+      staleLogprobGap: gapOf(parsed.stale_logprob_gap_mean, parsed.stale_logprob_gap_max),
       updates: parsed.updates,
     };
   }

@@ -50,6 +50,22 @@ describe('grpoSequence', () => {
     // The v0 segment's tokens carry the v0 logprobs, not the current policy's.
     expect(sequence.oldLogprobs).toEqual([0, 0, -0.1, -0.2, 0, 0, 0, -0.3, -0.4, 0, -0.5]);
     expect(sequence.advantage).toBe(0.5);
+    expect(sequence.policyLag).toBeUndefined();
+  });
+
+  it("given the version the step trains from, carries each token's lag behind it (unknown: 255)", () => {
+    const sequence = grpoSequence(trajectory(), 0.5, { policyVersion: 1 });
+    if (typeof sequence === 'string') throw new Error(sequence);
+    expect(sequence.policyLag).toEqual([0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0]);
+    const base = trajectory();
+    const unversioned = trajectory({
+      segments: base.segments.map((segment, index) =>
+        index === 4 && segment.kind === 'model' ? { ...segment, policyVersion: null } : segment,
+      ),
+    });
+    const later = grpoSequence(unversioned, 0.5, { policyVersion: 3 });
+    if (typeof later === 'string') throw new Error(later);
+    expect(later.policyLag).toEqual([0, 0, 3, 3, 0, 0, 0, 2, 2, 0, 255]);
   });
 
   it('defect 8 (sequences with zero advantage leave the token-mean normaliser): they stay in the batch', () => {

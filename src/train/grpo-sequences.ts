@@ -7,6 +7,8 @@
  * when segment t was generated, so a trajectory resumed across steps (partial rollout) carries
  * each segment's own logprobs from the policy version that produced it, and the importance
  * ratio π_θ / π_behaviour corrects the older segments instead of treating them as on-policy.
+ * Given the version the step trains from, `policyLag[t]` says how far behind it token t's
+ * sampler was (the trainer keeps the numeric gap of lag-0 tokens apart from older segments').
  * Trajectories with a missing advantage, without token ids or logprobs, or (on request) cut
  * by a budget are left out and counted; a zero advantage is not a reason (see `grpoSequence`).
  */
@@ -21,7 +23,16 @@ export type GrpoSequenceOptions = {
   maskVoid?: boolean;
   /** Leave out trajectories longer than this many tokens (the trainer's context). */
   maxTokens?: number;
+  /**
+   * The policy version the step trains from: each sequence then carries every token's lag behind
+   * it (`policyLag`), so the trainer reports the numeric engine-vs-trainer gap of the tokens
+   * sampled by these weights apart from that of older segments.
+   */
+  policyVersion?: number;
 };
+
+/** What `policyLag` holds for a segment whose sampling weights are unknown. */
+export const UNKNOWN_POLICY_LAG = 255;
 
 export type GrpoSequenceSkip =
   | 'advantage-missing'
@@ -73,6 +84,8 @@ export function grpoSequence(
   const inputIds = [...promptIds];
   const lossMask: number[] = promptIds.map(() => 0);
   const oldLogprobs: number[] = promptIds.map(() => 0);
+  const policyLag: number[] = promptIds.map(() => 0);
+  const { policyVersion } = options;
   for (const segment of trajectory.segments) {
     if (segment.tokenIds === null) return 'text-only';
     inputIds.push(...segment.tokenIds);
@@ -82,11 +95,19 @@ export function grpoSequence(
       }
       lossMask.push(...segment.tokenIds.map(() => 1));
       oldLogprobs.push(...segment.logprobs);
+      const lag =
+        policyVersion === undefined || segment.policyVersion === null
+          ? UNKNOWN_POLICY_LAG
+          : Math.min(Math.max(policyVersion - segment.policyVersion, 0), UNKNOWN_POLICY_LAG);
+      policyLag.push(...segment.tokenIds.map(() => lag));
     } else {
       lossMask.push(...segment.tokenIds.map(() => 0));
       oldLogprobs.push(...segment.tokenIds.map(() => 0));
+      policyLag.push(...segment.tokenIds.map(() => 0));
     }
   }
   if (options.maxTokens !== undefined && inputIds.length > options.maxTokens) return 'too-long';
-  return { inputIds, lossMask, oldLogprobs, advantage };
+  return policyVersion === undefined
+    ? { inputIds, lossMask, oldLogprobs, advantage }
+    : { inputIds, lossMask, oldLogprobs, advantage, policyLag };
 }

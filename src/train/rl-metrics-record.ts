@@ -8,6 +8,15 @@ import { z } from 'zod';
 
 const share = (description: string) =>
   z.number().min(0).max(1).nullable().meta({ description, unit: 'fraction 0–1' });
+const logprobGap = (description: string) =>
+  z
+    .object({
+      mean: z.number().nonnegative().meta({ description: 'mean over those tokens', unit: 'nats' }),
+      max: z.number().nonnegative().meta({ description: 'largest over those tokens', unit: 'nats' }),
+    })
+    .strict()
+    .nullable()
+    .meta({ description });
 const milliseconds = (description: string) => z.number().nonnegative().meta({ description, unit: 'ms' });
 
 export const rlMetricsSchema = z
@@ -57,17 +66,12 @@ export const rlMetricsSchema = z
       description: 'decoupled objective: mean π_prox / π_behaviour before the cap (null: not decoupled)',
     }),
     offPolicyCapped: share('decoupled objective: trained tokens whose weight was capped or masked'),
-    rolloutLogprobGap: z
-      .object({
-        mean: z.number().nonnegative().meta({ description: 'mean over the trained tokens', unit: 'nats' }),
-        max: z.number().nonnegative().meta({ description: 'largest over the trained tokens', unit: 'nats' }),
-      })
-      .strict()
-      .nullable()
-      .meta({
-        description:
-          '|engine − trainer| logprob of the trained tokens before the update: the numeric mismatch plus the policy lag of stale segments (null: nothing trained, or not reported)',
-      }),
+    rolloutLogprobGap: logprobGap(
+      '|engine − trainer| logprob before the update of the trained tokens sampled by the weights the step trains from: the numeric mismatch of engine and trainer (null: no such token, or not reported)',
+    ),
+    staleLogprobGap: logprobGap(
+      'the same over the trained tokens sampled by older weights (partial rollouts, off-policy steps): the numeric mismatch plus the policy’s change since (null: no such token, or not reported)',
+    ),
     klRef: z.number().nullable().meta({
       description:
         'mean KL to the reference policy (the --model RL started from) on the trained tokens (null without --kl-coef)',

@@ -65,6 +65,7 @@ export function rlMetrics(input: RlMetricsInput): RlMetrics {
     offPolicyWeight: train?.offPolicyWeight ?? null,
     offPolicyCapped: train?.offPolicyCapped ?? null,
     rolloutLogprobGap: train?.logprobGap ?? null,
+    staleLogprobGap: train?.staleLogprobGap ?? null,
     klRef: train?.klRef ?? null,
     updates: train?.updates ?? 0,
     ...input.timing,

@@ -268,6 +268,7 @@ async function runRlOn(parts: RlParts, options: RlRunOptions): Promise<RlMetrics
           maskTruncated: config.maskTruncated,
           maskVoid: config.maskVoid,
           maxTokens: parts.contextTokens,
+          policyVersion: trainedAtVersion,
         });
         let train: GrpoStepResult | null = null;
         if (batch.sequences.length > 0) {

@@ -5,7 +5,11 @@
  * arrays. Layout, little-endian, every array 4-byte aligned:
  *   "AMB1" · u32 header length · header JSON (space-padded to a multiple of 8)
  *   · int32 lengths[n] · int32 inputIds[Σ] · float32 advantages[n]? · float32 oldLogprobs[Σ]?
- *   · uint8 lossMask[Σ]
+ *   · uint8 lossMask[Σ] · uint8 policyLag[Σ]?
+ * `policyLag[t]`: how many policy versions before the weights the step trains from token t was
+ * sampled (0: by those weights; 255: unknown, or 255 and more). The trainer reports the
+ * engine-vs-trainer logprob gap of the lag-0 tokens apart from the others' (`rolloutLogprobGap`,
+ * `staleLogprobGap`).
  */
 import { AgentMathError } from '../shared/agentmath-error.ts';
 
@@ -17,6 +21,7 @@ export type BatchSequence = {
   lossMask: readonly number[];
   advantage?: number;
   oldLogprobs?: readonly number[];
+  policyLag?: readonly number[];
 };
 
 /** Encodes sequences and the step's options (a JSON object, camelCase keys). */
@@ -27,14 +32,19 @@ export function encodeTrainerBatch(
   const count = sequences.length;
   const withAdvantages = count > 0 && sequences.every((sequence) => sequence.advantage !== undefined);
   const withLogprobs = count > 0 && sequences.every((sequence) => sequence.oldLogprobs !== undefined);
+  const withLag = count > 0 && sequences.every((sequence) => sequence.policyLag !== undefined);
   let tokens = 0;
   sequences.forEach((sequence, index) => {
     const length = sequence.inputIds.length;
     if (length === 0) throw new AgentMathError('TRAINER_BATCH_INVALID', `sequence ${index} is empty`);
-    if (sequence.lossMask.length !== length || (withLogprobs && sequence.oldLogprobs?.length !== length)) {
+    if (
+      sequence.lossMask.length !== length ||
+      (withLogprobs && sequence.oldLogprobs?.length !== length) ||
+      (withLag && sequence.policyLag?.length !== length)
+    ) {
       throw new AgentMathError(
         'TRAINER_BATCH_INVALID',
-        `sequence ${index}: lossMask and oldLogprobs must have one entry per input id (${length})`,
+        `sequence ${index}: lossMask, oldLogprobs and policyLag must have one entry per input id (${length})`,
       );
     }
     tokens += length;
@@ -44,6 +54,7 @@ export function encodeTrainerBatch(
     tokens,
     advantages: withAdvantages,
     oldLogprobs: withLogprobs,
+    policyLag: withLag,
     options,
   });
   const headerBytes = Buffer.from(headerText, 'utf8');
@@ -55,7 +66,8 @@ export function encodeTrainerBatch(
     4 * tokens +
     (withAdvantages ? 4 * count : 0) +
     (withLogprobs ? 4 * tokens : 0) +
-    tokens;
+    tokens +
+    (withLag ? tokens : 0);
   const buffer = Buffer.alloc(size, 0x20, undefined);
   buffer.write(MAGIC, 0, 'latin1');
   buffer.writeUInt32LE(headerLength, 4);
@@ -88,6 +100,12 @@ export function encodeTrainerBatch(
   }
   for (const sequence of sequences) {
     for (const value of sequence.lossMask) buffer[offset++] = value ? 1 : 0;
+  }
+  if (withLag) {
+    for (const sequence of sequences) {
+      for (const lag of sequence.policyLag ?? [])
+        buffer[offset++] = Math.min(Math.max(Math.round(lag), 0), 255);
+    }
   }
   return buffer;
 }

@@ -9,7 +9,12 @@
 export type SftSequence = { inputIds: number[]; lossMask: number[] };
 /** A GRPO sequence adds the group-normalised advantage and the sampling policy's logprobs
  * (one per input id; values where the loss mask is 0 are ignored). */
-export type GrpoSequence = SftSequence & { advantage: number; oldLogprobs: number[] };
+export type GrpoSequence = SftSequence & {
+  advantage: number;
+  oldLogprobs: number[];
+  /** Per token, the policy versions between its sampler and the weights the step trains from (255: unknown). */
+  policyLag?: number[];
+};
 
 export type SftStepRequest = { sequences: SftSequence[]; learningRate?: number };
 export type GrpoStepRequest = {
@@ -76,10 +81,13 @@ export type GrpoStepResult = SftStepResult & {
   offPolicyWeight: number | null;
   offPolicyCapped: number | null;
   /**
-   * |engine logprob − trainer logprob| over the trained tokens, before any update (mean, max);
-   * null where the step trained no token (every group dropped) or the run predates the field.
+   * |engine logprob − trainer logprob| before any update (mean, max) over the trained tokens the
+   * engine sampled with the weights the step trains from: engine and trainer's numeric mismatch.
+   * null where no such token was trained.
    */
   logprobGap: { mean: number; max: number } | null;
+  /** The same over trained tokens sampled by older weights: mismatch plus the policy's change since. */
+  staleLogprobGap: { mean: number; max: number } | null;
   /** Optimizer updates applied in the step (mini-batches × epochs, less skipped ones). */
   updates: number;
 };
