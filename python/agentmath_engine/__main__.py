@@ -23,6 +23,7 @@ import threading
 
 from .app import WorkerOptions, build_worker
 from .parent_watch import watch_parent
+from .prefix_store import PREFIX_CACHE_MB
 from .server import api_key_for, is_loopback, serve
 
 
@@ -40,6 +41,8 @@ def main(argv=None) -> int:
     parser.add_argument("--decode-linear", choices=("packed", "plain"), default="packed",
                         help="Hugging Face models on a CPU: generation's linear layers on weights packed once for oneDNN (default) or plain")
     parser.add_argument("--device", default="auto", help="Hugging Face models: auto, cpu or cuda")
+    parser.add_argument("--prefix-cache-mb", type=float, default=PREFIX_CACHE_MB,
+                        help=f"Hugging Face models: MiB of keys and values kept for prompts that begin like earlier ones (0: none; default {PREFIX_CACHE_MB})")
     parser.add_argument("--log-level", default="info")
     parser.add_argument("--no-auth", action="store_true",
                         help="serve a non-loopback --host without AGENTMATH_ENGINE_API_KEY (anyone who reaches it can generate and change the weights)")
@@ -61,7 +64,7 @@ def main(argv=None) -> int:
             "serving %s without authentication (--no-auth): anyone who can reach it can generate and change the weights", args.host)
     options = WorkerOptions(
         model=args.model, seed=args.seed, max_running_requests=args.max_running_requests, decode_threads=args.decode_threads, decode_dtype=args.decode_dtype, decode_linear=args.decode_linear,
-        device=args.device,
+        device=args.device, prefix_cache_mb=args.prefix_cache_mb,
     )
     try:
         worker = build_worker(options)

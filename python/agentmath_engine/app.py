@@ -16,6 +16,7 @@ from agentmath_models.byte_gpt import BYTE_GPT_SHAPES
 
 from .byte_backend import ByteBackend, is_byte_model_folder
 from .engine import Engine
+from .prefix_store import PREFIX_CACHE_MB
 from .server import Worker
 
 # int8: int8 weights, bf16 activations (int8_linear.py); auto: timed at start (decode_dtype_choice.py).
@@ -39,6 +40,8 @@ class WorkerOptions:
     # packed: a CPU decodes on linear weights reordered once for oneDNN (packed_linear.py).
     decode_linear: str = "packed"
     device: str = "auto"
+    # Hugging Face models: the prefix cache's budget in MiB (prefix_store.py; 0: none).
+    prefix_cache_mb: float = PREFIX_CACHE_MB
 
 
 def build_backend(options: WorkerOptions):
@@ -62,6 +65,7 @@ def build_backend(options: WorkerOptions):
         options.device,
         decode_dtype=resolve_decode_dtype(options),
         decode_linear=options.decode_linear,
+        prefix_cache_mb=options.prefix_cache_mb,
     )
 
 

@@ -81,6 +81,8 @@ class Sequence:
     logprobs: List[float] = dataclasses.field(default_factory=list)
     output_bytes: bytes = b""
     slot: int = -1
+    # Prompt positions whose keys and values came from the backend's prefix cache.
+    cached_tokens: int = 0
     finish: Optional[Dict[str, Any]] = None
     result: Optional[Dict[str, Any]] = None
     done: threading.Event = dataclasses.field(default_factory=threading.Event)
@@ -177,9 +179,9 @@ class Engine:
                 for sequence in self._waiting + list(self._running.values()):
                     self._finish_aborted(sequence)
             elif mode == "retract":
-                for slot in self._running:
+                for slot, sequence in self._running.items():
                     if slot not in self._retracted:
-                        self.backend.release(slot)
+                        self._release(sequence)
                         self._retracted.add(slot)
             self._condition.notify_all()
             return len(self._running)
@@ -187,11 +189,15 @@ class Engine:
     def flush_cache(self, ignore_waiting: bool = False) -> bool:
         """SGLang's flush (Scheduler.flush_cache / is_fully_idle): refused while any request holds
         its KV cache (one paused in place does; a retracted one does not) and, unless paused or
-        `ignore_waiting`, while any waits. This engine keeps no cache between requests, so a flush
-        that succeeds has nothing more to clear."""
+        `ignore_waiting`, while any waits. A flush that succeeds empties the backend's prefix cache
+        (SGLang resets its radix cache)."""
         with self._condition:
             holding = [slot for slot in self._running if slot not in self._retracted] or self._in_step
-            return not holding and (self._paused or ignore_waiting or not self._waiting)
+            flushed = not holding and (self._paused or ignore_waiting or not self._waiting)
+            prefixes = getattr(self.backend, "prefixes", None)
+            if flushed and prefixes is not None:
+                prefixes.clear()
+            return flushed
 
     def resume(self) -> None:
         """SGLang's continue_generation: steps run again (retracted caches are recomputed first)."""
@@ -338,7 +344,9 @@ class Engine:
         requests = [(sequence.slot, sequence.prompt) for sequence in sequences]
         prefill_batch = getattr(self.backend, "prefill_batch", None)  # a backend may batch prefills
         all_logits = prefill_batch(requests) if prefill_batch else [self.backend.prefill(*request) for request in requests]
+        cached = getattr(self.backend, "cached_tokens", {})
         for sequence, logits in zip(sequences, all_logits):
+            sequence.cached_tokens = cached.get(sequence.slot, 0)
             self._first_token(sequence, logits)
 
     def _first_token(self, sequence: Sequence, logits: torch.Tensor) -> None:
@@ -389,6 +397,13 @@ class Engine:
             window *= 4
         return self.backend.decode(output).encode("utf-8")
 
+    def _release(self, sequence: Sequence) -> None:
+        """Frees the sequence's slot; a backend with a prefix cache keeps its keys and values."""
+        keep = getattr(self.backend, "keep_prefix", None)
+        if keep is not None:
+            keep(sequence.slot, sequence.prompt + sequence.output)
+        self.backend.release(sequence.slot)
+
     def _finish_locked(self, sequence: Sequence, reason: Dict[str, Any]) -> None:
         with self._condition:
             self._finish(sequence, reason)
@@ -407,7 +422,7 @@ class Engine:
         sequence.finish = reason
         if sequence.slot >= 0 and self._running.get(sequence.slot) is sequence:
             del self._running[sequence.slot]
-            self.backend.release(sequence.slot)
+            self._release(sequence)
         matched = reason.get("matched")
         text_ids = sequence.output[:-1] if isinstance(matched, int) and not sequence.params.no_stop_trim else sequence.output
         text = trim_text(self.backend.decode(text_ids, sequence.params.skip_special_tokens), matched, sequence.params.no_stop_trim)
@@ -416,7 +431,7 @@ class Engine:
             "finish_reason": reason,
             "prompt_tokens": len(sequence.prompt),
             "completion_tokens": len(sequence.output),
-            "cached_tokens": 0,
+            "cached_tokens": sequence.cached_tokens,
             "weight_version": str(self.policy_version),
             "e2e_latency": time.time() - sequence.created,
         }

@@ -40,6 +40,7 @@ from .decode_dtype_choice import DecodeDtypeChoice, choose_decode_dtype
 from .int8_linear import int8_decode_copy, int8_linear_available
 from .packed_batch import PackedBatch
 from .packed_linear import packed_decode_copy, packed_linear_available
+from .prefix_store import PREFIX_CACHE_MB, PrefixStore
 
 DECODE_LINEARS = ("packed", "plain")
 # Prompts prefilled together in one forward pass, at most this many tokens with their padding.
@@ -69,6 +70,7 @@ class HuggingFaceBackend:
         compute_dtype: Optional[torch.dtype] = None,
         decode_dtype: Optional[torch.dtype] = torch.float32,
         decode_linear: str = "packed",
+        prefix_cache_mb: float = PREFIX_CACHE_MB,
     ) -> None:
         # fp32 master weights whatever the checkpoint's dtype; `compute_dtype` is autocast's.
         self.model = model.float().eval()
@@ -118,6 +120,12 @@ class HuggingFaceBackend:
         parameters = inspect.signature(self.model.forward).parameters
         self._cache_argument = "cache" if "cache" in parameters else "past_key_values"
         self._last_logits_only = {"logits_to_keep": 1} if "logits_to_keep" in parameters else {}
+        # Keys and values of earlier prompts and sequences, for prompts that begin like them (only
+        # for caches of plain growing tensors, which can be cut at any position).
+        plain = self._packable(self._new_cache())
+        self.prefixes = PrefixStore(int(prefix_cache_mb * 2**20) if plain else 0)
+        # Per slot, the prompt positions its last prefill took from the prefix cache.
+        self.cached_tokens: Dict[int, int] = {}
 
     @staticmethod
     def create(
@@ -127,12 +135,13 @@ class HuggingFaceBackend:
         compute_dtype: Optional[torch.dtype] = None,
         decode_dtype: Optional[torch.dtype] = torch.float32,
         decode_linear: str = "packed",
+        prefix_cache_mb: float = PREFIX_CACHE_MB,
     ) -> "HuggingFaceBackend":
         """`compute_dtype`: the forward passes' autocast dtype (default bf16 on a GPU, none on CPU);
         `decode_dtype`: the dtype of the weights generation reads (torch.int8: int8 weights and
         bf16 activations; None: fp32 or bf16, whichever this CPU runs the model's layers faster);
         `decode_linear`: packed (oneDNN's layout, CPU) or plain weights for generation (see the
-        module comment)."""
+        module comment); `prefix_cache_mb`: the prefix cache's budget (0: none)."""
         if transformers is None:
             raise ImportError(
                 f"--model {path} is a Hugging Face folder, but the Python package `transformers` is not "
@@ -143,7 +152,7 @@ class HuggingFaceBackend:
             compute_dtype = torch.bfloat16
         tokenizer = transformers.AutoTokenizer.from_pretrained(path)
         model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(chosen)
-        return HuggingFaceBackend(model, tokenizer, path, n_slots, chosen, compute_dtype, decode_dtype, decode_linear)
+        return HuggingFaceBackend(model, tokenizer, path, n_slots, chosen, compute_dtype, decode_dtype, decode_linear, prefix_cache_mb)
 
     @staticmethod
     def _batch_hint(n_slots: int) -> int:
@@ -188,6 +197,9 @@ class HuggingFaceBackend:
     # Generation -------------------------------------------------------------------------------
     @torch.no_grad()
     def prefill(self, slot: int, token_ids: List[int]) -> torch.Tensor:
+        found = self.prefixes.longest(token_ids)
+        if found is not None:
+            return self._prefill_after(slot, token_ids, *found)
         self._forget(slot)
         ids = torch.tensor([token_ids], dtype=torch.long, device=self.device)
         cache = self._new_cache()
@@ -195,8 +207,28 @@ class HuggingFaceBackend:
             output = self._decoder()(input_ids=ids, use_cache=True, **self._last_logits_only, **{self._cache_argument: cache})
         if self._packable(cache):
             self._alone[slot] = [(layer.keys, layer.values) for layer in cache.layers]
+            self.prefixes.put(token_ids, self._alone[slot])
         else:
             self._unpackable[slot] = cache
+        self.cached_tokens[slot] = 0
+        return output.logits[0, -1].float().cpu()
+
+    def _prefill_after(self, slot: int, token_ids: List[int], reused: int, layers) -> torch.Tensor:
+        """Prefills the prompt's positions from `reused` on, after the keys and values of its first
+        `reused` positions (from the prefix cache)."""
+        self._forget(slot)
+        cache = self._new_cache()
+        for index, (keys, values) in enumerate(layers):
+            cache.update(keys, values, index)  # copies: the store's tensors stay as they are
+        ids = torch.tensor([token_ids[reused:]], dtype=torch.long, device=self.device)
+        positions = torch.arange(reused, len(token_ids), device=self.device)[None]
+        with self._autocast():
+            output = self._decoder()(
+                input_ids=ids, position_ids=positions, use_cache=True, **self._last_logits_only, **{self._cache_argument: cache}
+            )
+        self._alone[slot] = [(layer.keys, layer.values) for layer in cache.layers]
+        self.prefixes.put(token_ids, self._alone[slot])
+        self.cached_tokens[slot] = reused
         return output.logits[0, -1].float().cpu()
 
     @torch.no_grad()
@@ -204,18 +236,35 @@ class HuggingFaceBackend:
         """Prefills several slots (slot, prompt ids) in as few forward passes as fit
         PREFILL_BATCH_TOKENS: the prompts left-padded into one batch with an attention mask and
         each row's own position ids, so the matmuls run on every prompt's rows at once. Returns
-        each prompt's last logits, in order. Each slot's cache is kept without its padding."""
+        each prompt's last logits, in order. Each slot's cache is kept without its padding.
+        A prompt that begins like a cached one (`prefix_store.py`) prefills only the rest, alone; of
+        several equal prompts one is prefilled with the others, and the rest reuse it."""
+        logits: Dict[int, torch.Tensor] = {}
+        misses: List[int] = []
+        repeats: List[int] = []
+        firsts = set()
+        for index, (slot, prompt) in enumerate(requests):
+            found = self.prefixes.longest(prompt)
+            if found is not None:
+                logits[index] = self._prefill_after(slot, prompt, *found)
+            elif self.prefixes.enabled and tuple(prompt) in firsts:
+                repeats.append(index)
+            else:
+                firsts.add(tuple(prompt))
+                misses.append(index)
         # Shortest first, so prompts of similar lengths share a pass (little padding).
-        order = sorted(range(len(requests)), key=lambda index: len(requests[index][1]))
+        order = sorted(misses, key=lambda index: len(requests[index][1]))
         chunks: List[List[int]] = [[]]
         for index in order:
             longest = len(requests[index][1])
             if chunks[-1] and longest * (len(chunks[-1]) + 1) > PREFILL_BATCH_TOKENS:
                 chunks.append([])
             chunks[-1].append(index)
-        logits: Dict[int, torch.Tensor] = {}
         for chunk in chunks:
-            logits.update(self._prefill_together([requests[index] for index in chunk], chunk))
+            if chunk:
+                logits.update(self._prefill_together([requests[index] for index in chunk], chunk))
+        for index in repeats:
+            logits[index] = self.prefill(*requests[index])
         return [logits[index] for index in range(len(requests))]
 
     def _prefill_together(self, requests: List[Tuple[int, List[int]]], indices: List[int]) -> Dict[int, torch.Tensor]:
@@ -240,6 +289,8 @@ class HuggingFaceBackend:
         for row, (index, (slot, prompt)) in enumerate(zip(indices, requests)):
             start = width - len(prompt)
             self._alone[slot] = [(layer.keys[row : row + 1, :, start:], layer.values[row : row + 1, :, start:]) for layer in cache.layers]
+            self.prefixes.put(prompt, self._alone[slot])
+            self.cached_tokens[slot] = 0
             answers[index] = output.logits[row, -1].float().cpu()
         return answers
 
@@ -286,7 +337,17 @@ class HuggingFaceBackend:
     def release(self, slot: int) -> None:
         self._forget(slot)
 
+    def keep_prefix(self, slot: int, token_ids: List[int]) -> None:
+        """Keeps the slot's keys and values in the prefix cache as those of `token_ids` (the
+        sequence's prompt and output; its cache holds all but the last sampled token)."""
+        if not self.prefixes.enabled:
+            return
+        layers = self._alone.get(slot) or self._batch.row(slot)
+        if layers:
+            self.prefixes.put(token_ids, layers)
+
     def _forget(self, slot: int) -> None:
+        self.cached_tokens.pop(slot, None)
         self._alone.pop(slot, None)
         self._unpackable.pop(slot, None)
         self._batch.remove(slot)
@@ -322,6 +383,7 @@ class HuggingFaceBackend:
             self.model.load_state_dict(loaded.state_dict())
             self.model_path = folder
             self._decode_stale = True
+            self.prefixes.clear()
             return
         from safetensors.torch import load_file
 
@@ -342,6 +404,7 @@ class HuggingFaceBackend:
             self._checkpoint_layout = CheckpointLayout(self.model)
         self._checkpoint_layout.load(state, origin, complete)
         self._decode_stale = True
+        self.prefixes.clear()  # keys and values of the old weights
 
     def describe(self) -> Dict[str, Any]:
         return {
@@ -352,5 +415,6 @@ class HuggingFaceBackend:
             "decode_linear": self.decode_linear,
             "decode_attention": DECODE_ATTENTION if self.decode_attention else "the model's own",
             **({} if self.decode_linear_note is None else {"decode_linear_note": self.decode_linear_note}),
+            "prefix_cache": self.prefixes.describe(),
             "parameters": sum(p.numel() for p in self.model.parameters()),
         }

@@ -99,6 +99,14 @@ class PackedBatch:
             self._merge([(slot, alone.pop(slot)) for slot in joining], new_cache)
         return self
 
+    def row(self, slot: int) -> Optional[LayerTensors]:
+        """The slot's row without its padding (views of the batch), or None if it has none."""
+        if slot not in self.slots:
+            return None
+        row = self.slots.index(slot)
+        start = self.width - self.lengths[row]
+        return [(layer.keys[row : row + 1, :, start:], layer.values[row : row + 1, :, start:]) for layer in self.cache.layers]
+
     def remove(self, slot: int) -> None:
         """Drops a slot's row (its cache is discarded)."""
         if slot in self.slots:

@@ -5,7 +5,7 @@ import { registerRolloutBench } from './bench-rollout.ts';
 import { registerSandboxBench } from './bench-sandbox.ts';
 import { registerTokenizerBench } from './bench-tokenizer.ts';
 import { registerTrainerBench } from './bench-trainer.ts';
-import { registerEngineBench } from './engine.ts';
+import { registerEngineBench, registerPrefixCacheBench } from './engine.ts';
 
 /** `agentmath bench <thing>`: speed figures, printed as a table or JSON. */
 export function registerBench(program: Command): void {
@@ -14,6 +14,7 @@ export function registerBench(program: Command): void {
   registerSandboxBench(bench);
   registerAgentBench(bench);
   registerEngineBench(bench);
+  registerPrefixCacheBench(bench);
   registerRolloutBench(bench);
   registerTokenizerBench(bench);
   registerTrainerBench(bench);

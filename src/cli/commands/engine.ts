@@ -1,7 +1,13 @@
-import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { benchEngine } from '../../bench/engine-bench.ts';
 import { renderEngineModelBench, runEngineModelBench } from '../../bench/engine-model-bench.ts';
+import {
+  type PrefixCacheWorkload,
+  renderPrefixCacheBench,
+  runPrefixCacheBench,
+} from '../../bench/prefix-cache-bench.ts';
 import { ENGINE_API_KEY_VARIABLE, startEmbeddedWorker, type WorkerEvent } from '../../engine/local/index.ts';
 import { isHuggingFaceModelFolder, modelFolderIssue } from '../../model/index.ts';
 import { countNoun } from '../../shared/count-noun.ts';
@@ -25,6 +31,7 @@ type ServeOptions = {
   decodeThreads?: number;
   decodeDtype?: string;
   decodeLinear?: string;
+  prefixCacheMb?: number;
   seed?: number;
 };
 
@@ -49,11 +56,20 @@ const decodeLinearOption = choiceOption(['packed', 'plain']);
 const DECODE_LINEAR_HELP =
   "Hugging Face models on a CPU: generation's linear layers on weights packed once into oneDNN's layout (packed, default) or on plain weights (plain)";
 
+const prefixCacheOption = integerOption({ min: 0, max: 1_048_576 });
+const PREFIX_CACHE_HELP =
+  "Hugging Face models: MiB of keys and values the engine keeps for prompts that begin like earlier ones (an agent's next turn, a shared system prompt, a GRPO group); 0: none (default 1024)";
+
 /** The worker's arguments for the decode options given. */
-function decodeArgs(options: { decodeDtype?: string; decodeLinear?: string }): string[] {
+function decodeArgs(options: {
+  decodeDtype?: string | undefined;
+  decodeLinear?: string | undefined;
+  prefixCacheMb?: number | undefined;
+}): string[] {
   return [
     ...(options.decodeDtype === undefined ? [] : ['--decode-dtype', options.decodeDtype]),
     ...(options.decodeLinear === undefined ? [] : ['--decode-linear', options.decodeLinear]),
+    ...(options.prefixCacheMb === undefined ? [] : ['--prefix-cache-mb', String(options.prefixCacheMb)]),
   ];
 }
 
@@ -101,6 +117,7 @@ export function registerEngine(program: Command): void {
       decodeDtypeOption,
     )
     .option('--decode-linear <kind>', DECODE_LINEAR_HELP, decodeLinearOption)
+    .option('--prefix-cache-mb <n>', PREFIX_CACHE_HELP, prefixCacheOption)
     .option('--seed <n>', 'initialisation seed of a preset model', integerOption())
     .action(async (options: ServeOptions) => {
       assertServableModel(options.model);
@@ -250,6 +267,87 @@ export function registerEngineBench(bench: Command): void {
       } finally {
         unregister();
         await worker?.stop();
+      }
+    });
+}
+
+type PrefixCacheBenchFlags = PrefixCacheWorkload & {
+  model: string;
+  prefixCacheMb?: number;
+  decodeThreads?: number;
+  decodeDtype?: string;
+  decodeLinear?: string;
+  json?: boolean;
+};
+
+/** `agentmath bench prefix-cache --model DIR`: an agent's multi-turn traffic with and without the engine's prefix cache. */
+export function registerPrefixCacheBench(bench: Command): void {
+  const count = (max: number) => integerOption({ min: 1, max });
+  bench
+    .command('prefix-cache')
+    .description(
+      "local engine, Hugging Face --model: an agent's traffic (conversations of several turns, one system prompt) on the engine with its prefix cache and on the same engine without, alternating in one run: workload and request time p50/p99, cached share of prompt tokens, speedup",
+    )
+    .requiredOption('--model <dir>', 'a Hugging Face model folder')
+    .option('--conversations <n>', 'conversations at once', count(1024), 16)
+    .option('--turns <n>', 'turns per conversation', count(64), 3)
+    .option('--system-tokens <n>', 'system prompt tokens, shared by every conversation', count(100_000), 160)
+    .option('--problem-tokens <n>', "each conversation's own prompt tokens after it", count(100_000), 40)
+    .option('--new-tokens <n>', 'tokens generated per turn (EOS ignored)', count(100_000), 32)
+    .option('--tool-tokens <n>', 'interpreter output tokens between turns', count(100_000), 24)
+    .option('--rounds <n>', 'repetitions of the workload on each engine', count(1000), 3)
+    .option('--prefix-cache-mb <n>', `the cached engine's budget (${PREFIX_CACHE_HELP})`, prefixCacheOption)
+    .option('--decode-threads <n>', 'torch threads while generating (0 = all cores)', threads)
+    .option('--decode-dtype <dtype>', 'as for bench engine', decodeDtypeOption)
+    .option('--decode-linear <kind>', DECODE_LINEAR_HELP, decodeLinearOption)
+    .option('--json', 'print the figures as JSON')
+    .action(async (flags: PrefixCacheBenchFlags) => {
+      if (!isHuggingFaceModelFolder(flags.model)) {
+        throw usageError(
+          `--model ${flags.model}: not a Hugging Face model folder (config.json and tokenizer.json)`,
+        );
+      }
+      const config = JSON.parse(readFileSync(join(flags.model, 'config.json'), 'utf8')) as {
+        vocab_size?: unknown;
+      };
+      if (typeof config.vocab_size !== 'number' || config.vocab_size < 2) {
+        throw usageError(`${join(flags.model, 'config.json')}: no vocab_size`);
+      }
+      const { decodeThreads } = flags;
+      const start = (prefixCacheMb: number | undefined) =>
+        startEmbeddedWorker({
+          model: flags.model,
+          port: 0,
+          restart: false,
+          startupTimeoutMs: 600_000,
+          ...(decodeThreads === undefined ? {} : { decodeThreads }),
+          extraArgs: decodeArgs({ ...flags, prefixCacheMb }),
+        });
+      const progress = flags.json ? () => {} : (message: string) => process.stderr.write(`${message}\n`);
+      const workers: Awaited<ReturnType<typeof startEmbeddedWorker>>[] = [];
+      const unregister = onShutdown(async () => {
+        await Promise.all(workers.map((worker) => worker.stop()));
+      });
+      try {
+        progress('starting the engine without a prefix cache and the engine with one');
+        workers.push(await start(0));
+        workers.push(await start(flags.prefixCacheMb));
+        const report = await runPrefixCacheBench({
+          baselineUrl: workers[0]!.url,
+          cachedUrl: workers[1]!.url,
+          headers: { 'Content-Type': 'application/json' },
+          vocabulary: config.vocab_size,
+          ...flags,
+          onProgress: progress,
+        });
+        process.stdout.write(
+          flags.json
+            ? `${JSON.stringify({ model: flags.model, ...report }, null, 2)}\n`
+            : renderPrefixCacheBench(report),
+        );
+      } finally {
+        unregister();
+        await Promise.all(workers.map((worker) => worker.stop()));
       }
     });
 }
