@@ -288,27 +288,28 @@ export function rlFolderName(plan: Pick<QuickstartPlan, 'rl'>): string {
  * takes its own time.
  */
 export const MEASURED_QUICKSTART_TIMES = {
-  where: '2 CPU cores (AMD EPYC Zen 4), 2026-12-02',
+  where: '2 CPU cores (AMD EPYC Zen 4), 2026-12-03',
   /** The embedded job from a fresh state with its defaults, all 200 problems. */
   embeddedMinutes: 11.1,
   /**
-   * `quickstart --model smollm2-135m-instruct` with its defaults, per part: 16 min 42 s in all
-   * (the model pulled before; evaluations 154, 60, 70, 86 and 78 s for 30 problems each, SFT
-   * 5 min 40 s of its 6, RL 3 min 34 s for its 3: a step runs to its end).
+   * `quickstart --model smollm2-135m-instruct` with its defaults, per part: 15 min 22 s in all
+   * (the model pulled before, the engine with its prefix cache; evaluations 145, 48, 51, 74 and
+   * 51 s for 30 problems each, SFT 5 min 10 s of its 6, RL 4 min 4 s for its 3: a step runs to
+   * its end).
    */
   pretrained: {
     model: 'smollm2-135m-instruct',
     /**
      * The rest of the measured run beyond SFT's and RL's budgets and the evaluations: RL's last
-     * step runs past its budget (34 s), SFT stopped short of its own (20 s), the starts between.
+     * step runs past its budget (64 s), SFT stopped short of its own (50 s), the starts between.
      */
-    overheadMinutes: 0.25,
+    overheadMinutes: 0.2,
     /** An evaluation's seconds per problem: the base model (it writes prose until the token budget), */
-    baselineSecondsPerProblem: 5.1,
+    baselineSecondsPerProblem: 4.8,
     /** the tool SFT or RL model on held-out arith, */
-    toolSecondsPerProblem: 2.2,
+    toolSecondsPerProblem: 1.65,
     /** and on the RL problems' split (level 5). */
-    splitSecondsPerProblem: 2.7,
+    splitSecondsPerProblem: 2.1,
   },
 } as const;
 
