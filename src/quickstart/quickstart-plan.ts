@@ -92,15 +92,15 @@ export const QUICKSTART_SFT_LEVEL_WEIGHTS = [4, 4, 4, 4, ...QUICKSTART_RL_LEVELS
 
 /**
  * The embedded job's budget on two cores, for the whole job to fit 12 minutes: 640 SFT steps
- * of 8 sequences per arm, and 12 RL steps (at most 4.5 minutes) beside the text arm's
- * training and the arms' evaluations. RL had 8 steps in 3.5 minutes while the job took 14
- * minutes; once its sandbox and engine stopped wasting the cores (9 min 50 s), the minutes
- * freed went to RL: 12 steps gained on the level-5 split with the interval above zero in
- * each of three seeds, 8 steps in one of three (docs/results/quickstart.md).
+ * of 8 sequences per arm, and 16 RL steps (at most 6 minutes) beside the text arm's training
+ * and the arms' evaluations. 8 steps gained on the level-5 split with the interval above zero
+ * in one seed of three, 12 steps in four runs of five (a fresh job read +8.8, interval −0.8 to
+ * +17.9), 16 steps in each of three seeds (+11.3 to +17.5); the job had the minutes for them
+ * (docs/results/quickstart.md).
  */
 export const EMBEDDED_SFT_STEPS = 640;
-export const EMBEDDED_RL_MINUTES = 4.5;
-export const EMBEDDED_RL_STEPS = 12;
+export const EMBEDDED_RL_MINUTES = 6;
+export const EMBEDDED_RL_STEPS = 16;
 
 /** The embedded byte model's plan (`agentmath quickstart`). */
 export function embeddedPlan(root: string, sizes: QuickstartSizes = {}): QuickstartPlan {
@@ -133,7 +133,7 @@ export function embeddedPlan(root: string, sizes: QuickstartSizes = {}): Quickst
         ? {
             minutes: sizes.rlMinutes ?? EMBEDDED_RL_MINUTES,
             config: {
-              // Equal work in every run (and seed): 12 steps, unless the minutes run out first.
+              // Equal work in every run (and seed): 16 steps, unless the minutes run out first.
               steps: EMBEDDED_RL_STEPS,
               batchSize: 4,
               groupSize: 8,
