@@ -289,8 +289,8 @@ export function rlFolderName(plan: Pick<QuickstartPlan, 'rl'>): string {
  */
 export const MEASURED_QUICKSTART_TIMES = {
   where: '2 CPU cores (AMD EPYC Zen 4), 2026-12-03',
-  /** The embedded job from a fresh state with its defaults, all 200 problems. */
-  embeddedMinutes: 11.1,
+  /** The embedded job from a fresh state with its defaults, all 200 problems (10 min 35 s). */
+  embeddedMinutes: 10.6,
   /**
    * `quickstart --model smollm2-135m-instruct` with its defaults, per part: 15 min 22 s in all
    * (the model pulled before, the engine with its prefix cache; evaluations 145, 48, 51, 74 and
