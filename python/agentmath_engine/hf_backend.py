@@ -197,25 +197,12 @@ class HuggingFaceBackend:
     # Generation -------------------------------------------------------------------------------
     @torch.no_grad()
     def prefill(self, slot: int, token_ids: List[int]) -> torch.Tensor:
-        found = self.prefixes.longest(token_ids)
-        if found is not None:
-            return self._prefill_after(slot, token_ids, *found)
-        self._forget(slot)
-        ids = torch.tensor([token_ids], dtype=torch.long, device=self.device)
-        cache = self._new_cache()
-        with self._autocast():
-            output = self._decoder()(input_ids=ids, use_cache=True, **self._last_logits_only, **{self._cache_argument: cache})
-        if self._packable(cache):
-            self._alone[slot] = [(layer.keys, layer.values) for layer in cache.layers]
-            self.prefixes.put(token_ids, self._alone[slot])
-        else:
-            self._unpackable[slot] = cache
-        self.cached_tokens[slot] = 0
-        return output.logits[0, -1].float().cpu()
+        return self._prefill(slot, token_ids, self.prefixes.longest(token_ids) or (0, []))
 
-    def _prefill_after(self, slot: int, token_ids: List[int], reused: int, layers) -> torch.Tensor:
-        """Prefills the prompt's positions from `reused` on, after the keys and values of its first
-        `reused` positions (from the prefix cache)."""
+    def _prefill(self, slot: int, token_ids: List[int], found) -> torch.Tensor:
+        """Runs the prompt from position `reused` on, after the keys and values of its first
+        `reused` positions (`found`: from the prefix cache, or (0, []))."""
+        reused, layers = found
         self._forget(slot)
         cache = self._new_cache()
         for index, (keys, values) in enumerate(layers):
@@ -226,8 +213,11 @@ class HuggingFaceBackend:
             output = self._decoder()(
                 input_ids=ids, position_ids=positions, use_cache=True, **self._last_logits_only, **{self._cache_argument: cache}
             )
-        self._alone[slot] = [(layer.keys, layer.values) for layer in cache.layers]
-        self.prefixes.put(token_ids, self._alone[slot])
+        if self._packable(cache):
+            self._alone[slot] = [(layer.keys, layer.values) for layer in cache.layers]
+            self.prefixes.put(token_ids, self._alone[slot])
+        else:
+            self._unpackable[slot] = cache
         self.cached_tokens[slot] = reused
         return output.logits[0, -1].float().cpu()
 
@@ -246,7 +236,7 @@ class HuggingFaceBackend:
         for index, (slot, prompt) in enumerate(requests):
             found = self.prefixes.longest(prompt)
             if found is not None:
-                logits[index] = self._prefill_after(slot, prompt, *found)
+                logits[index] = self._prefill(slot, prompt, found)
             elif self.prefixes.enabled and tuple(prompt) in firsts:
                 repeats.append(index)
             else:

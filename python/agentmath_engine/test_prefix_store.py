@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 import unittest
 
 import torch
@@ -119,6 +120,20 @@ class PrefixCacheBackendTest(unittest.TestCase):
         self.assertEqual(len(backend.prefixes), 0)
         backend.prefill(1, PROMPT + [9])
         self.assertEqual(backend.cached_tokens[1], 0)
+
+    def test_a_flush_that_succeeds_empties_the_cache(self) -> None:
+        backend = self.backend("llama")
+        engine = Engine(backend, 8)
+        self.addCleanup(engine.shutdown)
+        sequence = engine.submit(PROMPT, SamplingParams(max_new_tokens=4, temperature=0.0, ignore_eos=True), False, None)
+        self.assertTrue(sequence.done.wait(60))
+        self.assertGreater(len(backend.prefixes), 0)
+        # The step that finished the request may still be running: a flush is refused until it
+        # ends (as SGLang's, which the weight sync retries), and a refused one clears nothing.
+        while not engine.flush_cache():
+            self.assertGreater(len(backend.prefixes), 0)
+            time.sleep(0.01)
+        self.assertEqual(len(backend.prefixes), 0)
 
     def test_the_next_turn_of_a_conversation_reuses_the_first_and_answers_as_without_a_cache(self) -> None:
         answers = {}

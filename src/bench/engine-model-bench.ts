@@ -128,13 +128,14 @@ async function greedyRequest(
   return (await greedyWithLogprobs(url, headers, inputIds, maxNewTokens, false)).outputIds;
 }
 
-async function greedyWithLogprobs(
+/** One greedy `/generate` of exactly `maxNewTokens` (EOS ignored); `cachedTokens`: the engine's `meta_info.cached_tokens` (0 if absent). */
+export async function greedyWithLogprobs(
   url: string,
   headers: Record<string, string>,
   inputIds: number[],
   maxNewTokens: number,
   returnLogprob: boolean,
-): Promise<{ outputIds: number[]; logprobs: number[] }> {
+): Promise<{ outputIds: number[]; logprobs: number[]; cachedTokens: number }> {
   const response = await fetch(`${url}/generate`, {
     method: 'POST',
     headers,
@@ -146,7 +147,7 @@ async function greedyWithLogprobs(
   });
   const body = (await response.json()) as {
     output_ids?: number[];
-    meta_info?: { output_token_logprobs?: [number, number, ...unknown[]][] };
+    meta_info?: { output_token_logprobs?: [number, number, ...unknown[]][]; cached_tokens?: number };
   };
   if (!response.ok || body.output_ids?.length !== maxNewTokens) {
     throw new Error(
@@ -157,7 +158,7 @@ async function greedyWithLogprobs(
   if (returnLogprob && logprobs.length !== maxNewTokens) {
     throw new Error(`${url}/generate returned ${logprobs.length} logprobs for ${maxNewTokens} tokens`);
   }
-  return { outputIds: body.output_ids, logprobs };
+  return { outputIds: body.output_ids, logprobs, cachedTokens: body.meta_info?.cached_tokens ?? 0 };
 }
 
 export async function runEngineModelBench(options: EngineModelBenchOptions): Promise<EngineModelBenchReport> {

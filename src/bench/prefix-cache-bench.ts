@@ -16,7 +16,9 @@
  * ratio of the wall times. Greedy agreement: conversations whose every turn produced the same
  * tokens on both engines (a cache changes which kernels compute a position, not what it is).
  */
+import { countNoun } from '../shared/count-noun.ts';
 import { ascending, percentile } from '../shared/percentile.ts';
+import { greedyWithLogprobs } from './engine-model-bench.ts';
 
 /** The traffic: conversations at once, turns each, and the token counts of their parts. */
 export type PrefixCacheWorkload = {
@@ -75,26 +77,9 @@ async function generate(
   maxNewTokens: number,
 ): Promise<Turn> {
   const started = performance.now();
-  const response = await fetch(`${url}/generate`, {
-    method: 'POST',
-    headers,
-    body: JSON.stringify({
-      input_ids: inputIds,
-      sampling_params: { max_new_tokens: maxNewTokens, temperature: 0, ignore_eos: true },
-    }),
-  });
-  const body = (await response.json()) as { output_ids?: number[]; meta_info?: { cached_tokens?: number } };
-  if (!response.ok || body.output_ids?.length !== maxNewTokens) {
-    throw new Error(
-      `${url}/generate answered HTTP ${response.status} with ${body.output_ids?.length} tokens`,
-    );
-  }
-  return {
-    outputIds: body.output_ids,
-    seconds: (performance.now() - started) / 1000,
-    cachedTokens: body.meta_info?.cached_tokens ?? 0,
-    promptTokens: inputIds.length,
-  };
+  const { outputIds, cachedTokens } = await greedyWithLogprobs(url, headers, inputIds, maxNewTokens, false);
+  const seconds = (performance.now() - started) / 1000;
+  return { outputIds, seconds, cachedTokens, promptTokens: inputIds.length };
 }
 
 /** One run of the workload on one engine: every conversation's turns, and the wall time. */
@@ -173,7 +158,7 @@ export function renderPrefixCacheBench(report: PrefixCacheBenchReport): string {
     row('no prefix cache', report.baseline),
     row('prefix cache', report.cached),
     `speedup (workload p50): ×${report.speedup.toFixed(2)}; greedy tokens equal in ${report.greedyAgreement.same} of ${report.greedyAgreement.of} conversations`,
-    `(${report.conversations} conversations × ${report.turns} turns at once: system prompt ${report.systemTokens} + problem ${report.problemTokens} tokens, ${report.newTokens} new tokens a turn, ${report.toolTokens} interpreter tokens between turns; ${report.rounds} rounds, the two engines alternating)`,
+    `(${report.conversations} conversations × ${report.turns} turns at once: system prompt ${report.systemTokens} + problem ${report.problemTokens} tokens, ${report.newTokens} new tokens a turn, ${report.toolTokens} interpreter tokens between turns; ${countNoun(report.rounds, 'round')}, the two engines alternating)`,
     '',
   ].join('\n');
 }
